@@ -1,0 +1,156 @@
+# keel -- one Makefile for everything.
+#
+#   make            build/ : libkeel.a, libkeel.so, keel.pc, the programs
+#   make test       every test (cmocka suites and the scripted ones)
+#   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
+#   make torture    a 30-second torture of the embedded engine at --kill-every 50ms
+#   make fuzz       the HTTP request parser under libFuzzer for 60 seconds
+#   make install PREFIX=/usr/local
+#
+# Missing Debian packages are installed when run as root (apt-get), otherwise
+# the exact apt-get line is printed and the build stops.
+
+PREFIX ?= /usr/local
+B ?= build
+CC ?= cc
+OPT ?= -O2
+SAN ?=
+CFLAGS_BASE = -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wvla \
+	-fPIC -D_GNU_SOURCE -DFIU_ENABLE=1 $(SAN) \
+	-Iengine -Irecovery -Ifaultsim -Ihttp -Itorture
+CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS)
+LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
+
+# Debian packages: build and test needs, then the benchmark peers.
+DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config
+DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
+	nginx-light redis-server wrk fio clang
+DEPS_STAMP = $(B)/.deps-build
+
+# ---- the library (floors 0-2) -------------------------------------------
+LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
+	engine/map.c engine/tree.c engine/batch.c engine/commit.c engine/db.c \
+	engine/compact.c \
+	recovery/recover.c recovery/verify.c
+LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
+
+# ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
+FAULTSIM_SRCS =
+FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
+
+# ---- programs (floor 3) ----------------------------------------------------
+KEEL_CLI_SRCS = tools/keel.c
+TORTURE_SRCS =
+SERVE_SRCS =
+LOADGEN_SRCS =
+FSYNC_PROBE_SRCS =
+BENCH_ENGINE_SRCS =
+
+PROGRAMS = $(B)/keel \
+	$(if $(TORTURE_SRCS),$(B)/torture) \
+	$(if $(SERVE_SRCS),$(B)/keel-serve) \
+	$(if $(LOADGEN_SRCS),$(B)/loadgen) \
+	$(if $(FSYNC_PROBE_SRCS),$(B)/fsync-probe)
+
+# ---- tests ------------------------------------------------------------------
+# cmocka suites: tests/test_<module>.c, each linked with the library (and
+# faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
+TESTS = test_crc32c test_format test_engine test_recovery test_faults_io
+TEST_EXTRA_test_torture_oracle =
+TEST_EXTRA_test_http_parser =
+TEST_EXTRA_test_fsync_probe =
+# scripted tests: tests/*.sh, run with the build directory as $1
+TEST_SCRIPTS = tests/cli.sh
+
+TEST_BINS = $(TESTS:%=$(B)/tests/%)
+
+all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS)
+
+.PHONY: all deps deps-bench test asan torture fuzz install clean bench
+
+# ---- dependencies -------------------------------------------------------
+$(DEPS_STAMP):
+	@sh tests/deps.sh $(DEPS_BUILD)
+	@mkdir -p $(B) && touch $@
+
+deps: $(DEPS_STAMP)
+
+deps-bench:
+	@sh tests/deps.sh $(DEPS_BUILD) $(DEPS_BENCH)
+
+# ---- compile rules ----------------------------------------------------------
+$(B)/obj/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+$(B)/libkeel.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libkeel.so: $(LIB_OBJS)
+	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.0 -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/keel.pc: Makefile
+	@mkdir -p $(B)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: keel\nDescription: append-only copy-on-write tree store\nVersion: 0.1.0\nLibs: -L$${libdir} -lkeel\nLibs.private: -lfiu -lpthread\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+
+LINK_LIBS = $(B)/libkeel-faultsim.a $(B)/libkeel.a
+
+$(B)/keel: $(KEEL_CLI_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
+
+$(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
+
+$(B)/fsync-probe: $(FSYNC_PROBE_SRCS:%.c=$(B)/obj/%.o)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
+
+.SECONDEXPANSION:
+$(B)/tests/%: $(B)/obj/tests/%.o $$(TEST_EXTRA_$$*:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ -lcmocka $(LDLIBS_ALL) -lm
+
+# ---- running ------------------------------------------------------------
+test: all $(TEST_BINS)
+	@sh tests/run.sh $(B) $(TEST_BINS) $(TEST_SCRIPTS)
+
+asan:
+	$(MAKE) B=build-asan OPT=-O1 \
+		SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
+		test
+
+torture: all
+	$(B)/torture --kill-every 50ms --duration 30s
+
+# ---- benchmarks (need the peers: make deps-bench) ---------------------------
+BENCH_ENGINE_LIBS = -llmdb -lsqlite3 -lrocksdb -lleveldb
+$(B)/bench-engine: $(BENCH_ENGINE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(BENCH_ENGINE_LIBS) $(LDLIBS_ALL) -lm
+
+bench: deps-bench all $(B)/bench-engine
+
+# ---- install --------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+		$(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(B)/libkeel.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.0
+	ln -sf libkeel.so.0 $(DESTDIR)$(PREFIX)/lib/libkeel.so
+	install -m 644 engine/keel.h engine/io.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(B)/keel.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,211 @@
+/*
+ * format.h -- the on-disk format of a keel store.  Floor 0.  FROZEN where
+ * marked: changing a frozen constant makes every existing store unreadable.
+ * docs/format.md is the same text for readers who do not read C.
+ *
+ * All integers are little-endian.  All records are 8-byte aligned.
+ *
+ * FILE LAYOUT
+ *   offset 0      block 0: superblock (64 bytes used, rest zero)
+ *   offset 4096   block 1: hint slot 0 (32 bytes used, rest zero)
+ *   offset 8192   block 2: hint slot 1 (32 bytes used, rest zero)
+ *   offset 12288  records, appended one after another, 8-byte aligned
+ *   ...           zeros (preallocated space) up to the file size
+ *
+ * SUPERBLOCK (64 bytes at offset 0; written once, when the file is created)
+ *   off size  field
+ *   0   8     magic       "KEELSTOR"                               FROZEN
+ *   8   4     version     KEEL_FORMAT_VERSION (1)                  FROZEN
+ *   12  4     flags       0
+ *   16  4     block_size  4096
+ *   20  4     reserved    0
+ *   24  8     file_id     random, also stored in every head
+ *   32  8     data_start  12288 (first record)
+ *   40  20    reserved    0
+ *   60  4     crc         CRC32C of bytes 0..59
+ *   Valid iff magic matches and crc matches.  version > 1: refuse (EVERSION).
+ *
+ * HINT SLOT (32 bytes at offset 4096 + 4096 * (txid % 2))
+ *   0   8     magic       "KEELHINT"                               FROZEN
+ *   8   8     txid        transaction id of the head it names
+ *   16  8     head_off    offset of that head record
+ *   24  4     reserved    0
+ *   28  4     crc         CRC32C of bytes 0..27
+ *   A hint is written WITHOUT a sync, only after the head it names is durable
+ *   (its sync returned); the next commit's sync makes it durable.  It is only
+ *   a starting point: recovery trusts a head, never a hint.  The two slots
+ *   alternate so a torn hint write leaves the other slot intact.
+ *
+ * RECORD HEADER (16 bytes, at every record's start)
+ *   0   4     magic       KEEL_REC_MAGIC                           FROZEN
+ *   4   1     type        KEEL_REC_VALUE / LEAF / BRANCH / HEAD / PAD
+ *   5   1     flags       0
+ *   6   2     reserved    0
+ *   8   4     len         payload bytes that follow the header
+ *   12  4     crc         CRC32C of header bytes 0..11, then the payload
+ *   The record occupies KEEL_ALIGN8(16 + len) bytes; padding bytes are zero.
+ *   Valid iff magic, type and crc match, and it ends inside the file.
+ *
+ * VALUE payload: the value's bytes, nothing else (so a GET can writev them
+ *   straight from the mapping).  len = value length.
+ *
+ * NODE payload (LEAF and BRANCH; a copy-on-write B+tree node)
+ *   0   2     count       entries (>= 1)
+ *   2   1     level       0 for a leaf, height above the leaves otherwise
+ *   3   1     reserved    0
+ *   4   4     reserved    0
+ *   8   2*count  slot[i]  offset of entry i from the payload start
+ *   ...       entries, in strictly ascending key order
+ *   LEAF entry (28 + klen bytes):
+ *     0  2  klen   1..1024
+ *     2  2  reserved 0
+ *     4  4  vlen   value length
+ *     8  8  voff   offset of the VALUE record
+ *     16 8  rev    revision (txid of the last write of this key)
+ *     24 4  vcrc   the VALUE record's crc field
+ *     28 klen key
+ *   BRANCH entry (16 + klen bytes):
+ *     0  2  klen
+ *     2  2  reserved 0
+ *     4  4  ccrc   the child record's crc field (Merkle link)
+ *     8  8  coff   offset of the child node record
+ *     16 klen key: the smallest key in the child's subtree
+ *   Invariants (checked by keel check): keys strictly ascending in a node and
+ *   across the tree; a branch entry's key equals the first key of its
+ *   child's subtree; a child's level is the parent's level - 1; every offset
+ *   points backwards, to a record of the right type inside the head's range;
+ *   every crc matches.
+ *
+ * HEAD payload (96 bytes; the commit record)
+ *   0   8     txid          previous head's txid + 1 (0 for the first head)
+ *   8   8     prev_head     offset of the previous head record (0 for txid 0)
+ *   16  8     region_start  end of the previous head record
+ *   24  8     root_off      root node record (0 = empty tree)
+ *   32  4     root_crc      the root record's crc field
+ *   36  4     chain_crc     CRC32C over [region_start, this head's offset),
+ *                           seeded with the previous head's chain_crc
+ *   40  8     keys          number of keys in the tree
+ *   48  8     live_bytes    bytes of all records reachable from this head,
+ *                           itself included
+ *   56  8     time_ns       wall clock at commit (informative)
+ *   64  8     file_id       the superblock's file_id
+ *   72  24    reserved      0
+ *   A head is VALID iff its record is valid, prev_head/region_start/txid
+ *   continue the previous valid head, file_id matches, and chain_crc matches
+ *   the bytes of its region.  Within one sync the device may persist the head
+ *   before the region, so the region check is what makes one sync enough.
+ *
+ * PAD payload: zeros; fills space that must not hold a record (unused now,
+ *   reserved so a reader skips it).
+ */
+#ifndef KEEL_FORMAT_H
+#define KEEL_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define KEEL_FORMAT_VERSION 1u                    /* FROZEN meaning          */
+#define KEEL_SUPER_MAGIC "KEELSTOR"               /* FROZEN, 8 bytes         */
+#define KEEL_HINT_MAGIC "KEELHINT"                /* FROZEN, 8 bytes         */
+#define KEEL_REC_MAGIC 0x6C65656Bu                /* FROZEN, "keel" in LE    */
+#define KEEL_BLOCK 4096u
+#define KEEL_SUPER_SIZE 64u
+#define KEEL_HINT_SIZE 32u
+#define KEEL_HINT_OFF(slot) ((uint64_t)KEEL_BLOCK * (1u + (slot)))
+#define KEEL_DATA_START ((uint64_t)3 * KEEL_BLOCK)
+#define KEEL_REC_HDR 16u
+#define KEEL_HEAD_PAYLOAD 96u
+#define KEEL_HEAD_SIZE (KEEL_REC_HDR + KEEL_HEAD_PAYLOAD) /* 112, aligned   */
+#define KEEL_NODE_HDR 8u
+#define KEEL_LEAF_ENTRY 28u
+#define KEEL_BRANCH_ENTRY 16u
+#define KEEL_NODE_MAX 4096u   /* a node is split above this payload size    */
+#define KEEL_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
+
+enum keel_rec_type {
+	KEEL_REC_VALUE = 1,
+	KEEL_REC_LEAF = 2,
+	KEEL_REC_BRANCH = 3,
+	KEEL_REC_HEAD = 4,
+	KEEL_REC_PAD = 5,
+};
+
+/* Decoded forms (host order).  The encode/decode helpers below are the only
+ * code that knows the byte offsets. */
+typedef struct keel_super {
+	uint32_t version, flags, block_size;
+	uint64_t file_id, data_start;
+} keel_super;
+
+typedef struct keel_hint {
+	uint64_t txid, head_off;
+} keel_hint;
+
+typedef struct keel_rec_hdr {
+	uint32_t magic;
+	uint8_t type, flags;
+	uint32_t len, crc;
+} keel_rec_hdr;
+
+typedef struct keel_head {
+	uint64_t txid, prev_head, region_start, root_off;
+	uint32_t root_crc, chain_crc;
+	uint64_t keys, live_bytes, time_ns, file_id;
+	uint64_t off; /* not stored: where this head record sits */
+} keel_head;
+
+_Static_assert(KEEL_HEAD_SIZE % 8 == 0, "head record must stay aligned");
+_Static_assert(KEEL_DATA_START % KEEL_BLOCK == 0, "data starts on a block");
+
+static inline uint16_t keel_ld16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+static inline uint32_t keel_ld32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4); /* little-endian hosts only; checked in crc32c.c */
+	return v;
+}
+static inline uint64_t keel_ld64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+static inline void keel_st16(void *p, uint16_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+static inline void keel_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void keel_st64(void *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* Record size on disk, padding included. */
+static inline uint64_t keel_rec_size(uint64_t payload_len)
+{
+	return KEEL_ALIGN8(KEEL_REC_HDR + payload_len);
+}
+
+/* Encoders write the whole structure, CRC included.  Decoders return 0 when
+ * the bytes are a valid structure and a negative keel_err otherwise; for
+ * records only the header's own fields are checked (the payload CRC needs
+ * the payload: see keel_rec_crc). */
+void keel_super_encode(uint8_t out[KEEL_SUPER_SIZE], const keel_super *s);
+int keel_super_decode(const uint8_t in[KEEL_SUPER_SIZE], keel_super *s);
+void keel_hint_encode(uint8_t out[KEEL_HINT_SIZE], const keel_hint *h);
+int keel_hint_decode(const uint8_t in[KEEL_HINT_SIZE], keel_hint *h);
+/* Writes a 16-byte header for TYPE and PAYLOAD (crc computed over it). */
+void keel_rec_encode(uint8_t hdr[KEEL_REC_HDR], uint8_t type,
+                     const void *payload, uint32_t len);
+/* Parses a header: magic and type checked, crc not (needs the payload). */
+int keel_rec_decode(const uint8_t hdr[KEEL_REC_HDR], keel_rec_hdr *out);
+/* CRC of a record whose header and payload are contiguous at REC. */
+uint32_t keel_rec_crc(const uint8_t *rec, uint32_t len);
+void keel_head_encode(uint8_t out[KEEL_HEAD_SIZE], const keel_head *h);
+/* Decodes a whole head record (header + payload), checking its crc. */
+int keel_head_decode(const uint8_t in[KEEL_HEAD_SIZE], keel_head *h);
+
+#endif /* KEEL_FORMAT_H */

@@ -1,0 +1,259 @@
+/*
+ * keel.h -- the public interface of libkeel, an embeddable append-only
+ * copy-on-write tree store.  This header is the manual.
+ *
+ * WHAT IT IS
+ *   One data file holds every value, every tree node and a chain of head
+ *   records.  Nothing is ever overwritten in place: a commit appends the new
+ *   values, the copied tree path and a head record that names the new root,
+ *   then issues exactly ONE fdatasync (fsync when the commit grew the file).
+ *   The head carries a CRC32C over the commit's whole byte region chained with
+ *   the previous head's, so recovery accepts a head only when everything it
+ *   depends on reached the disk.  The file format is in docs/format.md.
+ *
+ * CALLING SEQUENCE
+ *     keel_db *db;
+ *     int rc = keel_open("data.keel", NULL, &db);       // creates if missing
+ *     rc = keel_put(db, "k", 1, "v", 1, KEEL_REV_ANY, &rev);
+ *     keel_view v;
+ *     rc = keel_get(db, "k", 1, &v);                      // zero-copy
+ *     fwrite(v.data, 1, v.len, stdout);
+ *     keel_view_release(&v);
+ *     keel_close(db);
+ *
+ * CRASH GUARANTEE
+ *   When keel_put, keel_del or keel_commit returns KEEL_OK the change is on
+ *   stable storage (as far as the device honours fdatasync) and survives a
+ *   process kill or a power cut.  A commit that did not return KEEL_OK may or
+ *   may not survive, but never partially: batches are all-or-nothing.
+ *   After a failed write or sync the handle is FAILED: every later write
+ *   returns KEEL_EIO until the store is closed and opened again, which runs
+ *   recovery from what is on disk (failures stick; nothing is retried).
+ *
+ * THREADS
+ *   A keel_db may be used from any number of threads at once.  Writers are
+ *   grouped: concurrent commits share one sync (group commit).  Readers never
+ *   block writers: a snapshot or view pins the mapping it reads from.
+ *
+ * ERRORS
+ *   Every function returns 0 (KEEL_OK) or a negative keel_err.  errno values
+ *   never leak through this interface; keel_strerror() names each code.
+ */
+#ifndef KEEL_H
+#define KEEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KEEL_VERSION_STRING "0.1.0"
+
+/* ---- limits ------------------------------------------------------------ */
+#define KEEL_KEY_MAX 1024u                  /* keys are 1..1024 bytes, any value */
+#define KEEL_VALUE_MAX (((uint64_t)1 << 31) - 4096) /* just under 2 GiB       */
+
+/* ---- revisions ----------------------------------------------------------
+ * Every key carries a revision: the transaction id of the commit that last
+ * wrote it (always >= 1).  A write names what it expects the current
+ * revision to be; a mismatch fails with KEEL_ECONFLICT and changes nothing.
+ */
+#define KEEL_REV_ABSENT ((uint64_t)0)          /* the key must not exist   */
+#define KEEL_REV_ANY    ((uint64_t)UINT64_MAX) /* no expectation           */
+
+/* ---- the one error enum -------------------------------------------------- */
+typedef enum keel_err {
+	KEEL_OK = 0,
+	KEEL_EINVAL = -1,    /* bad argument: NULL, bad flag, bad option       */
+	KEEL_EKEY = -2,      /* key empty or longer than KEEL_KEY_MAX          */
+	KEEL_ETOOBIG = -3,   /* value or batch larger than the engine allows   */
+	KEEL_ENOTFOUND = -4, /* no such key                                    */
+	KEEL_ECONFLICT = -5, /* expected revision did not match                */
+	KEEL_EIO = -6,       /* a read, write or sync failed; or handle FAILED */
+	KEEL_ENOSPC = -7,    /* the device is full (handle is FAILED too)      */
+	KEEL_ECORRUPT = -8,  /* damage found behind the newest valid head      */
+	KEEL_ENOTKEEL = -9,  /* the file is not a keel store                   */
+	KEEL_EVERSION = -10, /* store written by a newer format version        */
+	KEEL_ENOMEM = -11,   /* out of memory                                  */
+	KEEL_EBUSY = -12,    /* another process holds the writer lock          */
+	KEEL_EREADONLY = -13,/* write on a read-only handle                     */
+	KEEL_EACCES = -14,   /* permission denied by the file system           */
+	KEEL_EISDIR = -15,   /* the path names a directory                     */
+	KEEL_ENOENT = -16,   /* the store does not exist (KEEL_NOCREATE)       */
+	KEEL_EFAILED = -17,  /* the handle is FAILED after an I/O error; reopen */
+} keel_err;
+
+/* A static string naming the error; never NULL, even for unknown codes. */
+const char *keel_strerror(int err);
+
+/* ---- opening -------------------------------------------------------------- */
+typedef struct keel_db keel_db;
+struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
+
+/* flags for keel_options.flags */
+#define KEEL_RDONLY   0x1u /* open for reading; no lock, no recovery writes   */
+#define KEEL_NOCREATE 0x2u /* fail with KEEL_ENOENT instead of creating       */
+#define KEEL_SALVAGE  0x4u /* open past damage: use newest head that checks   */
+#define KEEL_NOCOMPACT 0x8u /* turn the automatic compaction policy off       */
+
+/*
+ * Deliberately unsafe modes.  They exist ONLY so the torture harness can prove
+ * it catches real bugs (positive controls).  Never set them otherwise.
+ */
+#define KEEL_UNSAFE_NO_SYNC     0x100u /* commits skip their sync              */
+#define KEEL_UNSAFE_TRUST_HEAD  0x200u /* recovery skips region verification  */
+#define KEEL_UNSAFE_RETRY_FSYNC 0x400u /* a failed sync is retried, then acked */
+
+typedef struct keel_options {
+	unsigned flags;              /* KEEL_RDONLY | ...                         */
+	const struct keel_io *io;    /* I/O backend; NULL = POSIX (engine/io.h)   */
+	uint64_t grow_step;          /* preallocation step in bytes; 0 = default  */
+	int lock_timeout_ms;         /* writer lock: 0 = fail at once with
+	                                KEEL_EBUSY, >0 wait up to this, -1 forever */
+	unsigned file_mode;          /* mode for a new file; 0 = 0644             */
+} keel_options;
+
+/*
+ * keel_open - open the store at PATH, creating it if missing (unless
+ * KEEL_NOCREATE).  OPT may be NULL for defaults.  Runs recovery: finds the
+ * newest head whose region checks out, and cuts a torn tail after it.  Reads
+ * on open are bounded whatever the file's size.
+ * Returns KEEL_OK and *out, or: KEEL_EINVAL (NULL path/out), KEEL_EISDIR,
+ * KEEL_ENOENT, KEEL_EACCES, KEEL_ENOTKEEL (zero-length or foreign file),
+ * KEEL_EVERSION, KEEL_ECORRUPT (damage behind the newest valid head; use
+ * KEEL_SALVAGE to open anyway), KEEL_EBUSY (another writer process), KEEL_EIO,
+ * KEEL_ENOMEM.  On failure *out is NULL and the file is unchanged.
+ */
+int keel_open(const char *path, const keel_options *opt, keel_db **out);
+
+/* keel_close - wait for in-flight commits, release everything.  Views and
+ * snapshots still held keep their mapping alive until released.  Returns the
+ * handle's sticky error (KEEL_OK if it never failed).  NULL is a no-op. */
+int keel_close(keel_db *db);
+
+/* ---- what recovery did -------------------------------------------------- */
+typedef enum keel_recovery_status {
+	KEEL_RECOVERY_OK = 0,        /* the file ended cleanly at the newest head */
+	KEEL_RECOVERY_TRUNCATED = 1, /* a torn tail was cut at 'offset'           */
+	KEEL_RECOVERY_CORRUPT = 2,   /* damage at 'offset' (salvage only)         */
+} keel_recovery_status;
+
+typedef struct keel_recovery {
+	keel_recovery_status status;
+	uint64_t offset;     /* where the tail was cut or damage was found       */
+	uint64_t head_offset;/* the head recovery settled on                     */
+	uint64_t txid;       /* its transaction id                               */
+	uint64_t bytes_read; /* bytes recovery read (bounded, see keel.h)        */
+	char reason[128];    /* what failed, in words ("" when OK)               */
+} keel_recovery;
+
+/* Copies what the last open's recovery did into *out. */
+int keel_recovery_info(keel_db *db, keel_recovery *out);
+
+/* ---- reading -------------------------------------------------------------- */
+/*
+ * A view is a zero-copy window onto a value inside the mapped file.  It stays
+ * valid and unchanged -- even across later commits, file growth and
+ * compaction -- until keel_view_release().  The value's CRC32C is checked
+ * before a view is handed out, so a view never shows damaged bytes.
+ */
+typedef struct keel_view {
+	const void *data; /* value bytes (not NUL-terminated); valid if len == 0 */
+	size_t len;       /* value length                                        */
+	uint64_t rev;     /* revision of the key                                 */
+	void *pin_;       /* private: the mapping reference                      */
+} keel_view;
+
+/* keel_get - look KEY up in the newest committed state.
+ * Returns KEEL_OK and *out, KEEL_ENOTFOUND, KEEL_EKEY, KEEL_EINVAL,
+ * KEEL_ECORRUPT (a checksum failed on the way; nothing is returned). */
+int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out);
+
+/* Releases a view; a zeroed or already released view is a no-op. */
+void keel_view_release(keel_view *v);
+
+/* A snapshot is a consistent read-only state: a head plus a pinned mapping. */
+typedef struct keel_snapshot keel_snapshot;
+
+int keel_snapshot_open(keel_db *db, keel_snapshot **out);
+void keel_snapshot_close(keel_snapshot *s);
+uint64_t keel_snapshot_txid(const keel_snapshot *s);
+/* Like keel_get, from the snapshot; the view pins the snapshot's mapping. */
+int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,
+                      keel_view *out);
+
+/*
+ * Ordered iteration over a snapshot.  Keys compare as unsigned bytes
+ * (memcmp, shorter first on a tie).  PREFIX limits the range to keys that
+ * start with it (NULL/0 = all); START, when given, skips keys below it.
+ * keel_iter_next returns KEEL_OK with the next entry, KEEL_ENOTFOUND at the
+ * end, or KEEL_ECORRUPT.  The key pointer and view stay valid until the
+ * iterator is closed (the view needs no release).
+ */
+typedef struct keel_iter keel_iter;
+int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
+                   const void *start, size_t slen, keel_iter **out);
+int keel_iter_next(keel_iter *it, const void **key, size_t *klen,
+                   keel_view *value);
+void keel_iter_close(keel_iter *it);
+
+/* ---- writing -------------------------------------------------------------- */
+/*
+ * keel_put / keel_del - one change, committed and durable on return.
+ * EXPECT is KEEL_REV_ANY, KEEL_REV_ABSENT or an exact revision.  *REV (may be
+ * NULL) receives the new revision (the commit's transaction id).
+ * Errors: KEEL_EKEY, KEEL_ETOOBIG, KEEL_EINVAL, KEEL_ECONFLICT,
+ * KEEL_ENOTFOUND (keel_del of a missing key with KEEL_REV_ANY), KEEL_EIO /
+ * KEEL_ENOSPC (the handle is now FAILED), KEEL_EFAILED, KEEL_EREADONLY.
+ */
+int keel_put(keel_db *db, const void *key, size_t klen, const void *val,
+             size_t vlen, uint64_t expect, uint64_t *rev);
+int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect);
+
+/*
+ * A batch is a list of puts and deletes committed atomically: either every
+ * change is applied or none is.  The batch copies keys and values.  Changes
+ * apply in order; an expectation is checked against the state left by the
+ * earlier changes of the same batch.
+ */
+typedef struct keel_batch keel_batch;
+int keel_batch_new(keel_batch **out);
+int keel_batch_put(keel_batch *b, const void *key, size_t klen,
+                   const void *val, size_t vlen, uint64_t expect);
+int keel_batch_del(keel_batch *b, const void *key, size_t klen,
+                   uint64_t expect);
+void keel_batch_clear(keel_batch *b);
+void keel_batch_free(keel_batch *b);
+size_t keel_batch_count(const keel_batch *b);
+
+/* keel_commit - commit B (which stays owned by the caller) durably.  Errors as
+ * keel_put; on KEEL_ECONFLICT *failed_index (may be NULL) names the change
+ * whose expectation failed.  An empty batch commits nothing and returns OK. */
+int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
+                size_t *failed_index);
+
+/* ---- compaction --------------------------------------------------------- */
+/* keel_compact - rewrite the live tree into a new file and switch to it.
+ * Views and snapshots of the old file keep reading the old bytes. */
+int keel_compact(keel_db *db);
+
+/* ---- statistics ----------------------------------------------------------- */
+typedef struct keel_stats {
+	uint64_t file_size;   /* bytes in the data file (preallocation included) */
+	uint64_t end_offset;  /* bytes in use: the end of the newest head        */
+	uint64_t live_bytes;  /* bytes reachable from the newest head            */
+	uint64_t keys;        /* number of keys                                  */
+	uint64_t txid;        /* newest transaction id                           */
+	uint64_t commits;     /* commits by this handle                          */
+	uint64_t syncs;       /* syncs issued by this handle                     */
+	uint64_t compactions; /* compactions by this handle                      */
+} keel_stats;
+
+int keel_stat(keel_db *db, keel_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KEEL_H */
