@@ -234,6 +234,42 @@ size_t keel_batch_count(const keel_batch *b);
 int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
                 size_t *failed_index);
 
+/*
+ * keel_commit_async - enqueue B and return at once; CB(ARG, rc, txid,
+ * failed_index) is called exactly once when the commit is durable (rc ==
+ * KEEL_OK) or has failed.  B must stay untouched until then.  Commits queued
+ * together share one sync.  CB runs on an engine thread or on another
+ * committer's thread: it must be short and must not call keel_commit,
+ * keel_put, keel_del or keel_close.  Returns KEEL_OK when queued, or an error
+ * (KEEL_EINVAL, KEEL_EFAILED, KEEL_EREADONLY) and CB is not called.
+ */
+typedef void (*keel_commit_cb)(void *arg, int rc, uint64_t txid,
+                               size_t failed_index);
+int keel_commit_async(keel_db *db, keel_batch *b, keel_commit_cb cb,
+                      void *arg);
+
+/* ---- integrity check ------------------------------------------------------ */
+/*
+ * keel_check - verify everything reachable from the newest head: every
+ * record's CRC, the Merkle links, key order, separator keys, levels, the
+ * head's key count and live bytes.  REPORT (may be NULL) is called for each
+ * problem with its file offset and a description.  Returns KEEL_OK when
+ * clean, KEEL_ECORRUPT when damage was found (details in *out), or another
+ * error.  OUT may be NULL.
+ */
+typedef struct keel_check_result {
+	uint64_t records;      /* records verified                          */
+	uint64_t keys;         /* keys found                                */
+	uint64_t bytes;        /* bytes verified                            */
+	uint64_t problems;     /* problems found                            */
+	uint64_t first_offset; /* offset of the first problem               */
+	char first_reason[160];/* the first problem in words                */
+} keel_check_result;
+typedef void (*keel_check_report_fn)(void *arg, uint64_t offset,
+                                     const char *what);
+int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
+               keel_check_result *out);
+
 /* ---- compaction --------------------------------------------------------- */
 /* keel_compact - rewrite the live tree into a new file and switch to it.
  * Views and snapshots of the old file keep reading the old bytes. */
