@@ -44,7 +44,7 @@ TORTURE_SRCS =
 SERVE_SRCS =
 LOADGEN_SRCS =
 FSYNC_PROBE_SRCS =
-BENCH_ENGINE_SRCS =
+BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
 
 PROGRAMS = $(B)/keel \
 	$(if $(TORTURE_SRCS),$(B)/torture) \
@@ -55,9 +55,9 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_crc32c test_format test_engine test_recovery test_faults_io
+TESTS = test_crc32c test_format test_engine test_recovery test_faults_io test_http_parser
 TEST_EXTRA_test_torture_oracle =
-TEST_EXTRA_test_http_parser =
+TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe =
 # scripted tests: tests/*.sh, run with the build directory as $1
 TEST_SCRIPTS = tests/cli.sh
@@ -118,7 +118,8 @@ $(B)/fsync-probe: $(FSYNC_PROBE_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
 
 .SECONDEXPANSION:
-$(B)/tests/%: $(B)/obj/tests/%.o $$(TEST_EXTRA_$$*:%.c=$(B)/obj/%.o) $(LINK_LIBS)
+test_extra_objs = $(patsubst %.c,$(B)/obj/%.o,$(TEST_EXTRA_$(1)))
+$(B)/tests/%: $(B)/obj/tests/%.o $$(call test_extra_objs,$$*) $(LINK_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ -lcmocka $(LDLIBS_ALL) -lm
 
@@ -154,3 +155,13 @@ install: all
 
 clean:
 	rm -rf build build-asan
+
+# ---- fuzzing: the HTTP request parser under libFuzzer, ASan and UBSan ------
+# New inputs go to $(B)/fuzz-corpus; the seeds in tests/http-corpus stay as-is.
+fuzz:
+	@mkdir -p $(B)/fuzz-corpus
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -Ihttp \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		tests/fuzz_http.c http/http_parse.c -o $(B)/fuzz_http
+	$(B)/fuzz_http -max_total_time=60 -max_len=16384 -timeout=5 \
+		$(B)/fuzz-corpus tests/http-corpus

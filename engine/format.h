@@ -101,6 +101,7 @@
 #ifndef KEEL_FORMAT_H
 #define KEEL_FORMAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 

@@ -27,7 +27,8 @@
  *   process kill or a power cut.  A commit that did not return KEEL_OK may or
  *   may not survive, but never partially: batches are all-or-nothing.
  *   After a failed write or sync the handle is FAILED: every later write
- *   returns KEEL_EIO until the store is closed and opened again, which runs
+ *   returns the same error (KEEL_EIO or KEEL_ENOSPC) until the store is
+ *   closed and opened again, which runs
  *   recovery from what is on disk (failures stick; nothing is retried).
  *
  * THREADS
@@ -82,7 +83,6 @@ typedef enum keel_err {
 	KEEL_EACCES = -14,   /* permission denied by the file system           */
 	KEEL_EISDIR = -15,   /* the path names a directory                     */
 	KEEL_ENOENT = -16,   /* the store does not exist (KEEL_NOCREATE)       */
-	KEEL_EFAILED = -17,  /* the handle is FAILED after an I/O error; reopen */
 } keel_err;
 
 /* A static string naming the error; never NULL, even for unknown codes. */
@@ -113,6 +113,8 @@ typedef struct keel_options {
 	int lock_timeout_ms;         /* writer lock: 0 = fail at once with
 	                                KEEL_EBUSY, >0 wait up to this, -1 forever */
 	unsigned file_mode;          /* mode for a new file; 0 = 0644             */
+	struct keel_recovery *report;/* if set, filled with what recovery did --
+	                                also when the open fails (damage found)  */
 } keel_options;
 
 /*
@@ -206,7 +208,9 @@ void keel_iter_close(keel_iter *it);
  * NULL) receives the new revision (the commit's transaction id).
  * Errors: KEEL_EKEY, KEEL_ETOOBIG, KEEL_EINVAL, KEEL_ECONFLICT,
  * KEEL_ENOTFOUND (keel_del of a missing key with KEEL_REV_ANY), KEEL_EIO /
- * KEEL_ENOSPC (the handle is now FAILED), KEEL_EFAILED, KEEL_EREADONLY.
+ * KEEL_ENOSPC (this commit or an earlier one failed: the handle is FAILED
+ * and answers every later write the same until reopened), KEEL_EREADONLY.
+ * Revisions are per commit group: batches that share a sync share a txid.
  */
 int keel_put(keel_db *db, const void *key, size_t klen, const void *val,
              size_t vlen, uint64_t expect, uint64_t *rev);
@@ -241,7 +245,8 @@ int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
  * together share one sync.  CB runs on an engine thread or on another
  * committer's thread: it must be short and must not call keel_commit,
  * keel_put, keel_del or keel_close.  Returns KEEL_OK when queued, or an error
- * (KEEL_EINVAL, KEEL_EFAILED, KEEL_EREADONLY) and CB is not called.
+ * (KEEL_EINVAL, KEEL_EIO/KEEL_ENOSPC on a FAILED handle, KEEL_EREADONLY)
+ * and CB is not called.
  */
 typedef void (*keel_commit_cb)(void *arg, int rc, uint64_t txid,
                                size_t failed_index);

@@ -1,0 +1,372 @@
+/*
+ * commit.c -- the group-commit pipeline.
+ *
+ * Writers from any thread enqueue a commit_writer.  The writer at the front of
+ * the queue, when no group is being built, becomes the LEADER: it takes the
+ * whole queue as one group, applies every batch to a copy-on-write builder
+ * (a batch whose expectation fails is rejected alone), appends the region and
+ * a head with pwrite, then lets the next leader start building on top of that
+ * while it syncs.  Groups publish strictly in order.  Async writers
+ * (keel_commit_async) are led by the committer thread when no caller is.
+ *
+ *     enqueue --> [front & !building] --> build+append --> wait for the
+ *     previous group's publish --> ONE fdatasync --> publish head --> wake group
+ *
+ * CRASH INVARIANTS
+ *  (1) A head is written after its region, in the same append; one sync makes
+ *      both durable.  Recovery accepts a head only if the region's CRC chain
+ *      checks out, so the device may persist them in any order.
+ *  (2) A head is published (visible to readers, acknowledged to writers) only
+ *      after its sync returned success.
+ *  (3) Groups publish in append order; a group syncs only after the previous
+ *      group published, so its sync also covers every earlier region.
+ *  (4) Fail-stop: after any failed write or sync, db->failed is set before
+ *      anyone is told, every group not yet published fails with it, and no
+ *      later write is attempted: a failed fsync is never retried, because on
+ *      Linux the failed pages may have been marked clean and a retry would
+ *      report success for data that is gone.
+ *  (5) A hint (format.h) names only a head whose sync has returned.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "internal.h"
+
+struct commit_writer {
+	commit_writer *next;
+	const tree_op *ops;
+	size_t n;
+	tree_op *owned_ops;   /* async: resolved ops to free when done      */
+	keel_commit_cb cb;    /* non-NULL: async                             */
+	void *arg;
+	pthread_cond_t cv;    /* sync: signalled when done or leading        */
+	bool done;
+	int rc;
+	uint64_t txid;
+	size_t failed;
+};
+
+#define HINT_EVERY_COMMITS 64
+#define HINT_EVERY_BYTES ((uint64_t)4 << 20)
+
+uint64_t keel_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int keel_err_from_errno(int e)
+{
+	switch (-e) {
+	case 0: return KEEL_OK;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG: return KEEL_ENOSPC;
+	case EACCES:
+	case EPERM: return KEEL_EACCES;
+	case EROFS: return KEEL_EREADONLY;
+	case ENOENT: return KEEL_ENOENT;
+	case EISDIR: return KEEL_EISDIR;
+	case ENOMEM: return KEEL_ENOMEM;
+	case EAGAIN: return KEEL_EBUSY;
+	default: return KEEL_EIO;
+	}
+}
+
+/* Signals whoever should lead next: the front writer, or the committer
+ * thread when the front is async.  Caller holds mu. */
+static void wake_front(keel_db *db)
+{
+	commit_writer *w = db->queue_head;
+	if (!w || db->building)
+		return;
+	if (w->cb)
+		pthread_cond_signal(&db->committer_cv);
+	else
+		pthread_cond_signal(&w->cv);
+}
+
+/* Tells every writer of GROUP its result.  GROUP_RC, when set, overrides a
+ * writer's own result.  Caller holds mu; async callbacks run unlocked. */
+static void group_finish(keel_db *db, commit_writer *group, int group_rc,
+                         uint64_t txid)
+{
+	while (group) {
+		commit_writer *w = group;
+		group = w->next;
+		if (group_rc)
+			w->rc = group_rc;
+		if (w->rc == KEEL_OK)
+			w->txid = txid;
+		if (!w->cb) {
+			w->done = true;
+			pthread_cond_signal(&w->cv);
+			continue;
+		}
+		pthread_mutex_unlock(&db->mu);
+		w->cb(w->arg, w->rc, w->txid, w->failed);
+		free(w->owned_ops);
+		free(w);
+		pthread_mutex_lock(&db->mu);
+	}
+}
+
+/* Writes the region and the head.  Returns 0 or a keel error. */
+static int group_append(keel_db *db, const tree_region *r, const uint8_t *head,
+                        uint64_t at)
+{
+	for (size_t i = 0; i < r->iovcnt; i++) {
+		int e = keel_io_pwrite_all(db->io, db->fd, r->iov[i].iov_base,
+		                           r->iov[i].iov_len, at);
+		if (e)
+			return keel_err_from_errno(e);
+		at += r->iov[i].iov_len;
+	}
+	int e = keel_io_pwrite_all(db->io, db->fd, head, KEEL_HEAD_SIZE, at);
+	return keel_err_from_errno(e);
+}
+
+static int group_sync(keel_db *db, bool grew)
+{
+	if (db->flags & KEEL_UNSAFE_NO_SYNC)
+		return KEEL_OK;
+	int e = grew ? db->io->fsync(db->io->ctx, db->fd)
+	             : db->io->fdatasync(db->io->ctx, db->fd);
+	if (e && (db->flags & KEEL_UNSAFE_RETRY_FSYNC)) /* the classic bug */
+		e = db->io->fdatasync(db->io->ctx, db->fd);
+	return keel_err_from_errno(e);
+}
+
+/* Writes a hint for HEAD if one is due.  Caller holds mu; HEAD is durable. */
+static void hint_maybe_write(keel_db *db, const keel_head *head)
+{
+	db->hint_bytes += head->off + KEEL_HEAD_SIZE - head->region_start;
+	if (head->txid - db->hint_txid < HINT_EVERY_COMMITS &&
+	    db->hint_bytes < HINT_EVERY_BYTES)
+		return;
+	uint8_t buf[KEEL_HINT_SIZE];
+	keel_hint h = {.txid = head->txid, .head_off = head->off};
+	keel_hint_encode(buf, &h);
+	/* Not synced: the next commit's sync carries it.  A failure here costs
+	 * only recovery time, never data, so it is not fail-stop. */
+	if (keel_io_pwrite_all(db->io, db->fd, buf, sizeof(buf),
+	                       KEEL_HINT_OFF(head->txid % 2)) == 0) {
+		db->hint_txid = head->txid;
+		db->hint_bytes = 0;
+	}
+}
+
+/* Builds the group's region on top of BASE.  Writers whose batch conflicts
+ * get their own rc; any other failure fails the group. */
+static int group_build(keel_db *db, keel_map *map, const keel_head *base,
+                       commit_writer *group, tree_builder **bout,
+                       tree_region *region, keel_head *head)
+{
+	tree_builder *b;
+	int rc = tree_builder_new(map, base, base->txid + 1,
+	                          base->off + KEEL_HEAD_SIZE, &b);
+	if (rc)
+		return rc;
+	*bout = b;
+	for (commit_writer *w = group; w; w = w->next) {
+		rc = tree_apply(b, w->ops, w->n, &w->failed);
+		if (rc == KEEL_ECONFLICT || rc == KEEL_ENOTFOUND)
+			w->rc = rc;
+		else if (rc)
+			return rc;
+	}
+	if (tree_builder_empty(b))
+		return KEEL_OK;
+	if ((rc = tree_serialize(b, head, region)))
+		return rc;
+	head->prev_head = base->off;
+	head->file_id = db->file_id;
+	head->time_ns = keel_now_ns();
+	return KEEL_OK;
+}
+
+/* Leads one group.  Called and returns with mu held; the queue is non-empty
+ * and no group is building. */
+static void lead_group(keel_db *db)
+{
+	commit_writer *group = db->queue_head;
+	keel_head base = db->tail, head = {0};
+	tree_builder *b = NULL;
+	tree_region region = {0};
+	uint8_t head_buf[KEEL_HEAD_SIZE];
+	bool grew = false;
+	int rc;
+
+	db->queue_head = db->queue_tail = NULL;
+	db->building = true;
+	db->leaders++;
+	uint64_t seq = ++db->appended_seq;
+	keel_map *map = db->map;
+	map_ref(map);
+	rc = db->failed;
+	pthread_mutex_unlock(&db->mu);
+
+	if (rc == KEEL_OK)
+		rc = group_build(db, map, &base, group, &b, &region, &head);
+	bool empty = rc == KEEL_OK && tree_builder_empty(b);
+	if (rc == KEEL_OK && !empty) {
+		keel_head_encode(head_buf, &head);
+		pthread_mutex_lock(&db->mu);
+		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE, &grew);
+		pthread_mutex_unlock(&db->mu);
+		if (rc == KEEL_OK)
+			rc = group_append(db, &region, head_buf, head.region_start);
+	}
+	tree_builder_free(b);
+	map_release(map);
+
+	pthread_mutex_lock(&db->mu);
+	if (rc == KEEL_OK && !empty)
+		db->tail = head;
+	if (rc == KEEL_EIO || rc == KEEL_ENOSPC)
+		db->failed = rc; /* (4): a failed append is fail-stop */
+	db->building = false;
+	wake_front(db); /* the next group builds while this one syncs */
+	while (db->published_seq != seq - 1)
+		pthread_cond_wait(&db->published_cv, &db->mu);
+	if (rc == KEEL_OK && !empty && db->failed)
+		rc = db->failed; /* (3)(4): an earlier group failed */
+	if (rc == KEEL_OK && !empty) {
+		pthread_mutex_unlock(&db->mu);
+		rc = group_sync(db, grew);
+		pthread_mutex_lock(&db->mu);
+		if (rc) {
+			db->failed = rc;
+		} else {
+			db->head = head; /* (2): publish */
+			db->n_syncs++;
+			hint_maybe_write(db, &head);
+		}
+	}
+	if (rc == KEEL_OK && !empty)
+		for (commit_writer *w = group; w; w = w->next)
+			db->n_commits += w->rc == KEEL_OK;
+	db->published_seq = seq;
+	pthread_cond_broadcast(&db->published_cv);
+	group_finish(db, group, rc, head.txid);
+	db->leaders--;
+	pthread_cond_broadcast(&db->published_cv); /* for commit_shutdown */
+}
+
+static void enqueue(keel_db *db, commit_writer *w)
+{
+	if (db->queue_tail)
+		db->queue_tail->next = w;
+	else
+		db->queue_head = w;
+	db->queue_tail = w;
+}
+
+static void *committer_main(void *arg)
+{
+	keel_db *db = arg;
+
+	pthread_mutex_lock(&db->mu);
+	for (;;) {
+		commit_writer *w = db->queue_head;
+		if (w && w->cb && !db->building) {
+			lead_group(db);
+			continue;
+		}
+		if (db->closing && !db->queue_head)
+			break;
+		pthread_cond_wait(&db->committer_cv, &db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}
+
+/* Submits OPS[0..n).  Sync (cb NULL): waits, returns the result.  Async:
+ * takes ownership of the writer allocated here and returns at once. */
+int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
+                      tree_op *owned, keel_commit_cb cb, void *arg,
+                      uint64_t *txid, size_t *failed_index)
+{
+	commit_writer local = {0}, *w = &local;
+	int rc;
+
+	if (db->flags & KEEL_RDONLY) {
+		free(owned);
+		return KEEL_EREADONLY;
+	}
+	if (cb) {
+		w = calloc(1, sizeof(*w));
+		if (!w) {
+			free(owned);
+			return KEEL_ENOMEM;
+		}
+	} else {
+		pthread_cond_init(&w->cv, NULL);
+	}
+	w->ops = ops;
+	w->n = n;
+	w->owned_ops = owned;
+	w->cb = cb;
+	w->arg = arg;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->failed || db->closing) {
+		rc = db->failed ? db->failed : KEEL_EINVAL;
+		pthread_mutex_unlock(&db->mu);
+		goto out_reject;
+	}
+	if (cb && !db->committer_started) {
+		if (pthread_create(&db->committer, NULL, committer_main, db)) {
+			pthread_mutex_unlock(&db->mu);
+			rc = KEEL_ENOMEM;
+			goto out_reject;
+		}
+		db->committer_started = true;
+	}
+	enqueue(db, w);
+	if (cb) {
+		wake_front(db);
+		pthread_mutex_unlock(&db->mu);
+		return KEEL_OK;
+	}
+	while (!w->done) {
+		if (db->queue_head == w && !db->building)
+			lead_group(db);
+		else
+			pthread_cond_wait(&w->cv, &db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	pthread_cond_destroy(&w->cv);
+	if (txid)
+		*txid = w->rc == KEEL_OK ? w->txid : 0;
+	if (failed_index && w->rc == KEEL_ECONFLICT)
+		*failed_index = w->failed;
+	if (failed_index && w->rc == KEEL_ENOTFOUND)
+		*failed_index = w->failed;
+	return w->rc;
+
+out_reject:
+	if (cb) {
+		free(w);
+	} else {
+		pthread_cond_destroy(&w->cv);
+	}
+	free(owned);
+	return rc;
+}
+
+void commit_shutdown(keel_db *db)
+{
+	pthread_mutex_lock(&db->mu);
+	db->closing = true;
+	while (db->queue_head || db->building || db->leaders > 0)
+		pthread_cond_wait(&db->published_cv, &db->mu);
+	bool started = db->committer_started;
+	pthread_cond_broadcast(&db->committer_cv);
+	pthread_mutex_unlock(&db->mu);
+	if (started)
+		pthread_join(db->committer, NULL);
+}

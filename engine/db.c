@@ -1,0 +1,606 @@
+/*
+ * db.c -- opening, closing, reading, snapshots, statistics: the parts of
+ * keel.h that are not the commit pipeline (commit.c) or compaction.
+ *
+ * OPEN:   open or create (temp file + rename + directory sync, so a crash
+ *         mid-create leaves no half store) --> writer lock (OFD) --> recovery
+ *         (recovery/) --> cut a torn tail --> map.
+ * READ:   pin (head, map) under mu --> walk the tree in the map --> the view
+ *         keeps the map pinned.
+ */
+#include <errno.h>
+#include <fiu.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "recover.h"
+#include "verify.h"
+
+#define OPEN_FLAGS (KEEL_RDONLY | KEEL_NOCREATE | KEEL_SALVAGE | KEEL_NOCOMPACT | \
+                    KEEL_UNSAFE_NO_SYNC | KEEL_UNSAFE_TRUST_HEAD |              \
+                    KEEL_UNSAFE_RETRY_FSYNC)
+#define INITIAL_SIZE ((uint64_t)1 << 20)
+
+struct keel_snapshot {
+	keel_head head;
+	keel_map *map;
+};
+
+struct keel_iter {
+	keel_map *map;
+	tree_cursor cur;
+	uint8_t *prefix;
+	size_t plen;
+};
+
+static pthread_once_t fiu_once = PTHREAD_ONCE_INIT;
+static void fiu_setup(void) { fiu_init(0); }
+
+/* ---- creating ------------------------------------------------------------ */
+
+static int write_new_store(keel_db *db, int fd, uint64_t file_id)
+{
+	uint8_t sb[KEEL_SUPER_SIZE], head[KEEL_HEAD_SIZE];
+	keel_super s = {.version = KEEL_FORMAT_VERSION, .block_size = KEEL_BLOCK,
+	                .file_id = file_id, .data_start = KEEL_DATA_START};
+	keel_head h = {.region_start = KEEL_DATA_START, .live_bytes = KEEL_HEAD_SIZE,
+	               .time_ns = keel_now_ns(), .file_id = file_id,
+	               .off = KEEL_DATA_START};
+	const keel_io *io = db->io;
+	int e;
+
+	keel_super_encode(sb, &s);
+	keel_head_encode(head, &h);
+	if ((e = io->fallocate(io->ctx, fd, 0, INITIAL_SIZE)) ||
+	    (e = keel_io_pwrite_all(io, fd, sb, sizeof(sb), 0)) ||
+	    (e = keel_io_pwrite_all(io, fd, head, sizeof(head), KEEL_DATA_START)) ||
+	    (e = io->fsync(io->ctx, fd)))
+		return keel_err_from_errno(e);
+	return KEEL_OK;
+}
+
+/* Creates the store at db->path atomically: a crash leaves either nothing
+ * or a whole empty store. */
+static int create_store(keel_db *db, unsigned mode)
+{
+	const keel_io *io = db->io;
+	char *tmp = NULL;
+	uint64_t file_id = 0;
+	int rc;
+
+	if (asprintf(&tmp, "%s.creating.%ld", db->path, (long)getpid()) < 0)
+		return KEEL_ENOMEM;
+	if (getrandom(&file_id, sizeof(file_id), 0) != sizeof(file_id))
+		file_id = keel_now_ns() ^ (uint64_t)getpid() << 32;
+	int fd = io->open(io->ctx, tmp, KEEL_IO_CREATE | KEEL_IO_EXCL, mode);
+	if (fd < 0) {
+		rc = keel_err_from_errno(fd);
+		goto out_free;
+	}
+	rc = write_new_store(db, fd, file_id);
+	io->close(io->ctx, fd);
+	if (rc)
+		goto out_unlink;
+	int e = io->rename(io->ctx, tmp, db->path);
+	if (e == 0)
+		e = io->fsync_dir(io->ctx, db->dir);
+	if (e) {
+		rc = keel_err_from_errno(e);
+		goto out_unlink;
+	}
+	free(tmp);
+	return KEEL_OK;
+
+out_unlink:
+	io->unlink(io->ctx, tmp);
+out_free:
+	free(tmp);
+	return rc;
+}
+
+/* ---- opening --------------------------------------------------------- */
+
+static int open_file(keel_db *db, const keel_options *o)
+{
+	const keel_io *io = db->io;
+	bool rdonly = o->flags & KEEL_RDONLY;
+	struct stat st;
+
+	/* A file nobody may write is not written, even by root. */
+	if (!rdonly && stat(db->path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (st.st_mode & 0222) == 0)
+		return KEEL_EACCES;
+	int fd = io->open(io->ctx, db->path, rdonly ? KEEL_IO_RDONLY : 0, 0);
+	if (fd == -ENOENT) {
+		if (o->flags & (KEEL_NOCREATE | KEEL_RDONLY))
+			return KEEL_ENOENT;
+		int rc = create_store(db, o->file_mode ? o->file_mode : 0644);
+		if (rc)
+			return rc;
+		fd = io->open(io->ctx, db->path, 0, 0);
+	}
+	if (fd < 0)
+		return keel_err_from_errno(fd);
+	db->fd = fd;
+	return KEEL_OK;
+}
+
+static int lock_writer(keel_db *db, const keel_options *o)
+{
+	if (o->flags & KEEL_RDONLY)
+		return KEEL_OK;
+	int e = db->io->lock(db->io->ctx, db->fd, 1, o->lock_timeout_ms);
+	if (e == -EAGAIN || e == -EACCES)
+		return KEEL_EBUSY;
+	return keel_err_from_errno(e);
+}
+
+static int recover(keel_db *db, const keel_options *o)
+{
+	recovery_result r;
+	int rc = recovery_find(db->io, db->fd, db->flags, &r);
+	keel_recovery *rep = &db->recovery;
+
+	rep->status = r.status;
+	rep->offset = r.offset;
+	rep->head_offset = r.head.off;
+	rep->txid = r.head.txid;
+	rep->bytes_read = r.bytes_read;
+	snprintf(rep->reason, sizeof(rep->reason), "%s", r.reason);
+	if (o->report)
+		*o->report = *rep;
+	if (rc)
+		return rc;
+	db->file_id = r.super.file_id;
+	db->head = db->tail = r.head;
+	db->file_size = r.file_size;
+	db->hint_txid = r.head.txid;
+	if (r.status != KEEL_RECOVERY_OK && !(db->flags & KEEL_RDONLY)) {
+		uint64_t end = r.head.off + KEEL_HEAD_SIZE;
+		if ((rc = recovery_cut(db->io, db->fd, end)))
+			return rc;
+		db->file_size = end;
+	}
+	return KEEL_OK;
+}
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+int keel_open(const char *path, const keel_options *opt, keel_db **out)
+{
+	keel_options o = opt ? *opt : (keel_options){0};
+	keel_db *db;
+	int rc;
+
+	if (!out)
+		return KEEL_EINVAL;
+	*out = NULL;
+	if (!path || !*path || (o.flags & ~OPEN_FLAGS) || o.lock_timeout_ms < -1)
+		return KEEL_EINVAL;
+	pthread_once(&fiu_once, fiu_setup);
+	if (!(db = calloc(1, sizeof(*db))))
+		return KEEL_ENOMEM;
+	db->io_copy = o.io ? *o.io : *keel_io_posix();
+	db->io = &db->io_copy;
+	db->flags = o.flags;
+	db->grow_step = o.grow_step;
+	db->fd = -1;
+	db->path = strdup(path);
+	db->dir = dir_of(path);
+	pthread_mutex_init(&db->mu, NULL);
+	pthread_cond_init(&db->published_cv, NULL);
+	pthread_cond_init(&db->committer_cv, NULL);
+	if (!db->path || !db->dir) {
+		rc = KEEL_ENOMEM;
+		goto out_free;
+	}
+	if ((rc = open_file(db, &o)) || (rc = lock_writer(db, &o)) ||
+	    (rc = recover(db, &o)))
+		goto out_close;
+	if ((rc = map_create(db->io, db->fd, db->file_size, &db->map)))
+		goto out_close;
+	*out = db;
+	return KEEL_OK;
+
+out_close:
+	if (db->fd >= 0)
+		db->io->close(db->io->ctx, db->fd);
+out_free:
+	pthread_mutex_destroy(&db->mu);
+	pthread_cond_destroy(&db->published_cv);
+	pthread_cond_destroy(&db->committer_cv);
+	free(db->path);
+	free(db->dir);
+	free(db);
+	return rc;
+}
+
+int keel_close(keel_db *db)
+{
+	if (!db)
+		return KEEL_OK;
+	commit_shutdown(db);
+	int rc = db->failed;
+	map_release(db->map);
+	db->io->close(db->io->ctx, db->fd); /* also drops the writer lock */
+	pthread_mutex_destroy(&db->mu);
+	pthread_cond_destroy(&db->published_cv);
+	pthread_cond_destroy(&db->committer_cv);
+	free(db->path);
+	free(db->dir);
+	free(db);
+	return rc;
+}
+
+int keel_recovery_info(keel_db *db, keel_recovery *out)
+{
+	if (!db || !out)
+		return KEEL_EINVAL;
+	*out = db->recovery;
+	return KEEL_OK;
+}
+
+/* ---- growth ------------------------------------------------------------- */
+
+int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
+{
+	if (need <= db->file_size)
+		return KEEL_OK;
+	uint64_t step = db->grow_step;
+	if (!step) { /* a quarter of the file, 4 MiB to 1 GiB */
+		step = db->file_size / 4;
+		step = step < ((uint64_t)4 << 20) ? (uint64_t)4 << 20 : step;
+		step = step > ((uint64_t)1 << 30) ? (uint64_t)1 << 30 : step;
+	}
+	uint64_t size = (need + step + KEEL_BLOCK - 1) & ~(uint64_t)(KEEL_BLOCK - 1);
+	int e = db->io->fallocate(db->io->ctx, db->fd, db->file_size,
+	                          size - db->file_size);
+	if (e)
+		return keel_err_from_errno(e);
+	keel_map *m;
+	int rc = map_create(db->io, db->fd, size, &m);
+	if (rc)
+		return rc;
+	map_release(db->map); /* readers of the old map keep it alive */
+	db->map = m;
+	db->file_size = size;
+	*grew = true;
+	return KEEL_OK;
+}
+
+/* A read-only handle picks up commits made by the writer process: a cheap
+ * peek after the newest known head, a walk when something is there. */
+static void refresh_readonly(keel_db *db)
+{
+	uint8_t peek[KEEL_REC_HDR];
+	uint64_t end = db->head.off + KEEL_HEAD_SIZE, size, stop, n = 0;
+	int is_reg;
+	const char *why;
+	keel_head newest;
+
+	if (keel_io_pread_all(db->io, db->fd, peek, sizeof(peek), end) ||
+	    keel_ld32(peek) != KEEL_REC_MAGIC)
+		return;
+	if (db->io->fstat(db->io->ctx, db->fd, &size, &is_reg))
+		return;
+	if (recovery_walk(db->io, db->fd, size, &db->head, db->flags, &newest,
+	                  &stop, &why, &n) != KEEL_OK || newest.txid == db->head.txid)
+		return;
+	if (newest.off + KEEL_HEAD_SIZE > db->map->len) {
+		keel_map *m;
+		if (map_create(db->io, db->fd, size, &m) != KEEL_OK)
+			return;
+		map_release(db->map);
+		db->map = m;
+		db->file_size = size;
+	}
+	db->head = db->tail = newest;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static void db_pin(keel_db *db, keel_head *head, keel_map **map)
+{
+	pthread_mutex_lock(&db->mu);
+	if (db->flags & KEEL_RDONLY)
+		refresh_readonly(db);
+	*head = db->head;
+	*map = db->map;
+	map_ref(*map);
+	pthread_mutex_unlock(&db->mu);
+}
+
+/* Looks KEY up in (HEAD, MAP); on success the view takes a reference. */
+static int get_in(keel_map *map, const keel_head *head, const void *key,
+                  size_t klen, keel_view *out)
+{
+	tree_leaf_entry e;
+	const uint8_t *data;
+	int rc;
+
+	if ((rc = batch_check_key(key, klen)))
+		return rc;
+	if ((rc = tree_lookup(map, head->root_off, head->root_crc, key, klen, &e)) ||
+	    (rc = tree_value(map, &e, &data)))
+		return rc;
+	map_ref(map);
+	out->data = data;
+	out->len = e.vlen;
+	out->rev = e.rev;
+	out->pin_ = map;
+	return KEEL_OK;
+}
+
+int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out)
+{
+	keel_head head;
+	keel_map *map;
+
+	if (!db || !out)
+		return KEEL_EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (batch_check_key(key, klen))
+		return KEEL_EKEY;
+	db_pin(db, &head, &map);
+	int rc = get_in(map, &head, key, klen, out);
+	map_release(map);
+	return rc;
+}
+
+void keel_view_release(keel_view *v)
+{
+	if (!v || !v->pin_)
+		return;
+	map_release(v->pin_);
+	memset(v, 0, sizeof(*v));
+}
+
+int keel_snapshot_open(keel_db *db, keel_snapshot **out)
+{
+	if (!db || !out)
+		return KEEL_EINVAL;
+	keel_snapshot *s = malloc(sizeof(*s));
+	if (!(*out = s))
+		return KEEL_ENOMEM;
+	db_pin(db, &s->head, &s->map);
+	return KEEL_OK;
+}
+
+void keel_snapshot_close(keel_snapshot *s)
+{
+	if (!s)
+		return;
+	map_release(s->map);
+	free(s);
+}
+
+uint64_t keel_snapshot_txid(const keel_snapshot *s)
+{
+	return s ? s->head.txid : 0;
+}
+
+int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,
+                      keel_view *out)
+{
+	if (!s || !out)
+		return KEEL_EINVAL;
+	memset(out, 0, sizeof(*out));
+	return get_in(s->map, &s->head, key, klen, out);
+}
+
+int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
+                   const void *start, size_t slen, keel_iter **out)
+{
+	if (!s || !out || (plen && !prefix) || (slen && !start) ||
+	    plen > KEEL_KEY_MAX || slen > KEEL_KEY_MAX)
+		return KEEL_EINVAL;
+	keel_iter *it = calloc(1, sizeof(*it));
+	if (!it)
+		return KEEL_ENOMEM;
+	if (plen && !(it->prefix = malloc(plen))) {
+		free(it);
+		return KEEL_ENOMEM;
+	}
+	if (plen)
+		memcpy(it->prefix, prefix, plen);
+	it->plen = plen;
+	/* Seek to the larger of START and PREFIX. */
+	const void *seek = NULL;
+	size_t seeklen = 0;
+	if (plen) {
+		seek = prefix;
+		seeklen = plen;
+	}
+	if (slen) {
+		int c = memcmp(start, prefix ? prefix : start,
+		               slen < plen ? slen : plen);
+		if (!plen || c > 0 || (c == 0 && slen >= plen)) {
+			seek = start;
+			seeklen = slen;
+		}
+	}
+	it->map = s->map;
+	map_ref(it->map);
+	int rc = tree_cursor_seek(&it->cur, it->map, s->head.root_off,
+	                          s->head.root_crc, seek, seeklen);
+	if (rc) {
+		keel_iter_close(it);
+		return rc;
+	}
+	*out = it;
+	return KEEL_OK;
+}
+
+int keel_iter_next(keel_iter *it, const void **key, size_t *klen,
+                   keel_view *value)
+{
+	tree_leaf_entry e;
+	const uint8_t *data;
+
+	if (!it)
+		return KEEL_EINVAL;
+	int rc = tree_cursor_next(&it->cur, &e);
+	if (rc)
+		return rc;
+	if (it->plen && (e.klen < it->plen || memcmp(e.key, it->prefix, it->plen))) {
+		it->cur.done = true; /* keys are ordered: the prefix range is over */
+		return KEEL_ENOTFOUND;
+	}
+	if (value) {
+		if ((rc = tree_value(it->map, &e, &data)))
+			return rc;
+		value->data = data;
+		value->len = e.vlen;
+		value->rev = e.rev;
+		value->pin_ = NULL; /* the iterator holds the map */
+	}
+	if (key)
+		*key = e.key;
+	if (klen)
+		*klen = e.klen;
+	return KEEL_OK;
+}
+
+void keel_iter_close(keel_iter *it)
+{
+	if (!it)
+		return;
+	map_release(it->map);
+	free(it->prefix);
+	free(it);
+}
+
+/* ---- writing (wrappers over commit.c) -------------------------------------- */
+
+static int check_value(const void *val, size_t vlen)
+{
+	if (!val && vlen)
+		return KEEL_EINVAL;
+	return vlen > KEEL_VALUE_MAX ? KEEL_ETOOBIG : KEEL_OK;
+}
+
+int keel_put(keel_db *db, const void *key, size_t klen, const void *val,
+             size_t vlen, uint64_t expect, uint64_t *rev)
+{
+	static const uint8_t empty[1];
+	int rc;
+
+	if (rev)
+		*rev = 0;
+	if (!db)
+		return KEEL_EINVAL;
+	if ((rc = batch_check_key(key, klen)) || (rc = check_value(val, vlen)))
+		return rc;
+	tree_op op = {.key = key, .klen = klen, .val = val ? val : empty,
+	              .vlen = vlen, .expect = expect};
+	return commit_submit_ops(db, &op, 1, NULL, NULL, NULL, rev, NULL);
+}
+
+int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect)
+{
+	int rc;
+
+	if (!db)
+		return KEEL_EINVAL;
+	if ((rc = batch_check_key(key, klen)))
+		return rc;
+	if (expect == KEEL_REV_ABSENT)
+		return KEEL_EINVAL; /* deleting what must not exist means nothing */
+	tree_op op = {.key = key, .klen = klen, .val = NULL, .expect = expect};
+	return commit_submit_ops(db, &op, 1, NULL, NULL, NULL, NULL, NULL);
+}
+
+/* Turns the batch's arena offsets into pointers, in a new array. */
+static tree_op *batch_resolve(const keel_batch *b)
+{
+	tree_op *ops = malloc(b->count * sizeof(*ops));
+	if (!ops)
+		return NULL;
+	for (size_t i = 0; i < b->count; i++) {
+		ops[i] = b->ops[i];
+		ops[i].key = b->arena + (uintptr_t)b->ops[i].key;
+		if (b->ops[i].val)
+			ops[i].val = b->arena + ((uintptr_t)b->ops[i].val - 1);
+	}
+	return ops;
+}
+
+int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
+                size_t *failed_index)
+{
+	if (txid)
+		*txid = 0;
+	if (!db || !b)
+		return KEEL_EINVAL;
+	if (b->count == 0) {
+		if (db->flags & KEEL_RDONLY)
+			return KEEL_EREADONLY;
+		return KEEL_OK;
+	}
+	tree_op *ops = batch_resolve(b);
+	if (!ops)
+		return KEEL_ENOMEM;
+	int rc = commit_submit_ops(db, ops, b->count, NULL, NULL, NULL, txid,
+	                           failed_index);
+	free(ops);
+	return rc;
+}
+
+int keel_commit_async(keel_db *db, keel_batch *b, keel_commit_cb cb, void *arg)
+{
+	if (!db || !b || !cb || b->count == 0)
+		return KEEL_EINVAL;
+	tree_op *ops = batch_resolve(b);
+	if (!ops)
+		return KEEL_ENOMEM;
+	return commit_submit_ops(db, ops, b->count, ops, cb, arg, NULL, NULL);
+}
+
+/* ---- statistics and checking ---------------------------------------------- */
+
+int keel_stat(keel_db *db, keel_stats *out)
+{
+	if (!db || !out)
+		return KEEL_EINVAL;
+	pthread_mutex_lock(&db->mu);
+	if (db->flags & KEEL_RDONLY)
+		refresh_readonly(db);
+	out->file_size = db->file_size;
+	out->end_offset = db->head.off + KEEL_HEAD_SIZE;
+	out->live_bytes = db->head.live_bytes;
+	out->keys = db->head.keys;
+	out->txid = db->head.txid;
+	out->commits = db->n_commits;
+	out->syncs = db->n_syncs;
+	out->compactions = db->n_compactions;
+	pthread_mutex_unlock(&db->mu);
+	return KEEL_OK;
+}
+
+int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
+               keel_check_result *out)
+{
+	keel_check_result local;
+	keel_head head;
+	keel_map *map;
+
+	if (!db)
+		return KEEL_EINVAL;
+	db_pin(db, &head, &map);
+	int rc = verify_tree(map->base, map->len, &head, report, arg,
+	                     out ? out : &local);
+	map_release(map);
+	return rc;
+}

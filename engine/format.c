@@ -1,0 +1,126 @@
+/* format.c -- encoders and decoders for the structures in format.h.  This is
+ * the only code that knows byte offsets; everything else uses the decoded
+ * structs. */
+#include "format.h"
+
+#include "crc32c.h"
+#include "keel.h"
+
+void keel_super_encode(uint8_t out[KEEL_SUPER_SIZE], const keel_super *s)
+{
+	memset(out, 0, KEEL_SUPER_SIZE);
+	memcpy(out, KEEL_SUPER_MAGIC, 8);
+	keel_st32(out + 8, s->version);
+	keel_st32(out + 12, s->flags);
+	keel_st32(out + 16, s->block_size);
+	keel_st64(out + 24, s->file_id);
+	keel_st64(out + 32, s->data_start);
+	keel_st32(out + 60, keel_crc32c(0, out, 60));
+}
+
+int keel_super_decode(const uint8_t in[KEEL_SUPER_SIZE], keel_super *s)
+{
+	if (memcmp(in, KEEL_SUPER_MAGIC, 8) != 0)
+		return KEEL_ENOTKEEL;
+	if (keel_ld32(in + 60) != keel_crc32c(0, in, 60))
+		return KEEL_ECORRUPT;
+	s->version = keel_ld32(in + 8);
+	s->flags = keel_ld32(in + 12);
+	s->block_size = keel_ld32(in + 16);
+	s->file_id = keel_ld64(in + 24);
+	s->data_start = keel_ld64(in + 32);
+	if (s->version > KEEL_FORMAT_VERSION)
+		return KEEL_EVERSION;
+	if (s->version == 0 || s->block_size != KEEL_BLOCK ||
+	    s->data_start != KEEL_DATA_START)
+		return KEEL_ECORRUPT;
+	return KEEL_OK;
+}
+
+void keel_hint_encode(uint8_t out[KEEL_HINT_SIZE], const keel_hint *h)
+{
+	memset(out, 0, KEEL_HINT_SIZE);
+	memcpy(out, KEEL_HINT_MAGIC, 8);
+	keel_st64(out + 8, h->txid);
+	keel_st64(out + 16, h->head_off);
+	keel_st32(out + 28, keel_crc32c(0, out, 28));
+}
+
+int keel_hint_decode(const uint8_t in[KEEL_HINT_SIZE], keel_hint *h)
+{
+	if (memcmp(in, KEEL_HINT_MAGIC, 8) != 0 ||
+	    keel_ld32(in + 28) != keel_crc32c(0, in, 28))
+		return KEEL_ECORRUPT;
+	h->txid = keel_ld64(in + 8);
+	h->head_off = keel_ld64(in + 16);
+	return KEEL_OK;
+}
+
+void keel_rec_encode(uint8_t hdr[KEEL_REC_HDR], uint8_t type,
+                     const void *payload, uint32_t len)
+{
+	keel_st32(hdr, KEEL_REC_MAGIC);
+	hdr[4] = type;
+	hdr[5] = 0;
+	keel_st16(hdr + 6, 0);
+	keel_st32(hdr + 8, len);
+	uint32_t crc = keel_crc32c(0, hdr, 12);
+	keel_st32(hdr + 12, keel_crc32c(crc, payload, len));
+}
+
+int keel_rec_decode(const uint8_t hdr[KEEL_REC_HDR], keel_rec_hdr *out)
+{
+	out->magic = keel_ld32(hdr);
+	out->type = hdr[4];
+	out->flags = hdr[5];
+	out->len = keel_ld32(hdr + 8);
+	out->crc = keel_ld32(hdr + 12);
+	if (out->magic != KEEL_REC_MAGIC || out->type < KEEL_REC_VALUE ||
+	    out->type > KEEL_REC_PAD || out->flags != 0)
+		return KEEL_ECORRUPT;
+	return KEEL_OK;
+}
+
+uint32_t keel_rec_crc(const uint8_t *rec, uint32_t len)
+{
+	return keel_crc32c(keel_crc32c(0, rec, 12), rec + KEEL_REC_HDR, len);
+}
+
+void keel_head_encode(uint8_t out[KEEL_HEAD_SIZE], const keel_head *h)
+{
+	uint8_t *p = out + KEEL_REC_HDR;
+
+	memset(out, 0, KEEL_HEAD_SIZE);
+	keel_st64(p + 0, h->txid);
+	keel_st64(p + 8, h->prev_head);
+	keel_st64(p + 16, h->region_start);
+	keel_st64(p + 24, h->root_off);
+	keel_st32(p + 32, h->root_crc);
+	keel_st32(p + 36, h->chain_crc);
+	keel_st64(p + 40, h->keys);
+	keel_st64(p + 48, h->live_bytes);
+	keel_st64(p + 56, h->time_ns);
+	keel_st64(p + 64, h->file_id);
+	keel_rec_encode(out, KEEL_REC_HEAD, p, KEEL_HEAD_PAYLOAD);
+}
+
+int keel_head_decode(const uint8_t in[KEEL_HEAD_SIZE], keel_head *h)
+{
+	keel_rec_hdr rh;
+	const uint8_t *p = in + KEEL_REC_HDR;
+
+	if (keel_rec_decode(in, &rh) != KEEL_OK || rh.type != KEEL_REC_HEAD ||
+	    rh.len != KEEL_HEAD_PAYLOAD || keel_rec_crc(in, rh.len) != rh.crc)
+		return KEEL_ECORRUPT;
+	h->txid = keel_ld64(p + 0);
+	h->prev_head = keel_ld64(p + 8);
+	h->region_start = keel_ld64(p + 16);
+	h->root_off = keel_ld64(p + 24);
+	h->root_crc = keel_ld32(p + 32);
+	h->chain_crc = keel_ld32(p + 36);
+	h->keys = keel_ld64(p + 40);
+	h->live_bytes = keel_ld64(p + 48);
+	h->time_ns = keel_ld64(p + 56);
+	h->file_id = keel_ld64(p + 64);
+	return KEEL_OK;
+}

@@ -1,0 +1,189 @@
+/*
+ * internal.h -- what the engine's modules share and nobody else sees.
+ *
+ *   map.c     reference-counted read-only mappings of the data file
+ *   tree.c    B+tree lookups and cursors over a mapping; the copy-on-write
+ *             builder a commit group modifies and then serializes
+ *   batch.c   keel_batch
+ *   commit.c  the group-commit pipeline
+ *   db.c      open, close, reads, snapshots, stats
+ *   compact.c online compaction
+ */
+#ifndef KEEL_INTERNAL_H
+#define KEEL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "format.h"
+#include "io.h"
+#include "keel.h"
+
+/* ---- mappings (map.c) ------------------------------------------------------
+ * A keel_map is one read-only MAP_SHARED mapping of a data file.  The db holds
+ * one reference to its current map; every snapshot, view, iterator and commit
+ * leader holds another.  Growth or compaction installs a new map and drops the
+ * db's reference to the old one, which is unmapped when its last holder lets
+ * go.  Because the file is append-only, bytes under a map never change while
+ * it is mapped (compaction writes a new file), so a view can never see its
+ * bytes change.
+ */
+typedef struct keel_map {
+	const keel_io *io;
+	uint8_t *base;      /* mapping of [0, len)                          */
+	size_t len;
+	atomic_long refs;
+	/* One bit per 8 bytes of file: set once the record starting there has
+	 * passed its CRC check, so hot reads verify a node or value only once.
+	 * Anonymous memory, so untouched parts cost nothing. */
+	_Atomic uint64_t *verified;
+	size_t verified_len;
+} keel_map;
+
+int map_create(const keel_io *io, int fd, size_t len, keel_map **out);
+void map_ref(keel_map *m);
+void map_release(keel_map *m);
+
+/* Returns the record at OFF after checking it lies inside the map, has
+ * TYPE, and (once per map) that its CRC matches; EXPECT_CRC is the CRC the
+ * referrer recorded (the Merkle link).  NULL when invalid. */
+const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
+                          uint32_t expect_crc, uint32_t *len);
+
+/* ---- reading the tree (tree.c) --------------------------------------------- */
+typedef struct tree_leaf_entry {
+	const uint8_t *key;
+	uint16_t klen;
+	uint32_t vlen, vcrc;
+	uint64_t voff, rev;
+} tree_leaf_entry;
+
+/* Finds KEY below ROOT in map M.  KEEL_OK with *out, KEEL_ENOTFOUND or
+ * KEEL_ECORRUPT. */
+int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
+                const void *key, size_t klen, tree_leaf_entry *out);
+
+/* Resolves a leaf entry to the value's bytes (CRC-checked). */
+int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data);
+
+#define TREE_MAX_DEPTH 48
+typedef struct tree_cursor {
+	keel_map *m;
+	int depth;                        /* levels on the stack            */
+	const uint8_t *node[TREE_MAX_DEPTH]; /* node payloads, root first   */
+	uint16_t index[TREE_MAX_DEPTH];
+	uint16_t count[TREE_MAX_DEPTH];
+	bool started, done;
+} tree_cursor;
+
+/* Positions C before the first key >= START (or the first key at all). */
+int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
+                     uint32_t root_crc, const void *start, size_t slen);
+/* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end. */
+int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out);
+
+/* Decoders for node payloads, shared with recovery/verify.c's reading. */
+static inline uint16_t node_count(const uint8_t *p) { return keel_ld16(p); }
+static inline uint8_t node_level(const uint8_t *p) { return p[2]; }
+static inline const uint8_t *node_entry(const uint8_t *p, unsigned i)
+{
+	return p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
+}
+
+/* ---- building a commit (tree.c) --------------------------------------------
+ * A tree_builder turns a sequence of puts and deletes into dirty in-memory
+ * nodes (copied on write from the mapping), then serializes values, nodes
+ * and nothing else into the bytes of one commit region.
+ */
+typedef struct tree_builder tree_builder;
+
+/* What one op changes; filled by tree_apply. */
+typedef struct tree_op {
+	const uint8_t *key;
+	size_t klen;
+	const uint8_t *val; /* NULL for a delete */
+	size_t vlen;
+	uint64_t expect;
+} tree_op;
+
+int tree_builder_new(keel_map *m, const keel_head *base, uint64_t txid,
+                     uint64_t region_start, tree_builder **out);
+/* Applies OPS[0..n) atomically: every expectation is checked first against
+ * the state including earlier ops; on KEEL_ECONFLICT (or KEEL_ENOTFOUND for
+ * deleting a missing key) nothing is applied and *failed names the op. */
+int tree_apply(tree_builder *b, const tree_op *ops, size_t n, size_t *failed);
+/* Lays out the region: appends iovecs of (value headers, value bytes,
+ * node records) starting at region_start, and fills the new head's root,
+ * keys and live_bytes.  Returns the region's length. */
+typedef struct tree_region {
+	struct iovec *iov;
+	size_t iovcnt;
+	uint64_t len;       /* bytes in the region                          */
+	uint32_t crc;       /* CRC32C over the region, seeded by base chain */
+} tree_region;
+int tree_serialize(tree_builder *b, keel_head *head, tree_region *out);
+bool tree_builder_empty(const tree_builder *b);
+void tree_builder_free(tree_builder *b);
+
+/* ---- batches (batch.c) -------------------------------------------------- */
+struct keel_batch {
+	tree_op *ops;
+	size_t count, cap;
+	uint8_t *arena; /* copies of keys and values, ops point into it   */
+	size_t used, arena_cap;
+	uint64_t bytes; /* sum of key and value lengths                    */
+};
+int batch_check_key(const void *key, size_t klen);
+
+/* ---- the database handle (db.c, commit.c) ------------------------------ */
+typedef struct commit_writer commit_writer;
+
+struct keel_db {
+	char *path;        /* data file                                      */
+	char *dir;         /* its directory (for fsync_dir)                  */
+	const keel_io *io;
+	keel_io io_copy;   /* the table, copied so the caller's may go away  */
+	int fd;
+	unsigned flags;
+	uint64_t file_id;
+	uint64_t grow_step;
+
+	pthread_mutex_t mu;   /* guards everything below                     */
+	keel_map *map;        /* current mapping (db's reference)            */
+	keel_head head;       /* newest published (durable) head             */
+	uint64_t file_size;   /* allocated size of the data file             */
+	int failed;           /* sticky error: KEEL_EIO/KEEL_ENOSPC, 0 if ok */
+	bool closing;
+
+	/* commit pipeline (commit.c) */
+	commit_writer *queue_head, *queue_tail; /* waiting writers, FIFO      */
+	bool building;        /* a leader is building/appending a group      */
+	int leaders;          /* leaders not yet finished (close waits)      */
+	keel_head tail;       /* state after the newest APPENDED group       */
+	uint64_t appended_seq, published_seq;
+	pthread_cond_t published_cv;
+	pthread_t committer;  /* leads groups of async writers               */
+	bool committer_started;
+	pthread_cond_t committer_cv;
+	uint64_t hint_txid, hint_bytes; /* last hint written; bytes since   */
+
+	keel_recovery recovery;
+	uint64_t n_commits, n_syncs, n_compactions;
+};
+
+/* Submits OPS[0..n) (pointers resolved).  CB NULL: waits and returns the
+ * result.  Otherwise returns at once; OWNED (may be NULL) is freed when done. */
+int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
+                      tree_op *owned, keel_commit_cb cb, void *arg,
+                      uint64_t *txid, size_t *failed_index);
+void commit_shutdown(keel_db *db);
+/* Maps KEEL errors from negative errnos. */
+int keel_err_from_errno(int neg_errno);
+uint64_t keel_now_ns(void);
+
+/* Grows the file so [0, need) is allocated, remapping; caller holds mu.
+ * Sets *grew when the size changed (the commit must fsync, not fdatasync). */
+int db_ensure_size(keel_db *db, uint64_t need, bool *grew);
+
+#endif /* KEEL_INTERNAL_H */

@@ -1,0 +1,353 @@
+/*
+ * recover.c -- finding the newest valid head (invariants in recover.h).
+ *
+ *   superblock --> newer valid hint (or the first head) --> check its region
+ *      --> walk forward, accepting each head whose chain checks out
+ *      --> at the stop: zeros = clean end; otherwise look past it for a later
+ *          valid head: none = torn tail (TRUNCATED), one = damage (CORRUPT)
+ */
+#include "recover.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "crc32c.h"
+
+#define RBUF_SIZE ((size_t)1 << 20)
+
+/* A read-ahead buffer over the file so the walk makes few syscalls. */
+typedef struct rbuf {
+	const keel_io *io;
+	int fd;
+	uint64_t file_size;
+	uint8_t *buf;
+	uint64_t at;   /* file offset of buf[0]  */
+	size_t len;    /* valid bytes in buf     */
+	uint64_t *bytes_read;
+} rbuf;
+
+/* Makes [off, off+len) available (len <= RBUF_SIZE); returns a pointer to it,
+ * or NULL with *err (0 when the range is past the end of the file). */
+static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
+{
+	*err = 0;
+	if (off + len > r->file_size)
+		return NULL;
+	if (off >= r->at && off + len <= r->at + r->len)
+		return r->buf + (off - r->at);
+	size_t want = RBUF_SIZE;
+	if (off + want > r->file_size)
+		want = (size_t)(r->file_size - off);
+	int e = keel_io_pread_all(r->io, r->fd, r->buf, want, off);
+	if (e) {
+		*err = KEEL_EIO;
+		r->len = 0;
+		return NULL;
+	}
+	*r->bytes_read += want;
+	r->at = off;
+	r->len = want;
+	return r->buf;
+}
+
+/* CRC of [off, off+len) extended from CRC. */
+static int rbuf_crc(rbuf *r, uint64_t off, uint64_t len, uint32_t *crc)
+{
+	int err;
+	while (len > 0) {
+		size_t n = len < RBUF_SIZE ? (size_t)len : RBUF_SIZE;
+		const uint8_t *p = rbuf_get(r, off, n, &err);
+		if (!p)
+			return err ? err : KEEL_ECORRUPT;
+		*crc = keel_crc32c(*crc, p, n);
+		off += n;
+		len -= n;
+	}
+	return KEEL_OK;
+}
+
+static int rbuf_init(rbuf *r, const keel_io *io, int fd, uint64_t file_size,
+                     uint64_t *bytes_read)
+{
+	r->io = io;
+	r->fd = fd;
+	r->file_size = file_size;
+	r->at = 0;
+	r->len = 0;
+	r->bytes_read = bytes_read;
+	r->buf = malloc(RBUF_SIZE);
+	return r->buf ? KEEL_OK : KEEL_ENOMEM;
+}
+
+int recovery_read_head(const keel_io *io, int fd, uint64_t off, keel_head *out)
+{
+	uint8_t buf[KEEL_HEAD_SIZE];
+	if (off % 8 || off < KEEL_DATA_START)
+		return KEEL_ECORRUPT;
+	int e = keel_io_pread_all(io, fd, buf, sizeof(buf), off);
+	if (e)
+		return e == -EIO ? KEEL_ECORRUPT : KEEL_EIO; /* -EIO: past the end */
+	int rc = keel_head_decode(buf, out);
+	out->off = off;
+	return rc;
+}
+
+/* Does H continue PREV (everything but the region's CRC)? */
+static bool head_follows(const keel_head *h, const keel_head *prev)
+{
+	return h->txid == prev->txid + 1 && h->prev_head == prev->off &&
+	       h->region_start == prev->off + KEEL_HEAD_SIZE &&
+	       h->file_id == prev->file_id && h->off >= h->region_start &&
+	       (h->root_off == 0 || h->root_off < h->off);
+}
+
+int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
+                          uint32_t prev_chain, uint64_t *bytes_read)
+{
+	rbuf r;
+	uint64_t dummy = 0;
+	int rc = rbuf_init(&r, io, fd, head->off, bytes_read ? bytes_read : &dummy);
+	if (rc)
+		return rc;
+	uint32_t crc = prev_chain;
+	rc = rbuf_crc(&r, head->region_start, head->off - head->region_start, &crc);
+	if (rc == KEEL_OK && crc != head->chain_crc)
+		rc = KEEL_ECORRUPT;
+	free(r.buf);
+	return rc;
+}
+
+/* Is there a valid head with txid > AFTER->txid at or beyond FROM, before
+ * the written data ends (a zero 4 KiB block)?  That tells damage behind a
+ * durable head apart from a torn tail. */
+static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
+{
+	int err;
+	for (uint64_t off = KEEL_ALIGN8(from); off + KEEL_HEAD_SIZE <= r->file_size;
+	     off += 8) {
+		if (off % KEEL_BLOCK == 0) {
+			const uint8_t *blk = rbuf_get(r, off, KEEL_BLOCK, &err);
+			bool zero = blk != NULL;
+			for (unsigned i = 0; blk && i < KEEL_BLOCK; i += 8)
+				if (keel_ld64(blk + i)) {
+					zero = false;
+					break;
+				}
+			if (zero)
+				return false;
+		}
+		const uint8_t *p = rbuf_get(r, off, KEEL_HEAD_SIZE, &err);
+		if (!p)
+			return false;
+		keel_head h;
+		if (keel_ld32(p) == KEEL_REC_MAGIC && p[4] == KEEL_REC_HEAD &&
+		    keel_head_decode(p, &h) == KEEL_OK && h.txid > after->txid &&
+		    h.file_id == after->file_id)
+			return true;
+	}
+	return false;
+}
+
+/* Under KEEL_UNSAFE_TRUST_HEAD: finds the next head after CUR anywhere
+ * ahead and takes it without looking at its region (deliberately wrong). */
+static bool trusted_next_head(rbuf *r, uint64_t from, const keel_head *cur,
+                              keel_head *out)
+{
+	int err;
+	for (uint64_t off = KEEL_ALIGN8(from); off + KEEL_HEAD_SIZE <= r->file_size;
+	     off += 8) {
+		const uint8_t *p = rbuf_get(r, off, KEEL_HEAD_SIZE, &err);
+		if (!p)
+			return false;
+		if (keel_ld32(p) != KEEL_REC_MAGIC || p[4] != KEEL_REC_HEAD ||
+		    keel_head_decode(p, out) != KEEL_OK)
+			continue;
+		out->off = off;
+		if (head_follows(out, cur))
+			return true;
+	}
+	return false;
+}
+
+int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
+                  const keel_head *from, unsigned flags, keel_head *newest,
+                  uint64_t *stop, const char **why, uint64_t *bytes_read)
+{
+	rbuf r;
+	int rc = rbuf_init(&r, io, fd, file_size, bytes_read), err;
+	if (rc)
+		return rc;
+	keel_head cur = *from;
+	uint64_t pos = cur.off + KEEL_HEAD_SIZE;
+	uint32_t crc = cur.chain_crc;
+	*why = NULL;
+	for (;;) {
+		const uint8_t *p = rbuf_get(&r, pos, KEEL_REC_HDR, &err);
+		keel_rec_hdr h;
+		keel_head nh;
+		if (!p) {
+			if (err) {
+				rc = err;
+				break;
+			}
+			if (pos != cur.off + KEEL_HEAD_SIZE)
+				*why = "records run to the end of the file";
+			break;
+		}
+		if (keel_ld64(p) == 0 && keel_ld64(p + 8) == 0) {
+			if (pos != cur.off + KEEL_HEAD_SIZE)
+				*why = "commit without a head";
+			break;
+		}
+		if (keel_rec_decode(p, &h) != KEEL_OK) {
+			*why = "bad record header";
+			break;
+		}
+		uint64_t size = keel_rec_size(h.len);
+		if (size > file_size - pos) {
+			*why = "record runs past the end of the file";
+			break;
+		}
+		if (h.type != KEEL_REC_HEAD) {
+			if ((rc = rbuf_crc(&r, pos, size, &crc)) != KEEL_OK) {
+				if (rc == KEEL_ECORRUPT)
+					rc = KEEL_OK;
+				*why = "short record";
+				break;
+			}
+			pos += size;
+			continue;
+		}
+		p = rbuf_get(&r, pos, KEEL_HEAD_SIZE, &err);
+		if (!p || keel_head_decode(p, &nh) != KEEL_OK) {
+			*why = "head record checksum mismatch";
+			break;
+		}
+		nh.off = pos;
+		if (!head_follows(&nh, &cur)) {
+			*why = "head does not continue the chain";
+			break;
+		}
+		if (nh.chain_crc != crc && !(flags & KEEL_UNSAFE_TRUST_HEAD)) {
+			*why = "region checksum mismatch";
+			break;
+		}
+		cur = nh;
+		crc = cur.chain_crc;
+		pos = cur.off + KEEL_HEAD_SIZE;
+	}
+	if (*why && (flags & KEEL_UNSAFE_TRUST_HEAD) && rc == KEEL_OK) {
+		keel_head nh;
+		/* The positive control: believe any head that claims to follow. */
+		while (trusted_next_head(&r, cur.off + KEEL_HEAD_SIZE, &cur, &nh))
+			cur = nh;
+		pos = cur.off + KEEL_HEAD_SIZE;
+		*why = NULL;
+	}
+	if (rc == KEEL_OK && *why && later_head_exists(&r, pos, &cur))
+		rc = KEEL_ECORRUPT; /* damage behind a durable head */
+	*newest = cur;
+	*stop = pos;
+	free(r.buf);
+	return rc;
+}
+
+/* The newer of the two hints whose head and region check out. */
+static int start_from_hint(const keel_io *io, int fd, uint64_t file_id,
+                           keel_head *out, uint64_t *bytes_read)
+{
+	keel_head best = {0};
+	bool found = false;
+
+	for (unsigned slot = 0; slot < 2; slot++) {
+		uint8_t buf[KEEL_HINT_SIZE];
+		keel_hint hint;
+		keel_head h, prev;
+		if (keel_io_pread_all(io, fd, buf, sizeof(buf), KEEL_HINT_OFF(slot)))
+			continue;
+		*bytes_read += sizeof(buf);
+		if (keel_hint_decode(buf, &hint) != KEEL_OK ||
+		    (found && hint.txid <= best.txid) || hint.txid == 0)
+			continue;
+		if (recovery_read_head(io, fd, hint.head_off, &h) != KEEL_OK ||
+		    h.txid != hint.txid || h.file_id != file_id ||
+		    recovery_read_head(io, fd, h.prev_head, &prev) != KEEL_OK ||
+		    !head_follows(&h, &prev) ||
+		    recovery_check_region(io, fd, &h, prev.chain_crc,
+		                          bytes_read) != KEEL_OK)
+			continue;
+		*bytes_read += 2 * KEEL_HEAD_SIZE;
+		best = h;
+		found = true;
+	}
+	*out = best;
+	return found ? KEEL_OK : KEEL_ENOTFOUND;
+}
+
+int recovery_find(const keel_io *io, int fd, unsigned flags,
+                  recovery_result *out)
+{
+	uint8_t sb[KEEL_SUPER_SIZE];
+	int is_reg, rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = io->fstat(io->ctx, fd, &out->file_size, &is_reg)))
+		return KEEL_EIO;
+	if (!is_reg)
+		return KEEL_EISDIR;
+	if (out->file_size < KEEL_DATA_START + KEEL_HEAD_SIZE)
+		return KEEL_ENOTKEEL;
+	if (keel_io_pread_all(io, fd, sb, sizeof(sb), 0))
+		return KEEL_EIO;
+	out->bytes_read += sizeof(sb);
+	if ((rc = keel_super_decode(sb, &out->super)))
+		return rc;
+
+	keel_head start;
+	if (start_from_hint(io, fd, out->super.file_id, &start,
+	                    &out->bytes_read) != KEEL_OK) {
+		/* No usable hint: a young store, or both hints damaged. */
+		rc = recovery_read_head(io, fd, KEEL_DATA_START, &start);
+		if (rc == KEEL_EIO)
+			return rc;
+		if (rc || start.txid != 0 || start.region_start != KEEL_DATA_START ||
+		    start.file_id != out->super.file_id || start.chain_crc != 0) {
+			out->status = KEEL_RECOVERY_CORRUPT;
+			out->offset = KEEL_DATA_START;
+			snprintf(out->reason, sizeof(out->reason),
+			         "first head unreadable and no valid hint");
+			return KEEL_ECORRUPT;
+		}
+		out->bytes_read += KEEL_HEAD_SIZE;
+	}
+
+	const char *why;
+	uint64_t stop;
+	rc = recovery_walk(io, fd, out->file_size, &start, flags, &out->head,
+	                   &stop, &why, &out->bytes_read);
+	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
+		return rc;
+	if (rc == KEEL_ECORRUPT) {
+		out->status = KEEL_RECOVERY_CORRUPT;
+		out->offset = stop;
+		snprintf(out->reason, sizeof(out->reason),
+		         "%s, with a valid later head beyond it", why);
+		return (flags & KEEL_SALVAGE) ? KEEL_OK : KEEL_ECORRUPT;
+	}
+	if (why) {
+		out->status = KEEL_RECOVERY_TRUNCATED;
+		out->offset = out->head.off + KEEL_HEAD_SIZE;
+		snprintf(out->reason, sizeof(out->reason), "torn tail at %llu: %s",
+		         (unsigned long long)stop, why);
+	}
+	return KEEL_OK;
+}
+
+int recovery_cut(const keel_io *io, int fd, uint64_t at)
+{
+	int e = io->ftruncate(io->ctx, fd, at);
+	if (e == 0)
+		e = io->fsync(io->ctx, fd);
+	return e ? (e == -ENOSPC ? KEEL_ENOSPC : KEEL_EIO) : KEEL_OK;
+}

@@ -1,0 +1,67 @@
+/*
+ * recover.h -- finding the newest valid head.  Floor 1: uses only the format
+ * (engine/format.h) and the I/O seam (engine/io.h), never the tree or the
+ * commit code.
+ *
+ * RECOVERY INVARIANTS
+ *  (1) A head is accepted only if its record CRC matches, it continues the
+ *      previous accepted head (txid + 1, prev_head, region_start, file_id) and
+ *      the CRC chain over its region matches.  (KEEL_UNSAFE_TRUST_HEAD skips
+ *      the region check: a positive control for the torture harness.)
+ *  (2) Reads are bounded whatever the file's size: recovery starts from the
+ *      newer valid hint (at most HINT_EVERY_COMMITS commits or 4 MiB behind
+ *      the end) and reads forward; only damage to both hints makes it start
+ *      from the first head.
+ *  (3) Bytes after the newest valid head are a torn tail, and are cut (the
+ *      file truncated, then synced) -- unless a valid later head is found past
+ *      them, which means damage behind a head that had been durable: then the
+ *      open refuses with KEEL_ECORRUPT, or, with KEEL_SALVAGE, settles on the
+ *      newest head before the damage.
+ *  (4) Recovery itself never writes unless the caller asks to cut.
+ */
+#ifndef KEEL_RECOVER_H
+#define KEEL_RECOVER_H
+
+#include "format.h"
+#include "io.h"
+#include "keel.h"
+
+typedef struct recovery_result {
+	keel_head head;          /* the newest valid head                       */
+	keel_super super;
+	uint64_t file_size;
+	keel_recovery_status status;
+	uint64_t offset;         /* TRUNCATED: cut here; CORRUPT: damage here   */
+	uint64_t bytes_read;
+	char reason[128];
+} recovery_result;
+
+/* Reads the superblock and finds the newest valid head.  FLAGS: the
+ * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD).  Returns KEEL_OK
+ * (status OK, TRUNCATED, or CORRUPT under KEEL_SALVAGE), KEEL_ENOTKEEL,
+ * KEEL_EVERSION, KEEL_ECORRUPT or KEEL_EIO. */
+int recovery_find(const keel_io *io, int fd, unsigned flags,
+                  recovery_result *out);
+
+/* Continues from the valid head FROM: accepts every later head that checks
+ * out.  Used by recovery_find and by read-only handles to see new commits.
+ * *NEWEST receives the newest accepted head (FROM if none), *STOP where the
+ * walk stopped, *why a reason when that is not a clean end.  Returns KEEL_OK
+ * or KEEL_EIO. */
+int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
+                  const keel_head *from, unsigned flags, keel_head *newest,
+                  uint64_t *stop, const char **why, uint64_t *bytes_read);
+
+/* Cuts the file at AT (truncate, then fsync).  Returns 0 or a keel error. */
+int recovery_cut(const keel_io *io, int fd, uint64_t at);
+
+/* Checks that HEAD's region matches its chain CRC, given PREV_CHAIN (the
+ * previous head's chain_crc).  Returns KEEL_OK, KEEL_ECORRUPT or KEEL_EIO. */
+int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
+                          uint32_t prev_chain, uint64_t *bytes_read);
+
+/* Reads and decodes the head record at OFF (record CRC checked). */
+int recovery_read_head(const keel_io *io, int fd, uint64_t off,
+                       keel_head *out);
+
+#endif /* KEEL_RECOVER_H */
