@@ -35,15 +35,18 @@ LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
 LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
-FAULTSIM_SRCS =
+FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- programs (floor 3) ----------------------------------------------------
 KEEL_CLI_SRCS = tools/keel.c
-TORTURE_SRCS =
-SERVE_SRCS =
+TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
+	torture/writer.c torture/oracle.c torture/value.c torture/proto.c \
+	torture/report.c torture/samples.c torture/synclat.c
+SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c
 LOADGEN_SRCS =
-FSYNC_PROBE_SRCS =
+FSYNC_PROBE_SRCS = bench/fsync_probe.c bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
 
 PROGRAMS = $(B)/keel \
@@ -55,12 +58,12 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_crc32c test_format test_engine test_recovery test_faults_io test_http_parser
-TEST_EXTRA_test_torture_oracle =
+TESTS = test_crc32c test_format test_engine test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim
+TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
-TEST_EXTRA_test_fsync_probe =
+TEST_EXTRA_test_fsync_probe = bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh
+TEST_SCRIPTS = tests/cli.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
@@ -117,6 +120,7 @@ $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 $(B)/fsync-probe: $(FSYNC_PROBE_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
 
+.SECONDARY:
 .SECONDEXPANSION:
 test_extra_objs = $(patsubst %.c,$(B)/obj/%.o,$(TEST_EXTRA_$(1)))
 $(B)/tests/%: $(B)/obj/tests/%.o $$(call test_extra_objs,$$*) $(LINK_LIBS)

@@ -48,6 +48,7 @@ struct commit_writer {
 	size_t failed;
 };
 
+#define GROUP_MAX_WRITERS 4096 /* a leader stops absorbing beyond this */
 #define HINT_EVERY_COMMITS 64
 #define HINT_EVERY_BYTES ((uint64_t)4 << 20)
 
@@ -159,28 +160,54 @@ static void hint_maybe_write(keel_db *db, const keel_head *head)
 	}
 }
 
-/* Builds the group's region on top of BASE.  Writers whose batch conflicts
- * get their own rc; any other failure fails the group. */
-static int group_build(keel_db *db, keel_map *map, const keel_head *base,
-                       commit_writer *group, tree_builder **bout,
-                       tree_region *region, keel_head *head)
+/* Applies each writer's batch from W on; a batch whose expectation fails is
+ * rejected alone, any other failure fails the group. */
+static int group_apply(tree_builder *b, commit_writer *w)
 {
-	tree_builder *b;
-	int rc = tree_builder_new(map, base, base->txid + 1,
-	                          base->off + KEEL_HEAD_SIZE, &b);
-	if (rc)
-		return rc;
-	*bout = b;
-	for (commit_writer *w = group; w; w = w->next) {
-		rc = tree_apply(b, w->ops, w->n, &w->failed);
+	for (; w; w = w->next) {
+		int rc = tree_apply(b, w->ops, w->n, &w->failed);
 		if (rc == KEEL_ECONFLICT || rc == KEEL_ENOTFOUND)
 			w->rc = rc;
 		else if (rc)
 			return rc;
 	}
-	if (tree_builder_empty(b))
-		return KEEL_OK;
-	if ((rc = tree_serialize(b, head, region)))
+	return KEEL_OK;
+}
+
+/* Absorbs writers that queue up while the previous group syncs, until that
+ * group has published: this is what makes groups grow with load.  Called
+ * and returns with mu held. */
+static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
+                        commit_writer **last, uint64_t *absorbed)
+{
+	int rc = KEEL_OK;
+	while (db->published_seq != seq - 1 && !db->failed) {
+		commit_writer *more = db->queue_head;
+		if (!more || *absorbed >= GROUP_MAX_WRITERS) {
+			pthread_cond_wait(&db->published_cv, &db->mu);
+			continue;
+		}
+		db->queue_head = db->queue_tail = NULL;
+		(*last)->next = more;
+		while ((*last)->next) {
+			*last = (*last)->next;
+			(*absorbed)++;
+		}
+		pthread_mutex_unlock(&db->mu);
+		if (rc == KEEL_OK)
+			rc = group_apply(b, more);
+		pthread_mutex_lock(&db->mu);
+	}
+	return rc;
+}
+
+/* Lays out the region and the head after everything is applied. */
+static int group_finish_build(keel_db *db, tree_builder *b,
+                              const keel_head *base, tree_region *region,
+                              keel_head *head)
+{
+	int rc = tree_serialize(b, head, region);
+	if (rc)
 		return rc;
 	head->prev_head = base->off;
 	head->file_id = db->file_id;
@@ -192,12 +219,13 @@ static int group_build(keel_db *db, keel_map *map, const keel_head *base,
  * and no group is building. */
 static void lead_group(keel_db *db)
 {
-	commit_writer *group = db->queue_head;
+	commit_writer *group = db->queue_head, *last = db->queue_tail;
 	keel_head base = db->tail, head = {0};
 	tree_builder *b = NULL;
 	tree_region region = {0};
 	uint8_t head_buf[KEEL_HEAD_SIZE];
-	bool grew = false;
+	uint64_t absorbed = 0;
+	bool grew = false, empty = true;
 	int rc;
 
 	db->queue_head = db->queue_tail = NULL;
@@ -210,8 +238,17 @@ static void lead_group(keel_db *db)
 	pthread_mutex_unlock(&db->mu);
 
 	if (rc == KEEL_OK)
-		rc = group_build(db, map, &base, group, &b, &region, &head);
-	bool empty = rc == KEEL_OK && tree_builder_empty(b);
+		rc = tree_builder_new(map, &base, base.txid + 1,
+		                      base.off + KEEL_HEAD_SIZE, &b);
+	if (rc == KEEL_OK)
+		rc = group_apply(b, group);
+	pthread_mutex_lock(&db->mu);
+	int arc = group_absorb(db, b, seq, &last, &absorbed);
+	pthread_mutex_unlock(&db->mu);
+	if (rc == KEEL_OK)
+		rc = arc;
+	if (rc == KEEL_OK && !(empty = tree_builder_empty(b)))
+		rc = group_finish_build(db, b, &base, &region, &head);
 	if (rc == KEEL_OK && !empty) {
 		keel_head_encode(head_buf, &head);
 		pthread_mutex_lock(&db->mu);
@@ -327,6 +364,8 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		db->committer_started = true;
 	}
 	enqueue(db, w);
+	if (db->building) /* a leader waiting for its turn to sync absorbs it */
+		pthread_cond_broadcast(&db->published_cv);
 	if (cb) {
 		wake_front(db);
 		pthread_mutex_unlock(&db->mu);

@@ -1,0 +1,629 @@
+/* test_engine.c -- the public API: round trips, order, revisions, batches,
+ * views, group commit, sync counting, bad input. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "crc32c.h"
+#include "io.h"
+#include "keel.h"
+#include "testutil.h"
+
+typedef struct fixture {
+	char *dir, *path;
+	keel_db *db;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	f->dir = tu_mkdtemp();
+	f->path = tu_path(f->dir, "db");
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	if (f->db)
+		assert_int_equal(keel_close(f->db), KEEL_OK);
+	tu_rmdir(f->dir);
+	free(f->path);
+	free(f);
+	return 0;
+}
+
+static void reopen(fixture *f)
+{
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+}
+
+static void check_value(keel_db *db, const char *key, const char *val)
+{
+	keel_view v;
+	int rc = keel_get(db, key, strlen(key), &v);
+	if (!val) {
+		assert_int_equal(rc, KEEL_ENOTFOUND);
+		return;
+	}
+	assert_int_equal(rc, KEEL_OK);
+	assert_int_equal(v.len, strlen(val));
+	assert_memory_equal(v.data, val, v.len);
+	keel_view_release(&v);
+}
+
+static void put_get_delete_round_trip(void **state)
+{
+	fixture *f = *state;
+	uint64_t rev;
+	assert_int_equal(keel_put(f->db, "a", 1, "one", 3, KEEL_REV_ANY, &rev), KEEL_OK);
+	assert_true(rev >= 1);
+	assert_int_equal(keel_put(f->db, "b", 1, "", 0, KEEL_REV_ANY, NULL), KEEL_OK);
+	check_value(f->db, "a", "one");
+	check_value(f->db, "b", "");
+	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY), KEEL_OK);
+	check_value(f->db, "a", NULL);
+	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY), KEEL_ENOTFOUND);
+	reopen(f);
+	check_value(f->db, "a", NULL);
+	check_value(f->db, "b", "");
+	keel_stats st;
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	assert_int_equal(st.keys, 1);
+}
+
+static void keys_of_any_bytes_and_length_limits(void **state)
+{
+	fixture *f = *state;
+	uint8_t key[KEEL_KEY_MAX + 1];
+	keel_view v;
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 37); /* includes NUL bytes */
+	assert_int_equal(keel_put(f->db, key, KEEL_KEY_MAX, "x", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_put(f->db, key, 1, "y", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_put(f->db, key, KEEL_KEY_MAX + 1, "x", 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
+	assert_int_equal(keel_put(f->db, key, 0, "x", 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
+	assert_int_equal(keel_put(f->db, NULL, 3, "x", 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
+	assert_int_equal(keel_get(f->db, key, KEEL_KEY_MAX + 1, &v), KEEL_EKEY);
+	assert_int_equal(keel_put(f->db, "k", 1, NULL, 5, KEEL_REV_ANY, NULL), KEEL_EINVAL);
+	assert_int_equal(keel_put(f->db, "k", 1, "x", KEEL_VALUE_MAX + 1, KEEL_REV_ANY, NULL), KEEL_ETOOBIG);
+	assert_int_equal(keel_put(NULL, "k", 1, "x", 1, KEEL_REV_ANY, NULL), KEEL_EINVAL);
+	assert_int_equal(keel_get(f->db, "k", 1, NULL), KEEL_EINVAL);
+	assert_int_equal(keel_get(f->db, key, KEEL_KEY_MAX, &v), KEEL_OK);
+	assert_memory_equal(v.data, "x", 1);
+	keel_view_release(&v);
+	keel_stats st;
+	keel_stat(f->db, &st);
+	assert_int_equal(st.keys, 2); /* the failed calls changed nothing */
+}
+
+static void large_value_round_trips(void **state)
+{
+	fixture *f = *state;
+	size_t len = 24u << 20; /* bigger than the first preallocation */
+	uint8_t *big = malloc(len);
+	keel_view v;
+	for (size_t i = 0; i < len; i++)
+		big[i] = (uint8_t)(i * 2654435761u >> 13);
+	assert_int_equal(keel_put(f->db, "big", 3, big, len, KEEL_REV_ANY, NULL), KEEL_OK);
+	reopen(f);
+	assert_int_equal(keel_get(f->db, "big", 3, &v), KEEL_OK);
+	assert_int_equal(v.len, len);
+	assert_memory_equal(v.data, big, len);
+	keel_view_release(&v);
+	free(big);
+}
+
+static void revisions_and_conflicts(void **state)
+{
+	fixture *f = *state;
+	uint64_t r1, r2;
+	assert_int_equal(keel_put(f->db, "k", 1, "1", 1, KEEL_REV_ABSENT, &r1), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "k", 1, "2", 1, KEEL_REV_ABSENT, NULL), KEEL_ECONFLICT);
+	assert_int_equal(keel_put(f->db, "k", 1, "2", 1, r1 + 100, NULL), KEEL_ECONFLICT);
+	assert_int_equal(keel_put(f->db, "k", 1, "2", 1, r1, &r2), KEEL_OK);
+	assert_true(r2 > r1);
+	assert_int_equal(keel_put(f->db, "k", 1, "3", 1, r1, NULL), KEEL_ECONFLICT);
+	assert_int_equal(keel_del(f->db, "k", 1, r1), KEEL_ECONFLICT);
+	assert_int_equal(keel_del(f->db, "k", 1, KEEL_REV_ABSENT), KEEL_EINVAL);
+	check_value(f->db, "k", "2");
+	keel_view v;
+	assert_int_equal(keel_get(f->db, "k", 1, &v), KEEL_OK);
+	assert_int_equal(v.rev, r2);
+	keel_view_release(&v);
+	assert_int_equal(keel_del(f->db, "k", 1, r2), KEEL_OK);
+	check_value(f->db, "k", NULL);
+}
+
+static void batches_are_all_or_nothing_across_a_reopen(void **state)
+{
+	fixture *f = *state;
+	keel_batch *b;
+	uint64_t txid;
+	size_t failed = 99;
+	assert_int_equal(keel_put(f->db, "exists", 6, "e", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "x", 1, "1", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "y", 1, "2", 1, KEEL_REV_ABSENT), KEEL_OK);
+	assert_int_equal(keel_batch_del(b, "exists", 6, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "exists", 6, "again", 5, KEEL_REV_ABSENT), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "x", 1, "3", 1, KEEL_REV_ABSENT), KEEL_OK); /* x was put above */
+	assert_int_equal(keel_commit(f->db, b, &txid, &failed), KEEL_ECONFLICT);
+	assert_int_equal(failed, 4);
+	reopen(f);
+	check_value(f->db, "x", NULL);
+	check_value(f->db, "y", NULL);
+	check_value(f->db, "exists", "e");
+	/* The same batch without its last change commits whole. */
+	keel_batch_clear(b);
+	assert_int_equal(keel_batch_put(b, "x", 1, "1", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "y", 1, "2", 1, KEEL_REV_ABSENT), KEEL_OK);
+	assert_int_equal(keel_batch_del(b, "exists", 6, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "exists", 6, "again", 5, KEEL_REV_ABSENT), KEEL_OK);
+	assert_int_equal(keel_commit(f->db, b, &txid, NULL), KEEL_OK);
+	assert_true(txid > 0);
+	reopen(f);
+	check_value(f->db, "x", "1");
+	check_value(f->db, "y", "2");
+	check_value(f->db, "exists", "again");
+	keel_batch_clear(b);
+	assert_int_equal(keel_commit(f->db, b, &txid, NULL), KEEL_OK); /* empty */
+	keel_batch_free(b);
+}
+
+static void key_of(char *buf, size_t n, unsigned i)
+{
+	snprintf(buf, n, "k%09u", i);
+}
+
+static void million_keys_scan_in_order_and_by_prefix(void **state)
+{
+	fixture *f = *state;
+	const unsigned total = 1000000, per_batch = 20000;
+	keel_batch *b;
+	char key[32];
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	/* Insert in a scrambled order so splits happen everywhere. */
+	for (unsigned start = 0; start < total; start += per_batch) {
+		keel_batch_clear(b);
+		for (unsigned i = start; i < start + per_batch; i++) {
+			unsigned k = (unsigned)(((uint64_t)i * 7919) % total);
+			key_of(key, sizeof(key), k);
+			assert_int_equal(keel_batch_put(b, key, 10, key, 4, KEEL_REV_ANY), KEEL_OK);
+		}
+		assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	}
+	keel_batch_free(b);
+	reopen(f);
+	keel_snapshot *s;
+	keel_iter *it;
+	const void *k;
+	size_t kl;
+	keel_view v;
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	unsigned n = 0;
+	while (keel_iter_next(it, &k, &kl, &v) == KEEL_OK) {
+		key_of(key, sizeof(key), n);
+		assert_int_equal(kl, 10);
+		assert_memory_equal(k, key, 10);
+		assert_memory_equal(v.data, key, 4);
+		n++;
+	}
+	assert_int_equal(n, total);
+	keel_iter_close(it);
+	/* Prefix "k00012" holds k000120000 .. k000129999. */
+	assert_int_equal(keel_iter_open(s, "k00012", 6, NULL, 0, &it), KEEL_OK);
+	n = 0;
+	while (keel_iter_next(it, &k, &kl, NULL) == KEEL_OK) {
+		key_of(key, sizeof(key), 120000 + n);
+		assert_memory_equal(k, key, 10);
+		n++;
+	}
+	assert_int_equal(n, 10000);
+	keel_iter_close(it);
+	/* Prefix plus a start key inside it. */
+	assert_int_equal(keel_iter_open(s, "k00012", 6, "k000125000", 10, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_OK);
+	assert_memory_equal(k, "k000125000", 10);
+	keel_iter_close(it);
+	/* A prefix that matches nothing. */
+	assert_int_equal(keel_iter_open(s, "z", 1, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	keel_snapshot_close(s);
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, total);
+}
+
+static void deleting_everything_leaves_an_empty_valid_tree(void **state)
+{
+	fixture *f = *state;
+	char key[32];
+	keel_batch *b;
+	keel_batch_new(&b);
+	for (unsigned i = 0; i < 5000; i++) {
+		key_of(key, sizeof(key), i);
+		keel_batch_put(b, key, 10, "v", 1, KEEL_REV_ANY);
+	}
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	for (unsigned round = 0; round < 5; round++) {
+		keel_batch_clear(b);
+		for (unsigned i = round; i < 5000; i += 5) {
+			key_of(key, sizeof(key), i);
+			keel_batch_del(b, key, 10, KEEL_REV_ANY);
+		}
+		assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+		keel_check_result cr;
+		assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+		assert_int_equal(cr.keys, 5000 - 1000 * (round + 1));
+	}
+	keel_batch_free(b);
+	keel_stats st;
+	keel_stat(f->db, &st);
+	assert_int_equal(st.keys, 0);
+	reopen(f);
+	check_value(f->db, "k000000001", NULL);
+}
+
+static void a_view_stays_valid_while_100_mib_are_written_behind_it(void **state)
+{
+	fixture *f = *state;
+	keel_view v;
+	size_t chunk = 4u << 20;
+	uint8_t *big = malloc(chunk);
+	memset(big, 0xab, chunk);
+	assert_int_equal(keel_put(f->db, "held", 4, "original bytes", 14, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_get(f->db, "held", 4, &v), KEEL_OK);
+	const void *where = v.data;
+	for (int i = 0; i < 25; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "fill%d", i);
+		assert_int_equal(keel_put(f->db, key, strlen(key), big, chunk, KEEL_REV_ANY, NULL), KEEL_OK);
+		if (i == 10) /* overwrite the held key too */
+			assert_int_equal(keel_put(f->db, "held", 4, "new", 3, KEEL_REV_ANY, NULL), KEEL_OK);
+	}
+	keel_stats st;
+	keel_stat(f->db, &st);
+	assert_true(st.end_offset > (100u << 20));
+	assert_ptr_equal(v.data, where);
+	assert_int_equal(v.len, 14);
+	assert_memory_equal(v.data, "original bytes", 14);
+	keel_view_release(&v);
+	keel_view_release(&v); /* twice is harmless */
+	check_value(f->db, "held", "new");
+	free(big);
+}
+
+/* ---- counting through the I/O seam ---------------------------------------- */
+
+static atomic_ulong n_fdatasync, n_fsync, n_pread_bytes;
+
+static int count_fdatasync(void *ctx, int fd)
+{
+	atomic_fetch_add(&n_fdatasync, 1);
+	return keel_io_posix()->fdatasync(ctx, fd);
+}
+static int count_fsync(void *ctx, int fd)
+{
+	atomic_fetch_add(&n_fsync, 1);
+	return keel_io_posix()->fsync(ctx, fd);
+}
+static ssize_t count_pread(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = keel_io_posix()->pread(ctx, fd, buf, len, off);
+	if (n > 0)
+		atomic_fetch_add(&n_pread_bytes, (unsigned long)n);
+	return n;
+}
+
+static keel_io counting_io(void)
+{
+	keel_io io = *keel_io_posix();
+	io.fdatasync = count_fdatasync;
+	io.fsync = count_fsync;
+	io.pread = count_pread;
+	return io;
+}
+
+static void each_commit_costs_exactly_one_sync(void **state)
+{
+	fixture *f = *state;
+	keel_io io = counting_io();
+	keel_options o = {.io = &io};
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	atomic_store(&n_fdatasync, 0);
+	atomic_store(&n_fsync, 0);
+	char val[2000];
+	memset(val, 'v', sizeof(val));
+	for (int i = 0; i < 3000; i++) { /* enough to grow the file a few times */
+		char key[16];
+		snprintf(key, sizeof(key), "key%d", i % 300);
+		assert_int_equal(keel_put(f->db, key, strlen(key), val, sizeof(val), KEEL_REV_ANY, NULL), KEEL_OK);
+	}
+	assert_int_equal(atomic_load(&n_fdatasync) + atomic_load(&n_fsync), 3000);
+	assert_true(atomic_load(&n_fsync) >= 1); /* growth commits use fsync */
+	keel_stats st;
+	keel_stat(f->db, &st);
+	assert_int_equal(st.syncs, 3000);
+}
+
+/* Open reads the same bounded amount from a 256 MiB store as a 1 MiB one. */
+static void recovery_reads_are_bounded_by_the_hint_not_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_io io = counting_io();
+	keel_options o = {.io = &io};
+	keel_recovery r;
+	o.report = &r;
+	unsigned long small_read, big_read;
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	atomic_store(&n_pread_bytes, 0);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	small_read = atomic_load(&n_pread_bytes);
+	size_t chunk = 1u << 20;
+	uint8_t *big = calloc(1, chunk);
+	for (int i = 0; i < 256; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "big%d", i);
+		assert_int_equal(keel_put(f->db, key, strlen(key), big, chunk, KEEL_REV_ANY, NULL), KEEL_OK);
+	}
+	for (int i = 0; i < 200; i++) /* small commits after the big ones */
+		assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	free(big);
+	keel_stats st;
+	keel_stat(f->db, &st);
+	assert_true(st.end_offset > (256u << 20));
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	atomic_store(&n_pread_bytes, 0);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	big_read = atomic_load(&n_pread_bytes);
+	assert_int_equal(r.status, KEEL_RECOVERY_OK);
+	/* The bound: a hint is at most 64 commits or 4 MiB behind, and reads
+	 * go in 1 MiB buffers. */
+	const unsigned long bound = 16ul << 20;
+	assert_true(small_read <= bound);
+	assert_true(big_read <= bound);
+	assert_true(r.bytes_read <= bound);
+	print_message("recovery read %lu bytes (1 MiB store), %lu bytes (256 MiB store)\n",
+	              small_read, big_read);
+}
+
+/* ---- group commit --------------------------------------------------------- */
+
+typedef struct thread_arg {
+	keel_db *db;
+	int id, n;
+	int conflicts;
+} thread_arg;
+
+static void *writer_thread(void *p)
+{
+	thread_arg *a = p;
+	for (int i = 0; i < a->n; i++) {
+		char key[32], val[32];
+		snprintf(key, sizeof(key), "t%d-%d", a->id, i);
+		snprintf(val, sizeof(val), "v%d", i);
+		if (keel_put(a->db, key, strlen(key), val, strlen(val), KEEL_REV_ABSENT, NULL))
+			abort();
+		/* every thread also races on one shared key, must-be-absent */
+		if (keel_put(a->db, "shared", 6, val, strlen(val), KEEL_REV_ABSENT, NULL) ==
+		    KEEL_ECONFLICT)
+			a->conflicts++;
+	}
+	return NULL;
+}
+
+static void threads_share_syncs_and_conflicts_fail_alone(void **state)
+{
+	fixture *f = *state;
+	keel_io io = counting_io();
+	keel_options o = {.io = &io};
+	enum { T = 16, N = 60 };
+	pthread_t th[T];
+	thread_arg args[T];
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	atomic_store(&n_fdatasync, 0);
+	atomic_store(&n_fsync, 0);
+	for (int i = 0; i < T; i++) {
+		args[i] = (thread_arg){.db = f->db, .id = i, .n = N};
+		pthread_create(&th[i], NULL, writer_thread, &args[i]);
+	}
+	int conflicts = 0;
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		conflicts += args[i].conflicts;
+	}
+	unsigned long syncs = atomic_load(&n_fdatasync) + atomic_load(&n_fsync);
+	keel_stats st;
+	keel_stat(f->db, &st);
+	/* 2*T*N submissions, exactly one "shared" put succeeded. */
+	assert_int_equal(conflicts, T * N - 1);
+	assert_int_equal(st.commits, T * N + 1);
+	assert_true(syncs < st.commits);
+	print_message("%d threads: %lu commits in %lu syncs\n", T,
+	              (unsigned long)st.commits, syncs);
+	reopen(f);
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < N; i++) {
+			char key[32], val[32];
+			snprintf(key, sizeof(key), "t%d-%d", t, i);
+			snprintf(val, sizeof(val), "v%d", i);
+			check_value(f->db, key, val);
+		}
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, T * N + 1);
+}
+
+typedef struct async_state {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int done, ok;
+	uint64_t txid[64];
+} async_state;
+
+static void on_commit(void *arg, int rc, uint64_t txid, size_t failed)
+{
+	(void)failed;
+	async_state *s = arg;
+	pthread_mutex_lock(&s->mu);
+	if (rc == KEEL_OK)
+		s->txid[s->ok++] = txid;
+	s->done++;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void async_commits_complete_durably_and_in_order(void **state)
+{
+	fixture *f = *state;
+	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	keel_batch *b[64];
+	for (int i = 0; i < 64; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "async%d", i);
+		keel_batch_new(&b[i]);
+		keel_batch_put(b[i], key, strlen(key), key, strlen(key), KEEL_REV_ABSENT);
+		assert_int_equal(keel_commit_async(f->db, b[i], on_commit, &s), KEEL_OK);
+	}
+	pthread_mutex_lock(&s.mu);
+	while (s.done < 64)
+		pthread_cond_wait(&s.cv, &s.mu);
+	pthread_mutex_unlock(&s.mu);
+	assert_int_equal(s.ok, 64);
+	for (int i = 1; i < 64; i++)
+		assert_true(s.txid[i] >= s.txid[i - 1]);
+	for (int i = 0; i < 64; i++)
+		keel_batch_free(b[i]);
+	reopen(f);
+	check_value(f->db, "async63", "async63");
+	assert_int_equal(keel_commit_async(f->db, NULL, on_commit, &s), KEEL_EINVAL);
+}
+
+/* ---- bad input ------------------------------------------------------------ */
+
+static void assert_file_unchanged(const char *path, const unsigned char *before,
+                                  size_t len)
+{
+	size_t n;
+	unsigned char *now = tu_read_file(path, &n);
+	assert_non_null(now);
+	assert_int_equal(n, len);
+	assert_memory_equal(now, before, len);
+	free(now);
+}
+
+static void bad_paths_and_foreign_files_are_refused_untouched(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_options ro = {.flags = KEEL_RDONLY}, nc = {.flags = KEEL_NOCREATE};
+	char *p = tu_path(f->dir, "other");
+
+	assert_int_equal(keel_open(NULL, NULL, &db), KEEL_EINVAL);
+	assert_int_equal(keel_open(f->path, NULL, NULL), KEEL_EINVAL);
+	assert_int_equal(keel_open("", NULL, &db), KEEL_EINVAL);
+	assert_int_equal(keel_open(f->dir, NULL, &db), KEEL_EISDIR);
+	assert_int_equal(keel_open(f->dir, &ro, &db), KEEL_EISDIR);
+	assert_int_equal(keel_open(p, &nc, &db), KEEL_ENOENT);
+	assert_int_equal(keel_open(p, &ro, &db), KEEL_ENOENT);
+	assert_int_equal(access(p, F_OK), -1); /* nothing was created */
+	keel_options bad = {.flags = 0x80000000u};
+	assert_int_equal(keel_open(p, &bad, &db), KEEL_EINVAL);
+
+	/* zero-length file */
+	assert_int_equal(tu_write_file(p, "", 0), 0);
+	assert_int_equal(keel_open(p, NULL, &db), KEEL_ENOTKEEL);
+	assert_file_unchanged(p, (const unsigned char *)"", 0);
+	/* a text file, and one that is long enough to look like a store */
+	static char text[20000];
+	memset(text, 'x', sizeof(text));
+	assert_int_equal(tu_write_file(p, text, sizeof(text)), 0);
+	assert_int_equal(keel_open(p, NULL, &db), KEEL_ENOTKEEL);
+	assert_file_unchanged(p, (const unsigned char *)text, sizeof(text));
+
+	/* a store from a newer format version */
+	size_t len;
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	unsigned char *img = tu_read_file(f->path, &len);
+	assert_non_null(img);
+	img[8] = 2; /* version, then fix the superblock CRC */
+	uint32_t crc = keel_crc32c(0, img, 60);
+	memcpy(img + 60, &crc, 4);
+	assert_int_equal(tu_write_file(p, img, len), 0);
+	assert_int_equal(keel_open(p, NULL, &db), KEEL_EVERSION);
+	assert_file_unchanged(p, img, len);
+	free(img);
+
+	/* a read-only file opened for writing; read-only open still works */
+	img = tu_read_file(f->path, &len);
+	assert_int_equal(chmod(f->path, 0444), 0);
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_EACCES);
+	assert_int_equal(keel_open(f->path, &ro, &db), KEEL_OK);
+	assert_int_equal(keel_put(db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_EREADONLY);
+	keel_close(db);
+	assert_file_unchanged(f->path, img, len);
+	free(img);
+	chmod(f->path, 0644);
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	free(p);
+}
+
+static void a_second_writer_handle_is_refused_while_the_first_holds_the_lock(void **state)
+{
+	fixture *f = *state;
+	keel_db *db2;
+	keel_options o = {.lock_timeout_ms = 0};
+	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
+	o.lock_timeout_ms = 50;
+	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+}
+
+static void strerror_names_every_code(void **state)
+{
+	(void)state;
+	for (int e = 0; e >= -16; e--) {
+		assert_non_null(keel_strerror(e));
+		assert_string_not_equal(keel_strerror(e), "unknown error");
+	}
+	assert_string_equal(keel_strerror(-999), "unknown error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(put_get_delete_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(keys_of_any_bytes_and_length_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_value_round_trips, setup, teardown),
+		cmocka_unit_test_setup_teardown(revisions_and_conflicts, setup, teardown),
+		cmocka_unit_test_setup_teardown(batches_are_all_or_nothing_across_a_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(million_keys_scan_in_order_and_by_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_view_stays_valid_while_100_mib_are_written_behind_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(each_commit_costs_exactly_one_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(recovery_reads_are_bounded_by_the_hint_not_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(threads_share_syncs_and_conflicts_fail_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_commits_complete_durably_and_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_paths_and_foreign_files_are_refused_untouched, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_second_writer_handle_is_refused_while_the_first_holds_the_lock, setup, teardown),
+		cmocka_unit_test(strerror_names_every_code),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
