@@ -193,6 +193,8 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 			}
 			if (pos != cur.off + KEEL_HEAD_SIZE)
 				*why = "records run to the end of the file";
+			else if (pos < file_size)
+				*why = "partial record header at the end of the file";
 			break;
 		}
 		if (keel_ld64(p) == 0 && keel_ld64(p + 8) == 0) {

@@ -1,0 +1,246 @@
+/* test_faults_io.c -- the POSIX backend's libfiu points: a failed sync or
+ * write is fail-stop, acknowledged writes survive a reopen, and faults during
+ * recovery fail the open cleanly.  Every test checks that its fault fired. */
+#include <errno.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "keel.h"
+#include "testutil.h"
+
+typedef struct fixture {
+	char *dir, *path;
+	keel_db *db;
+} fixture;
+
+static int fired; /* calls of a counted point that failed */
+
+/* An external libfiu callback: fails the point and counts it. */
+static int fail_and_count(const char *name, int *failnum, void **failinfo,
+                          unsigned int *flags)
+{
+	(void)name;
+	(void)failnum;
+	(void)flags;
+	*failinfo = (void *)(intptr_t)EIO;
+	fired++;
+	return 1;
+}
+
+static int never_fail_count(const char *name, int *failnum, void **failinfo,
+                            unsigned int *flags)
+{
+	(void)name;
+	(void)failnum;
+	(void)failinfo;
+	(void)flags;
+	fired++;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	fiu_init(0);
+	f->dir = tu_mkdtemp();
+	f->path = tu_path(f->dir, "db");
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	for (int i = 0; i < 50; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "acked%d", i);
+		assert_int_equal(keel_put(f->db, k, strlen(k), k, strlen(k), KEEL_REV_ANY, NULL), KEEL_OK);
+	}
+	fired = 0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	fiu_disable("keel/io/fdatasync");
+	fiu_disable("keel/io/fsync");
+	fiu_disable("keel/io/pwrite");
+	fiu_disable("keel/io/pread");
+	fiu_disable("keel/io/ftruncate");
+	fiu_disable("keel/io/mmap");
+	if (f->db)
+		keel_close(f->db);
+	tu_rmdir(f->dir);
+	free(f->path);
+	free(f);
+	return 0;
+}
+
+static void assert_acked_present(const char *path)
+{
+	keel_db *db;
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	for (int i = 0; i < 50; i++) {
+		char k[16];
+		keel_view v;
+		snprintf(k, sizeof(k), "acked%d", i);
+		assert_int_equal(keel_get(db, k, strlen(k), &v), KEEL_OK);
+		assert_memory_equal(v.data, k, strlen(k));
+		keel_view_release(&v);
+	}
+	keel_check_result cr;
+	assert_int_equal(keel_check(db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+static void a_failed_fdatasync_is_fail_stop_and_acked_writes_survive(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(fiu_enable_external("keel/io/fdatasync", 1, NULL, 0,
+	                                     fail_and_count), 0);
+	assert_int_equal(keel_put(f->db, "lost?", 5, "x", 1, KEEL_REV_ANY, NULL), KEEL_EIO);
+	assert_int_equal(fired, 1);
+	fiu_disable("keel/io/fdatasync");
+	/* Failed for good: nothing more is written or synced. */
+	fired = 0;
+	assert_int_equal(fiu_enable_external("keel/io/pwrite", 1, NULL, 0, never_fail_count), 0);
+	assert_int_equal(keel_put(f->db, "after", 5, "x", 1, KEEL_REV_ANY, NULL), KEEL_EIO);
+	assert_int_equal(keel_del(f->db, "acked1", 6, KEEL_REV_ANY), KEEL_EIO);
+	keel_batch *b;
+	keel_batch_new(&b);
+	keel_batch_put(b, "b", 1, "v", 1, KEEL_REV_ANY);
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_EIO);
+	keel_batch_free(b);
+	assert_int_equal(fired, 0);
+	fiu_disable("keel/io/pwrite");
+	/* Reads still work; the failed put was never published. */
+	keel_view v;
+	assert_int_equal(keel_get(f->db, "lost?", 5, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_get(f->db, "acked7", 6, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_close(f->db), KEEL_EIO); /* the sticky error */
+	f->db = NULL;
+	assert_acked_present(f->path);
+}
+
+static void the_retry_fsync_positive_control_acknowledges_after_a_failure(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_UNSAFE_RETRY_FSYNC};
+	keel_close(f->db);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	assert_int_equal(fiu_enable("keel/io/fdatasync", 1, (void *)(intptr_t)EIO,
+	                            FIU_ONETIME), 0);
+	/* The deliberately wrong engine retries and reports success. */
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+}
+
+static void enospc_on_write_is_reported_and_sticks(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(fiu_enable("keel/io/pwrite", 1, (void *)(intptr_t)ENOSPC,
+	                            FIU_ONETIME), 0);
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_ENOSPC);
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_ENOSPC);
+	assert_int_equal(keel_close(f->db), KEEL_ENOSPC);
+	f->db = NULL;
+	assert_acked_present(f->path);
+}
+
+static void a_short_write_leaves_a_torn_tail_that_recovery_cuts(void **state)
+{
+	fixture *f = *state;
+	char big[5000];
+	memset(big, 'b', sizeof(big));
+	assert_int_equal(fiu_enable("keel/io/pwrite", 1, (void *)(intptr_t)-1,
+	                            FIU_ONETIME), 0);
+	assert_int_equal(keel_put(f->db, "k", 1, big, sizeof(big), KEEL_REV_ANY, NULL), KEEL_EIO);
+	keel_close(f->db);
+	f->db = NULL;
+	keel_recovery r;
+	keel_options o = {.report = &r};
+	keel_db *db;
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED); /* half was written */
+	keel_view v;
+	assert_int_equal(keel_get(db, "k", 1, &v), KEEL_ENOTFOUND);
+	keel_close(db);
+	assert_acked_present(f->path);
+}
+
+static void eio_while_recovering_fails_the_open_cleanly(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_close(f->db);
+	f->db = NULL;
+	assert_int_equal(fiu_enable_external("keel/io/pread", 1, NULL, 0, fail_and_count), 0);
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_EIO);
+	assert_true(fired >= 1);
+	fiu_disable("keel/io/pread");
+	assert_acked_present(f->path);
+}
+
+static void enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	/* Leave a torn tail: a commit whose sync "fails" after its write. */
+	assert_int_equal(fiu_enable("keel/io/fdatasync", 1, (void *)(intptr_t)EIO,
+	                            FIU_ONETIME), 0);
+	keel_batch *b;
+	keel_batch_new(&b);
+	keel_batch_put(b, "torn", 4, "x", 1, KEEL_REV_ANY);
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_EIO);
+	keel_batch_free(b);
+	keel_close(f->db);
+	f->db = NULL;
+	/* Make the last head invalid so the tail must be cut: damage its CRC. */
+	size_t len = 0;
+	unsigned char *img = tu_read_file(f->path, &len);
+	assert_non_null(img);
+	keel_recovery r;
+	keel_options ro = {.flags = KEEL_RDONLY, .report = &r};
+	assert_int_equal(keel_open(f->path, &ro, &db), KEEL_OK);
+	keel_stats st;
+	keel_stat(db, &st);
+	keel_close(db);
+	img[st.end_offset - 1 - 24 - 8] ^= 0xff; /* inside the newest head */
+	assert_int_equal(tu_write_file(f->path, img, len), 0);
+	free(img);
+	assert_int_equal(fiu_enable("keel/io/ftruncate", 1, (void *)(intptr_t)ENOSPC,
+	                            FIU_ONETIME), 0);
+	keel_options o = {.report = &r};
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_ENOSPC);
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+	keel_close(db);
+	assert_acked_present(f->path);
+}
+
+static void a_failed_mapping_fails_the_open(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_close(f->db);
+	f->db = NULL;
+	assert_int_equal(fiu_enable("keel/io/mmap", 1, (void *)(intptr_t)ENOMEM,
+	                            FIU_ONETIME), 0);
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_ENOMEM);
+	assert_acked_present(f->path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(a_failed_fdatasync_is_fail_stop_and_acked_writes_survive, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_retry_fsync_positive_control_acknowledges_after_a_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(enospc_on_write_is_reported_and_sticks, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_short_write_leaves_a_torn_tail_that_recovery_cuts, setup, teardown),
+		cmocka_unit_test_setup_teardown(eio_while_recovering_fails_the_open_cleanly, setup, teardown),
+		cmocka_unit_test_setup_teardown(enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
