@@ -79,7 +79,7 @@ int keel_err_from_errno(int e)
 
 /* Signals whoever should lead next: the front writer, or the committer
  * thread when the front is async.  Caller holds mu. */
-static void wake_front(keel_db *db)
+void commit_wake_front(keel_db *db)
 {
 	commit_writer *w = db->queue_head;
 	if (!w || db->building)
@@ -266,7 +266,7 @@ static void lead_group(keel_db *db)
 	if (rc == KEEL_EIO || rc == KEEL_ENOSPC)
 		db->failed = rc; /* (4): a failed append is fail-stop */
 	db->building = false;
-	wake_front(db); /* the next group builds while this one syncs */
+	commit_wake_front(db); /* the next group builds while this one syncs */
 	while (db->published_seq != seq - 1)
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	if (rc == KEEL_OK && !empty && db->failed)
@@ -281,6 +281,7 @@ static void lead_group(keel_db *db)
 			db->head = head; /* (2): publish */
 			db->n_syncs++;
 			hint_maybe_write(db, &head);
+			compact_maybe_schedule(db);
 		}
 	}
 	if (rc == KEEL_OK && !empty)
@@ -367,7 +368,7 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 	if (db->building) /* a leader waiting for its turn to sync absorbs it */
 		pthread_cond_broadcast(&db->published_cv);
 	if (cb) {
-		wake_front(db);
+		commit_wake_front(db);
 		pthread_mutex_unlock(&db->mu);
 		return KEEL_OK;
 	}

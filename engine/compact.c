@@ -1,9 +1,562 @@
-/* compact.c -- online compaction (see keel.h). */
+/*
+ * compact.c -- online compaction: the live tree is rewritten into a new file
+ * which then replaces the old one, while readers and writers go on.
+ *
+ *   1. pin a snapshot S0 (writers go on committing to the old file)
+ *   2. bulk-load S0's keys, in order, into PATH.compact: values copied
+ *      verbatim, leaves and branches packed bottom-up, a first head
+ *   3. stop the commit pipeline (writers queue, nobody is acknowledged)
+ *   4. catch up: the difference between S0 and the newest head, found by
+ *      merging the two trees in key order, is committed into the new file
+ *   5. one fsync of the new file, lock it, rename it over PATH, fsync the
+ *      directory
+ *   6. switch the handle to the new file and map; restart the pipeline
+ *
+ * CRASH INVARIANTS
+ *  (1) Until the rename is durable, PATH is the old file, complete.
+ *  (2) The new file is synced before the rename, so once PATH names it, it
+ *      is complete: its superblock says where its first head is, and that
+ *      head is trusted without reading its region (format.h).
+ *  (3) No commit is acknowledged between step 3 and the end of step 5, so no
+ *      acknowledged write lives only in the file that loses.
+ *  (4) A failure after the rename (the directory sync) leaves it unknown
+ *      which file a crash would keep: the handle fails (fail-stop).
+ *  (5) Views and snapshots of the old file keep its mapping; it is unmapped
+ *      when the last of them is released.  The old bytes never change.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <sys/uio.h>
+
+#include "crc32c.h"
 #include "internal.h"
+
+#define COMPACT_BUF ((size_t)1 << 20)
+#define FILL (KEEL_NODE_MAX * 3 / 4) /* pack nodes to this much payload */
+#define AUTO_MIN_END ((uint64_t)1 << 20)
+
+/* ---- a sequential writer for the new file ---------------------------------- */
+typedef struct seqw {
+	const keel_io *io;
+	int fd;
+	uint8_t *buf;
+	size_t used;
+	uint64_t pos;  /* file offset of the next byte appended  */
+	uint64_t flushed;
+	uint32_t crc;  /* running CRC over every byte appended     */
+	int err;
+} seqw;
+
+static void seqw_flush(seqw *w)
+{
+	if (w->err || w->used == 0)
+		return;
+	int e = keel_io_pwrite_all(w->io, w->fd, w->buf, w->used, w->flushed);
+	if (e)
+		w->err = keel_err_from_errno(e);
+	w->flushed += w->used;
+	w->used = 0;
+}
+
+static void seqw_append(seqw *w, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	w->crc = keel_crc32c(w->crc, p, len);
+	w->pos += len;
+	while (len > 0 && !w->err) {
+		size_t n = COMPACT_BUF - w->used < len ? COMPACT_BUF - w->used : len;
+		memcpy(w->buf + w->used, b, n);
+		w->used += n;
+		b += n;
+		len -= n;
+		if (w->used == COMPACT_BUF)
+			seqw_flush(w);
+	}
+}
+
+/* ---- bulk loading a tree bottom-up ---------------------------------------- */
+typedef struct pentry {
+	const uint8_t *key;
+	uint16_t klen;
+	uint32_t vlen, crc;
+	uint64_t off, rev;
+} pentry;
+
+typedef struct plevel {
+	pentry *e;
+	size_t count, cap;
+	uint32_t size;    /* payload bytes of the pending node */
+	uint64_t flushed; /* nodes written at this level        */
+} plevel;
+
+typedef struct loader {
+	seqw *w;
+	plevel lv[TREE_MAX_DEPTH];
+	int top;          /* highest level with anything        */
+	uint64_t keys, live;
+	uint64_t root_off;
+	uint32_t root_crc;
+	uint8_t *node;    /* scratch for encoding one node      */
+} loader;
+
+static int level_push(loader *l, int level, const pentry *e)
+{
+	plevel *p = &l->lv[level];
+	if (p->count == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		pentry *ne = realloc(p->e, cap * sizeof(*ne));
+		if (!ne)
+			return KEEL_ENOMEM;
+		p->e = ne;
+		p->cap = cap;
+	}
+	if (p->count == 0)
+		p->size = KEEL_NODE_HDR;
+	p->e[p->count++] = *e;
+	p->size += 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
+	if (level > l->top)
+		l->top = level;
+	return KEEL_OK;
+}
+
+static int loader_add(loader *l, int level, const pentry *e);
+
+/* Writes the pending node of LEVEL and hands its reference upwards. */
+static int level_flush(loader *l, int level, bool root)
+{
+	plevel *p = &l->lv[level];
+	uint8_t *rec = l->node, *pl = rec + KEEL_REC_HDR;
+	uint32_t eo = KEEL_NODE_HDR + 2 * (uint32_t)p->count;
+
+	memset(pl, 0, KEEL_NODE_HDR);
+	keel_st16(pl, (uint16_t)p->count);
+	pl[2] = (uint8_t)level;
+	for (size_t i = 0; i < p->count; i++) {
+		const pentry *e = &p->e[i];
+		uint8_t *d = pl + eo;
+		keel_st16(pl + KEEL_NODE_HDR + 2 * i, (uint16_t)eo);
+		keel_st16(d, e->klen);
+		keel_st16(d + 2, 0);
+		if (level == 0) {
+			keel_st32(d + 4, e->vlen);
+			keel_st64(d + 8, e->off);
+			keel_st64(d + 16, e->rev);
+			keel_st32(d + 24, e->crc);
+			memcpy(d + KEEL_LEAF_ENTRY, e->key, e->klen);
+			eo += KEEL_LEAF_ENTRY + e->klen;
+		} else {
+			keel_st32(d + 4, e->crc);
+			keel_st64(d + 8, e->off);
+			memcpy(d + KEEL_BRANCH_ENTRY, e->key, e->klen);
+			eo += KEEL_BRANCH_ENTRY + e->klen;
+		}
+	}
+	uint64_t size = keel_rec_size(eo);
+	memset(pl + eo, 0, size - KEEL_REC_HDR - eo);
+	keel_rec_encode(rec, level ? KEEL_REC_BRANCH : KEEL_REC_LEAF, pl, eo);
+	pentry up = {.key = p->e[0].key, .klen = p->e[0].klen,
+	             .crc = keel_ld32(rec + 12), .off = l->w->pos};
+	seqw_append(l->w, rec, size);
+	l->live += size;
+	p->count = 0;
+	p->flushed++;
+	if (root) {
+		l->root_off = up.off;
+		l->root_crc = up.crc;
+		return KEEL_OK;
+	}
+	return loader_add(l, level + 1, &up);
+}
+
+static int loader_add(loader *l, int level, const pentry *e)
+{
+	plevel *p = &l->lv[level];
+	uint32_t add = 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
+	if (p->count > 0 && p->size + add > FILL) {
+		if (level + 1 >= TREE_MAX_DEPTH)
+			return KEEL_ETOOBIG;
+		int rc = level_flush(l, level, false);
+		if (rc)
+			return rc;
+	}
+	return level_push(l, level, e);
+}
+
+/* Flushes every level; the last node standing is the root. */
+static int loader_finish(loader *l)
+{
+	for (int level = 0; level <= l->top; level++) {
+		plevel *p = &l->lv[level];
+		if (p->count == 0)
+			continue;
+		bool root = level == l->top && p->flushed == 0;
+		int rc = level_flush(l, level, root);
+		if (rc)
+			return rc;
+	}
+	return l->w->err;
+}
+
+static void loader_free(loader *l)
+{
+	for (int i = 0; i < TREE_MAX_DEPTH; i++)
+		free(l->lv[i].e);
+	free(l->node);
+}
+
+/* Copies every key of (ROOT in M), in order, into the new file. */
+static int bulk_load(keel_map *m, const keel_head *s0, seqw *w, loader *l)
+{
+	tree_cursor cur;
+	tree_leaf_entry e;
+	const uint8_t *data;
+	int rc = tree_cursor_seek(&cur, m, s0->root_off, s0->root_crc, NULL, 0);
+
+	while (rc == KEEL_OK && (rc = tree_cursor_next(&cur, &e)) == KEEL_OK) {
+		if ((rc = tree_value(m, &e, &data)))
+			break;
+		/* The record is position-independent: copy it whole. */
+		pentry pe = {.key = e.key, .klen = e.klen, .vlen = e.vlen,
+		             .crc = e.vcrc, .off = w->pos, .rev = e.rev};
+		uint64_t size = keel_rec_size(e.vlen);
+		seqw_append(w, data - KEEL_REC_HDR, size);
+		l->live += size;
+		l->keys++;
+		rc = loader_add(l, 0, &pe);
+	}
+	if (rc == KEEL_ENOTFOUND)
+		rc = KEEL_OK;
+	return rc ? rc : loader_finish(l);
+}
+
+/* ---- the new file ---------------------------------------------------------- */
+typedef struct newfile {
+	char *tmp;
+	int fd;
+	uint64_t file_id;
+	keel_head head;   /* its newest head */
+	uint64_t size;
+	keel_map *map;
+} newfile;
+
+/* Steps 1-2: the new file with S0's tree and its first head. */
+static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
+                         newfile *nf)
+{
+	const keel_io *io = db->io;
+	seqw w = {.io = io, .pos = KEEL_DATA_START, .flushed = KEEL_DATA_START};
+	loader l = {.w = &w};
+	uint8_t sb[KEEL_SUPER_SIZE], hb[KEEL_HEAD_SIZE];
+	int rc;
+
+	if (getrandom(&nf->file_id, sizeof(nf->file_id), 0) != sizeof(nf->file_id))
+		nf->file_id = keel_now_ns();
+	io->unlink(io->ctx, nf->tmp); /* a leftover of a crashed compaction */
+	nf->fd = io->open(io->ctx, nf->tmp, KEEL_IO_CREATE | KEEL_IO_EXCL, 0644);
+	if (nf->fd < 0)
+		return keel_err_from_errno(nf->fd);
+	w.fd = nf->fd;
+	w.buf = malloc(COMPACT_BUF);
+	l.node = malloc(KEEL_REC_HDR + KEEL_NODE_MAX + 4096);
+	rc = (w.buf && l.node) ? bulk_load(m, s0, &w, &l) : KEEL_ENOMEM;
+	if (rc == KEEL_OK) {
+		keel_head *h = &nf->head;
+		*h = (keel_head){.txid = s0->txid, .region_start = KEEL_DATA_START,
+		                 .root_off = l.root_off, .root_crc = l.root_crc,
+		                 .chain_crc = w.crc, .keys = l.keys,
+		                 .live_bytes = l.live + KEEL_HEAD_SIZE,
+		                 .time_ns = keel_now_ns(), .file_id = nf->file_id,
+		                 .off = w.pos};
+		keel_head_encode(hb, h);
+		seqw_append(&w, hb, sizeof(hb));
+		seqw_flush(&w);
+		rc = w.err;
+	}
+	if (rc == KEEL_OK) {
+		keel_super s = {.version = KEEL_FORMAT_VERSION, .block_size = KEEL_BLOCK,
+		                .file_id = nf->file_id, .data_start = KEEL_DATA_START,
+		                .base_txid = s0->txid, .first_head = nf->head.off};
+		keel_super_encode(sb, &s);
+		nf->size = (w.pos + (w.pos / 4) + ((uint64_t)1 << 20)) & ~(uint64_t)4095;
+		int e = keel_io_pwrite_all(io, nf->fd, sb, sizeof(sb), 0);
+		if (e == 0)
+			e = io->fallocate(io->ctx, nf->fd, 0, nf->size);
+		rc = keel_err_from_errno(e);
+	}
+	if (rc == KEEL_OK)
+		rc = map_create(io, nf->fd, nf->size, &nf->map);
+	free(w.buf);
+	loader_free(&l);
+	return rc;
+}
+
+/* Adds to OPS what changed between trees A and B (both in M). */
+static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
+                      tree_op **ops, size_t *n)
+{
+	tree_cursor ca, cb;
+	tree_leaf_entry ea, eb;
+	size_t cap = 0;
+	int rc, ra, rb;
+
+	*n = 0;
+	*ops = NULL;
+	if ((rc = tree_cursor_seek(&ca, m, a->root_off, a->root_crc, NULL, 0)) ||
+	    (rc = tree_cursor_seek(&cb, m, b->root_off, b->root_crc, NULL, 0)))
+		return rc;
+	ra = tree_cursor_next(&ca, &ea);
+	rb = tree_cursor_next(&cb, &eb);
+	while (ra == KEEL_OK || rb == KEEL_OK) {
+		int c;
+		if (ra != KEEL_OK)
+			c = 1;
+		else if (rb != KEEL_OK)
+			c = -1;
+		else {
+			c = memcmp(ea.key, eb.key, ea.klen < eb.klen ? ea.klen : eb.klen);
+			if (c == 0)
+				c = ea.klen < eb.klen ? -1 : ea.klen > eb.klen;
+		}
+		if (c == 0 && ea.voff == eb.voff && ea.rev == eb.rev) {
+			ra = tree_cursor_next(&ca, &ea);
+			rb = tree_cursor_next(&cb, &eb);
+			continue;
+		}
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 256;
+			tree_op *no = realloc(*ops, cap * sizeof(*no));
+			if (!no)
+				return KEEL_ENOMEM;
+			*ops = no;
+		}
+		tree_op *op = &(*ops)[(*n)++];
+		if (c < 0) { /* gone in B */
+			*op = (tree_op){.key = ea.key, .klen = ea.klen, .expect = KEEL_REV_ANY};
+			ra = tree_cursor_next(&ca, &ea);
+			continue;
+		}
+		const uint8_t *data;
+		if ((rc = tree_value(m, &eb, &data)))
+			return rc;
+		*op = (tree_op){.key = eb.key, .klen = eb.klen, .val = data,
+		                .vlen = eb.vlen, .expect = KEEL_REV_ANY, .rev = eb.rev};
+		if (c == 0)
+			ra = tree_cursor_next(&ca, &ea);
+		rb = tree_cursor_next(&cb, &eb);
+	}
+	if ((ra != KEEL_OK && ra != KEEL_ENOTFOUND) ||
+	    (rb != KEEL_OK && rb != KEEL_ENOTFOUND))
+		return KEEL_ECORRUPT;
+	return KEEL_OK;
+}
+
+/* Makes the new file and its map cover NEED bytes.  Called after the
+ * catch-up is serialized: nothing reads the map it replaces any more. */
+static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
+{
+	uint64_t size = (need + need / 4 + ((uint64_t)1 << 20)) & ~(uint64_t)4095;
+	keel_map *m;
+	int e = db->io->fallocate(db->io->ctx, nf->fd, nf->size, size - nf->size);
+	if (e)
+		return keel_err_from_errno(e);
+	int rc = map_create(db->io, nf->fd, size, &m);
+	if (rc)
+		return rc;
+	map_release(nf->map);
+	nf->map = m;
+	nf->size = size;
+	return KEEL_OK;
+}
+
+/* Step 4: commits what changed since S0 into the new file. */
+static int newfile_catch_up(keel_db *db, keel_map *m, const keel_head *s0,
+                            const keel_head *now, newfile *nf)
+{
+	tree_op *ops = NULL;
+	size_t n = 0;
+	tree_builder *b = NULL;
+	tree_region region;
+	keel_head head = {0};
+	uint8_t hb[KEEL_HEAD_SIZE];
+
+	if (now->txid == s0->txid)
+		return KEEL_OK;
+	int rc = diff_trees(m, s0, now, &ops, &n);
+	if (rc == KEEL_OK)
+		rc = tree_builder_new(nf->map, &nf->head, now->txid,
+		                      nf->head.off + KEEL_HEAD_SIZE, &b);
+	if (rc == KEEL_OK && n > 0)
+		rc = tree_apply(b, ops, n, NULL);
+	if (rc == KEEL_OK)
+		rc = tree_serialize(b, &head, &region);
+	if (rc == KEEL_OK && head.off + KEEL_HEAD_SIZE > nf->size)
+		rc = newfile_grow(db, nf, head.off + KEEL_HEAD_SIZE);
+	if (rc == KEEL_OK) {
+		head.prev_head = nf->head.off;
+		head.file_id = nf->file_id;
+		head.time_ns = keel_now_ns();
+		keel_head_encode(hb, &head);
+		uint64_t at = head.region_start;
+		for (size_t i = 0; i < region.iovcnt && rc == KEEL_OK; i++) {
+			int e = keel_io_pwrite_all(db->io, nf->fd, region.iov[i].iov_base,
+			                           region.iov[i].iov_len, at);
+			rc = keel_err_from_errno(e);
+			at += region.iov[i].iov_len;
+		}
+		if (rc == KEEL_OK)
+			rc = keel_err_from_errno(
+			        keel_io_pwrite_all(db->io, nf->fd, hb, sizeof(hb), at));
+		if (rc == KEEL_OK)
+			nf->head = head;
+	}
+	tree_builder_free(b);
+	free(ops);
+	return rc;
+}
+
+/* Steps 3-6, with the pipeline stopped.  Caller holds mu. */
+static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
+                        newfile *nf)
+{
+	const keel_io *io = db->io;
+	int rc;
+
+	while (db->building || db->leaders > 0)
+		pthread_cond_wait(&db->published_cv, &db->mu);
+	if (db->failed)
+		return db->failed;
+	db->building = true; /* (3): writers queue, nobody is acknowledged */
+	keel_head now = db->head;
+	keel_map *cur = db->map;
+	map_ref(cur);
+	pthread_mutex_unlock(&db->mu);
+
+	(void)m;
+	rc = newfile_catch_up(db, cur, s0, &now, nf);
+	map_release(cur);
+	int e = 0;
+	if (rc == KEEL_OK && (e = io->fsync(io->ctx, nf->fd)) == 0 &&
+	    (e = io->lock(io->ctx, nf->fd, 1, 0)) == 0)
+		e = io->rename(io->ctx, nf->tmp, db->path);
+	if (rc == KEEL_OK && e)
+		rc = keel_err_from_errno(e);
+	bool renamed = rc == KEEL_OK;
+	if (renamed && (e = io->fsync_dir(io->ctx, db->dir)))
+		rc = keel_err_from_errno(e);
+
+	pthread_mutex_lock(&db->mu);
+	if (renamed && rc) {
+		db->failed = rc == KEEL_ENOSPC ? KEEL_ENOSPC : KEEL_EIO; /* (4) */
+	} else if (rc == KEEL_OK) {
+		io->close(io->ctx, db->fd); /* (5): the mapping outlives the fd */
+		db->fd = nf->fd;
+		nf->fd = -1;
+		map_release(db->map);
+		db->map = nf->map;
+		nf->map = NULL;
+		db->head = db->tail = nf->head;
+		db->file_id = nf->file_id;
+		db->file_size = nf->size;
+		db->hint_txid = nf->head.txid;
+		db->hint_bytes = 0;
+		db->n_compactions++;
+	}
+	db->building = false;
+	pthread_cond_broadcast(&db->published_cv);
+	commit_wake_front(db);
+	return rc;
+}
 
 int keel_compact(keel_db *db)
 {
+	newfile nf = {.fd = -1};
+	keel_head s0;
+	keel_map *m;
+	int rc;
+
 	if (!db)
 		return KEEL_EINVAL;
-	return KEEL_EINVAL; /* TODO(issue 5): replaced by the real compaction */
+	if (db->flags & KEEL_RDONLY)
+		return KEEL_EREADONLY;
+	pthread_mutex_lock(&db->mu);
+	if (db->failed || db->compacting) {
+		rc = db->failed ? db->failed : KEEL_EBUSY;
+		pthread_mutex_unlock(&db->mu);
+		return rc;
+	}
+	db->compacting = true;
+	s0 = db->head; /* (1) */
+	m = db->map;
+	map_ref(m);
+	pthread_mutex_unlock(&db->mu);
+
+	if (asprintf(&nf.tmp, "%s.compact", db->path) < 0) {
+		rc = KEEL_ENOMEM;
+		goto out_release;
+	}
+	rc = newfile_build(db, m, &s0, &nf);
+	pthread_mutex_lock(&db->mu);
+	if (rc == KEEL_OK)
+		rc = switch_files(db, m, &s0, &nf);
+	db->compacting = false;
+	pthread_mutex_unlock(&db->mu);
+
+out_release:
+	map_release(m);
+	map_release(nf.map);
+	if (nf.fd >= 0) {
+		db->io->close(db->io->ctx, nf.fd);
+		db->io->unlink(db->io->ctx, nf.tmp);
+	}
+	free(nf.tmp);
+	return rc;
+}
+
+/* ---- the automatic policy ------------------------------------------------ */
+
+static void *compactor_main(void *arg)
+{
+	keel_db *db = arg;
+	pthread_mutex_lock(&db->mu);
+	while (!db->closing) {
+		if (!db->compact_wanted) {
+			pthread_cond_wait(&db->compactor_cv, &db->mu);
+			continue;
+		}
+		db->compact_wanted = false;
+		pthread_mutex_unlock(&db->mu);
+		keel_compact(db); /* a failure leaves the store as it was */
+		pthread_mutex_lock(&db->mu);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}
+
+void compact_maybe_schedule(keel_db *db)
+{
+	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
+	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
+	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
+	    end < 2 * db->head.live_bytes)
+		return;
+	if (!db->compactor_started) {
+		if (pthread_create(&db->compactor, NULL, compactor_main, db))
+			return;
+		db->compactor_started = true;
+	}
+	db->compact_wanted = true;
+	pthread_cond_signal(&db->compactor_cv);
+}
+
+void compact_shutdown(keel_db *db)
+{
+	pthread_mutex_lock(&db->mu);
+	db->closing = true;
+	bool started = db->compactor_started;
+	pthread_cond_broadcast(&db->compactor_cv);
+	pthread_mutex_unlock(&db->mu);
+	if (started)
+		pthread_join(db->compactor, NULL);
 }

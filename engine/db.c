@@ -46,7 +46,8 @@ static int write_new_store(keel_db *db, int fd, uint64_t file_id)
 {
 	uint8_t sb[KEEL_SUPER_SIZE], head[KEEL_HEAD_SIZE];
 	keel_super s = {.version = KEEL_FORMAT_VERSION, .block_size = KEEL_BLOCK,
-	                .file_id = file_id, .data_start = KEEL_DATA_START};
+	                .file_id = file_id, .data_start = KEEL_DATA_START,
+	                .base_txid = 0, .first_head = KEEL_DATA_START};
 	keel_head h = {.region_start = KEEL_DATA_START, .live_bytes = KEEL_HEAD_SIZE,
 	               .time_ns = keel_now_ns(), .file_id = file_id,
 	               .off = KEEL_DATA_START};
@@ -202,6 +203,7 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->published_cv, NULL);
 	pthread_cond_init(&db->committer_cv, NULL);
+	pthread_cond_init(&db->compactor_cv, NULL);
 	if (!db->path || !db->dir) {
 		rc = KEEL_ENOMEM;
 		goto out_free;
@@ -231,6 +233,7 @@ int keel_close(keel_db *db)
 {
 	if (!db)
 		return KEEL_OK;
+	compact_shutdown(db);
 	commit_shutdown(db);
 	int rc = db->failed;
 	map_release(db->map);
@@ -238,6 +241,7 @@ int keel_close(keel_db *db)
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);
 	pthread_cond_destroy(&db->committer_cv);
+	pthread_cond_destroy(&db->compactor_cv);
 	free(db->path);
 	free(db->dir);
 	free(db);
@@ -280,10 +284,39 @@ int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
 	return KEEL_OK;
 }
 
+/* After a compaction the path names a new file: a read-only handle in
+ * another process notices by the inode and moves to it. */
+static void reader_follow_rename(keel_db *db)
+{
+	struct stat at_path, ours;
+	recovery_result r;
+	keel_map *m;
+
+	if (stat(db->path, &at_path) || fstat(db->fd, &ours) ||
+	    (at_path.st_ino == ours.st_ino && at_path.st_dev == ours.st_dev))
+		return;
+	int fd = db->io->open(db->io->ctx, db->path, KEEL_IO_RDONLY, 0);
+	if (fd < 0)
+		return;
+	if (recovery_find(db->io, fd, db->flags, &r) != KEEL_OK ||
+	    map_create(db->io, fd, r.file_size, &m) != KEEL_OK) {
+		db->io->close(db->io->ctx, fd);
+		return; /* keep reading the old file; try again next time */
+	}
+	db->io->close(db->io->ctx, db->fd);
+	db->fd = fd;
+	map_release(db->map);
+	db->map = m;
+	db->head = db->tail = r.head;
+	db->file_size = r.file_size;
+	db->file_id = r.super.file_id;
+}
+
 /* A read-only handle picks up commits made by the writer process: a cheap
  * peek after the newest known head, a walk when something is there. */
 static void refresh_readonly(keel_db *db)
 {
+	reader_follow_rename(db);
 	uint8_t peek[KEEL_REC_HDR];
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE, size, stop, n = 0;
 	int is_reg;

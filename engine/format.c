@@ -15,6 +15,8 @@ void keel_super_encode(uint8_t out[KEEL_SUPER_SIZE], const keel_super *s)
 	keel_st32(out + 16, s->block_size);
 	keel_st64(out + 24, s->file_id);
 	keel_st64(out + 32, s->data_start);
+	keel_st64(out + 40, s->base_txid);
+	keel_st64(out + 48, s->first_head);
 	keel_st32(out + 60, keel_crc32c(0, out, 60));
 }
 
@@ -29,10 +31,13 @@ int keel_super_decode(const uint8_t in[KEEL_SUPER_SIZE], keel_super *s)
 	s->block_size = keel_ld32(in + 16);
 	s->file_id = keel_ld64(in + 24);
 	s->data_start = keel_ld64(in + 32);
+	s->base_txid = keel_ld64(in + 40);
+	s->first_head = keel_ld64(in + 48);
 	if (s->version > KEEL_FORMAT_VERSION)
 		return KEEL_EVERSION;
 	if (s->version == 0 || s->block_size != KEEL_BLOCK ||
-	    s->data_start != KEEL_DATA_START)
+	    s->data_start != KEEL_DATA_START || s->first_head < KEEL_DATA_START ||
+	    s->first_head % 8 != 0)
 		return KEEL_ECORRUPT;
 	return KEEL_OK;
 }

@@ -21,8 +21,15 @@
  *   20  4     reserved    0
  *   24  8     file_id     random, also stored in every head
  *   32  8     data_start  12288 (first record)
- *   40  20    reserved    0
+ *   40  8     base_txid   txid of the file's first head (0 for a new store;
+ *                         a compacted file starts where the old one was)
+ *   48  8     first_head  offset of the file's first head
+ *   56  4     reserved    0
  *   60  4     crc         CRC32C of bytes 0..59
+ *   The superblock is synced together with the first head and its region
+ *   before the file gets its name (creation and compaction both write a
+ *   temporary file, sync it, then rename it), so the first head is trusted
+ *   without reading its region.
  *   Valid iff magic matches and crc matches.  version > 1: refuse (EVERSION).
  *
  * HINT SLOT (32 bytes at offset 4096 + 4096 * (txid % 2))
@@ -77,7 +84,8 @@
  *   every crc matches.
  *
  * HEAD payload (96 bytes; the commit record)
- *   0   8     txid          previous head's txid + 1 (0 for the first head)
+ *   0   8     txid          greater than the previous head's txid (the
+ *                           first head's is the superblock's base_txid)
  *   8   8     prev_head     offset of the previous head record (0 for txid 0)
  *   16  8     region_start  end of the previous head record
  *   24  8     root_off      root node record (0 = empty tree)
@@ -91,7 +99,8 @@
  *   64  8     file_id       the superblock's file_id
  *   72  24    reserved      0
  *   A head is VALID iff its record is valid, prev_head/region_start/txid
- *   continue the previous valid head, file_id matches, and chain_crc matches
+ *   continue the previous valid head (the first head: prev_head 0,
+ *   region_start 12288, txid base_txid, at first_head), file_id matches, and chain_crc matches
  *   the bytes of its region.  Within one sync the device may persist the head
  *   before the region, so the region check is what makes one sync enough.
  *
@@ -135,7 +144,7 @@ enum keel_rec_type {
  * code that knows the byte offsets. */
 typedef struct keel_super {
 	uint32_t version, flags, block_size;
-	uint64_t file_id, data_start;
+	uint64_t file_id, data_start, base_txid, first_head;
 } keel_super;
 
 typedef struct keel_hint {

@@ -105,6 +105,7 @@ typedef struct tree_op {
 	const uint8_t *val; /* NULL for a delete */
 	size_t vlen;
 	uint64_t expect;
+	uint64_t rev;       /* 0: the commit's txid; compaction keeps the old */
 } tree_op;
 
 int tree_builder_new(keel_map *m, const keel_head *base, uint64_t txid,
@@ -167,6 +168,10 @@ struct keel_db {
 	bool committer_started;
 	pthread_cond_t committer_cv;
 	uint64_t hint_txid, hint_bytes; /* last hint written; bytes since   */
+	bool compacting;      /* keel_compact running (one at a time)         */
+	pthread_t compactor;  /* background thread of the automatic policy    */
+	bool compactor_started, compact_wanted;
+	pthread_cond_t compactor_cv;
 
 	keel_recovery recovery;
 	uint64_t n_commits, n_syncs, n_compactions;
@@ -178,6 +183,11 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
                       tree_op *owned, keel_commit_cb cb, void *arg,
                       uint64_t *txid, size_t *failed_index);
 void commit_shutdown(keel_db *db);
+/* Signals whoever should lead the next group (after building ends). */
+void commit_wake_front(keel_db *db);
+/* The automatic compaction policy: called after a publish, with mu held. */
+void compact_maybe_schedule(keel_db *db);
+void compact_shutdown(keel_db *db);
 /* Maps KEEL errors from negative errnos. */
 int keel_err_from_errno(int neg_errno);
 uint64_t keel_now_ns(void);

@@ -729,7 +729,7 @@ static int value_add(tree_builder *b, const tree_op *op, new_value *v)
 	v->voff = b->pos;
 	v->vlen = (uint32_t)op->vlen;
 	v->vcrc = keel_ld32(hdr + 12);
-	v->rev = b->txid;
+	v->rev = op->rev ? op->rev : b->txid;
 	uint64_t size = keel_rec_size(op->vlen);
 	if ((rc = seg_add(b, hdr, sizeof(hdr), false)) ||
 	    (rc = seg_add(b, op->val, op->vlen, op->vlen >= BIG_VALUE)) ||

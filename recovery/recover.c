@@ -96,7 +96,7 @@ int recovery_read_head(const keel_io *io, int fd, uint64_t off, keel_head *out)
 /* Does H continue PREV (everything but the region's CRC)? */
 static bool head_follows(const keel_head *h, const keel_head *prev)
 {
-	return h->txid == prev->txid + 1 && h->prev_head == prev->off &&
+	return h->txid > prev->txid && h->prev_head == prev->off &&
 	       h->region_start == prev->off + KEEL_HEAD_SIZE &&
 	       h->file_id == prev->file_id && h->off >= h->region_start &&
 	       (h->root_off == 0 || h->root_off < h->off);
@@ -309,14 +309,17 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 	keel_head start;
 	if (start_from_hint(io, fd, out->super.file_id, &start,
 	                    &out->bytes_read) != KEEL_OK) {
-		/* No usable hint: a young store, or both hints damaged. */
-		rc = recovery_read_head(io, fd, KEEL_DATA_START, &start);
+		/* No usable hint: a young store, or both hints damaged.  Start
+		 * from the first head, trusted as the superblock says. */
+		const keel_super *super = &out->super;
+		rc = recovery_read_head(io, fd, super->first_head, &start);
 		if (rc == KEEL_EIO)
 			return rc;
-		if (rc || start.txid != 0 || start.region_start != KEEL_DATA_START ||
-		    start.file_id != out->super.file_id || start.chain_crc != 0) {
+		if (rc || start.txid != super->base_txid || start.prev_head != 0 ||
+		    start.region_start != KEEL_DATA_START ||
+		    start.file_id != super->file_id) {
 			out->status = KEEL_RECOVERY_CORRUPT;
-			out->offset = KEEL_DATA_START;
+			out->offset = super->first_head;
 			snprintf(out->reason, sizeof(out->reason),
 			         "first head unreadable and no valid hint");
 			return KEEL_ECORRUPT;

@@ -2,6 +2,8 @@
  * views, group commit, sync counting, bad input. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -286,7 +288,7 @@ static void a_view_stays_valid_while_100_mib_are_written_behind_it(void **state)
 	assert_int_equal(keel_get(f->db, "held", 4, &v), KEEL_OK);
 	const void *where = v.data;
 	for (int i = 0; i < 25; i++) {
-		char key[16];
+		char key[32];
 		snprintf(key, sizeof(key), "fill%d", i);
 		assert_int_equal(keel_put(f->db, key, strlen(key), big, chunk, KEEL_REV_ANY, NULL), KEEL_OK);
 		if (i == 10) /* overwrite the held key too */
@@ -339,7 +341,7 @@ static void each_commit_costs_exactly_one_sync(void **state)
 {
 	fixture *f = *state;
 	keel_io io = counting_io();
-	keel_options o = {.io = &io};
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT}; /* count commits only */
 	assert_int_equal(keel_close(f->db), KEEL_OK);
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
 	atomic_store(&n_fdatasync, 0);
@@ -347,7 +349,7 @@ static void each_commit_costs_exactly_one_sync(void **state)
 	char val[2000];
 	memset(val, 'v', sizeof(val));
 	for (int i = 0; i < 3000; i++) { /* enough to grow the file a few times */
-		char key[16];
+		char key[32];
 		snprintf(key, sizeof(key), "key%d", i % 300);
 		assert_int_equal(keel_put(f->db, key, strlen(key), val, sizeof(val), KEEL_REV_ANY, NULL), KEEL_OK);
 	}
@@ -376,7 +378,7 @@ static void recovery_reads_are_bounded_by_the_hint_not_the_file(void **state)
 	size_t chunk = 1u << 20;
 	uint8_t *big = calloc(1, chunk);
 	for (int i = 0; i < 256; i++) {
-		char key[16];
+		char key[32];
 		snprintf(key, sizeof(key), "big%d", i);
 		assert_int_equal(keel_put(f->db, key, strlen(key), big, chunk, KEEL_REV_ANY, NULL), KEEL_OK);
 	}
@@ -494,7 +496,7 @@ static void async_commits_complete_durably_and_in_order(void **state)
 	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	keel_batch *b[64];
 	for (int i = 0; i < 64; i++) {
-		char key[16];
+		char key[32];
 		snprintf(key, sizeof(key), "async%d", i);
 		keel_batch_new(&b[i]);
 		keel_batch_put(b[i], key, strlen(key), key, strlen(key), KEEL_REV_ABSENT);
@@ -596,6 +598,212 @@ static void a_second_writer_handle_is_refused_while_the_first_holds_the_lock(voi
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
 }
 
+
+/* ---- compaction --------------------------------------------------------- */
+
+static void fill_versions(keel_db *db, int keys, int versions)
+{
+	char k[32], v[64];
+	for (int ver = 1; ver <= versions; ver++)
+		for (int i = 0; i < keys; i++) {
+			snprintf(k, sizeof(k), "c%05d", i);
+			snprintf(v, sizeof(v), "value %d of %d", ver, i);
+			assert_int_equal(keel_put(db, k, strlen(k), v, strlen(v), KEEL_REV_ANY, NULL), KEEL_OK);
+		}
+}
+
+static void check_versions(keel_db *db, int keys, int version)
+{
+	char k[32], v[64];
+	for (int i = 0; i < keys; i++) {
+		snprintf(k, sizeof(k), "c%05d", i);
+		snprintf(v, sizeof(v), "value %d of %d", version, i);
+		check_value(db, k, v);
+	}
+}
+
+static void compaction_keeps_everything_and_shrinks_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	keel_stats before, after;
+	keel_view v;
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	fill_versions(f->db, 300, 4);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	uint64_t rev7 = v.rev;
+	const void *held = v.data;
+	keel_stat(f->db, &before);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	keel_stat(f->db, &after);
+	assert_true(after.end_offset < before.end_offset / 2);
+	assert_int_equal(after.keys, before.keys);
+	assert_int_equal(after.txid, before.txid);
+	assert_int_equal(after.compactions, 1);
+	/* the view of the old file still reads its bytes */
+	assert_ptr_equal(v.data, held);
+	assert_memory_equal(v.data, "value 4 of 7", 12);
+	keel_view_release(&v);
+	check_versions(f->db, 300, 4);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	assert_int_equal(v.rev, rev7); /* revisions survive */
+	keel_view_release(&v);
+	/* writes go on in the new file, revisions keep rising */
+	uint64_t rev;
+	assert_int_equal(keel_put(f->db, "c00007", 6, "new", 3, rev7, &rev), KEEL_OK);
+	assert_true(rev > before.txid);
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	reopen(f);
+	check_value(f->db, "c00007", "new");
+	check_value(f->db, "c00008", "value 4 of 8");
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 300);
+	/* compacting an empty store works too */
+	for (int i = 0; i < 300; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "c%05d", i);
+		assert_int_equal(keel_del(f->db, k, strlen(k), KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	reopen(f);
+	keel_stat(f->db, &after);
+	assert_int_equal(after.keys, 0);
+}
+
+typedef struct compact_writer_arg {
+	keel_db *db;
+	atomic_int stop;
+	int written;
+} compact_writer_arg;
+
+static void *writer_during_compaction(void *p)
+{
+	compact_writer_arg *a = p;
+	while (!atomic_load(&a->stop) || a->written < 50) {
+		char k[32];
+		snprintf(k, sizeof(k), "during%06d", a->written);
+		if (keel_put(a->db, k, strlen(k), k, strlen(k), KEEL_REV_ABSENT, NULL))
+			abort();
+		a->written++;
+	}
+	return NULL;
+}
+
+static void writers_go_on_during_compaction_and_nothing_is_lost(void **state)
+{
+	fixture *f = *state;
+	compact_writer_arg a = {.db = f->db};
+	pthread_t th;
+	fill_versions(f->db, 2000, 2);
+	pthread_create(&th, NULL, writer_during_compaction, &a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(keel_compact(f->db), KEEL_OK);
+	atomic_store(&a.stop, 1);
+	pthread_join(th, NULL);
+	reopen(f);
+	check_versions(f->db, 2000, 2);
+	for (int i = 0; i < a.written; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "during%06d", i);
+		check_value(f->db, k, k);
+	}
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 2000 + (uint64_t)a.written);
+}
+
+static void the_automatic_policy_bounds_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_stats st;
+	fill_versions(f->db, 200, 60); /* 12,000 overwrites of 200 keys */
+	for (int i = 0; i < 100 && (keel_stat(f->db, &st), st.end_offset > 3 * st.live_bytes + (1u << 20)); i++)
+		usleep(20000); /* the background compactor may still be running */
+	keel_stat(f->db, &st);
+	print_message("after 12000 overwrites: end %llu, live %llu, file %llu, %llu compactions\n",
+	              (unsigned long long)st.end_offset, (unsigned long long)st.live_bytes,
+	              (unsigned long long)st.file_size, (unsigned long long)st.compactions);
+	assert_true(st.compactions > 0);
+	assert_true(st.end_offset <= 3 * st.live_bytes + (1u << 20));
+	check_versions(f->db, 200, 60);
+	reopen(f);
+	check_versions(f->db, 200, 60);
+}
+
+/* ---- several processes ------------------------------------------------------ */
+
+static void a_reader_process_sees_new_commits_without_reopening(void **state)
+{
+	fixture *f = *state;
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(keel_put(f->db, "counter", 7, "0", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	pid_t pid = fork();
+	if (pid == 0) {
+		keel_db *r;
+		keel_options o = {.flags = KEEL_RDONLY};
+		char c;
+		if (keel_open(f->path, &o, &r))
+			_exit(3);
+		if (write(go[1], "r", 1) != 1)
+			_exit(4);
+		/* Wait (bounded) until the writer's last value shows. */
+		for (int i = 0; i < 2000; i++) {
+			keel_view v;
+			if (keel_get(r, "counter", 7, &v) == KEEL_OK) {
+				c = v.len ? ((const char *)v.data)[0] : 0;
+				keel_view_release(&v);
+				if (c == '9')
+					_exit(keel_get(r, "after-compact", 13, &v) == KEEL_OK ? 0 : 5);
+			}
+			usleep(5000);
+		}
+		_exit(1);
+	}
+	char c;
+	assert_int_equal(read(go[0], &c, 1), 1);
+	for (char d = '1'; d <= '8'; d++)
+		assert_int_equal(keel_put(f->db, "counter", 7, &d, 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_compact(f->db), KEEL_OK); /* the reader follows */
+	assert_int_equal(keel_put(f->db, "after-compact", 13, "y", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "counter", 7, "9", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(go[0]);
+	close(go[1]);
+}
+
+static void a_killed_writer_process_releases_the_lock(void **state)
+{
+	fixture *f = *state;
+	int go[2];
+	keel_db *db;
+	keel_options o = {.lock_timeout_ms = 0};
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(pipe(go), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (keel_open(f->path, NULL, &db) || write(go[1], "w", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	char c;
+	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_EBUSY);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	o.lock_timeout_ms = 2000;
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	close(go[0]);
+	close(go[1]);
+}
+
 static void strerror_names_every_code(void **state)
 {
 	(void)state;
@@ -623,6 +831,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(async_commits_complete_durably_and_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_paths_and_foreign_files_are_refused_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_second_writer_handle_is_refused_while_the_first_holds_the_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(compaction_keeps_everything_and_shrinks_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(writers_go_on_during_compaction_and_nothing_is_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_process_sees_new_commits_without_reopening, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

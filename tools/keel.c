@@ -340,7 +340,9 @@ static int cmd_heads(int argc, char **argv)
 	for (;;) {
 		keel_head prev;
 		const char *state = "valid";
-		if (h.txid > 0) {
+		if (h.prev_head == 0) {
+			state = "valid (first head)";
+		} else {
 			if (recovery_read_head(io, fd, h.prev_head, &prev) != KEEL_OK ||
 			    recovery_check_region(io, fd, &h, prev.chain_crc, NULL) != KEEL_OK)
 				state = "INVALID (region checksum)";
@@ -348,7 +350,8 @@ static int cmd_heads(int argc, char **argv)
 		bad += state[0] == 'I';
 		printf("%-12" PRIu64 " %-14" PRIu64 " %-10" PRIu64 " %s\n", h.txid, h.off,
 		       h.keys, state);
-		if (h.txid == 0 || (a.limit > 0 && ++shown >= a.limit) || state[0] == 'I')
+		if (h.prev_head == 0 || (a.limit > 0 && ++shown >= a.limit) ||
+		    state[0] == 'I')
 			break;
 		h = prev;
 	}
