@@ -5,6 +5,7 @@
 #include <fiu-control.h>
 #include <fiu.h>
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -231,6 +232,99 @@ static void a_failed_mapping_fails_the_open(void **state)
 	assert_acked_present(f->path);
 }
 
+
+/* ---- a crash at each step of compaction ------------------------------------ */
+
+static const char *const all_points[] = {
+	"keel/io/open", "keel/io/close", "keel/io/pread", "keel/io/pwrite",
+	"keel/io/fdatasync", "keel/io/fsync", "keel/io/ftruncate",
+	"keel/io/fallocate", "keel/io/fstat", "keel/io/rename", "keel/io/unlink",
+	"keel/io/fsync_dir", "keel/io/mmap", "keel/io/lock",
+};
+static int crash_countdown;
+
+/* Dies (as a SIGKILL would: no cleanup) at the Nth I/O call. */
+static int crash_at_countdown(const char *name, int *failnum, void **failinfo,
+                              unsigned int *flags)
+{
+	(void)name;
+	(void)failnum;
+	(void)failinfo;
+	(void)flags;
+	if (--crash_countdown == 0)
+		_exit(77);
+	return 0;
+}
+
+static void fill_store(const char *path)
+{
+	keel_db *db;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	for (int ver = 1; ver <= 3; ver++)
+		for (int i = 0; i < 300; i++) {
+			char k[32], v[32];
+			snprintf(k, sizeof(k), "key%04d", i);
+			snprintf(v, sizeof(v), "v%d-%d", ver, i);
+			assert_int_equal(keel_put(db, k, strlen(k), v, strlen(v), KEEL_REV_ANY, NULL), KEEL_OK);
+		}
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+static void check_store(const char *path)
+{
+	keel_db *db;
+	keel_check_result cr;
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	for (int i = 0; i < 300; i++) {
+		char k[32], v[32];
+		keel_view view;
+		snprintf(k, sizeof(k), "key%04d", i);
+		snprintf(v, sizeof(v), "v3-%d", i);
+		assert_int_equal(keel_get(db, k, strlen(k), &view), KEEL_OK);
+		assert_int_equal(view.len, strlen(v));
+		assert_memory_equal(view.data, v, view.len);
+		keel_view_release(&view);
+	}
+	assert_int_equal(keel_check(db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 300);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+static void a_crash_at_each_step_of_compaction_recovers_a_whole_state(void **state)
+{
+	fixture *f = *state;
+	keel_close(f->db);
+	f->db = NULL;
+	unlink(f->path);
+	fill_store(f->path);
+	int crashes = 0;
+	for (int step = 1; step < 1000; step++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			keel_db *db;
+			keel_options o = {.flags = KEEL_NOCOMPACT};
+			if (keel_open(f->path, &o, &db))
+				_exit(3);
+			crash_countdown = step;
+			for (size_t i = 0; i < sizeof(all_points) / sizeof(*all_points); i++)
+				fiu_enable_external(all_points[i], 1, NULL, 0, crash_at_countdown);
+			_exit(keel_compact(db) == KEEL_OK ? 0 : 4);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		check_store(f->path);
+		if (WEXITSTATUS(status) == 0)
+			break; /* compaction ran to the end before the countdown */
+		assert_int_equal(WEXITSTATUS(status), 77);
+		crashes++;
+	}
+	print_message("compaction crashed at %d different steps, recovered each time\n",
+	              crashes);
+	assert_true(crashes >= 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +335,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(eio_while_recovering_fails_the_open_cleanly, setup, teardown),
 		cmocka_unit_test_setup_teardown(enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
