@@ -45,7 +45,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/writer.c torture/oracle.c torture/value.c torture/proto.c \
 	torture/report.c torture/samples.c torture/synclat.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c
-LOADGEN_SRCS =
+LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = bench/fsync_probe.c bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
 
@@ -58,7 +58,7 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_crc32c test_format test_engine test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim
+TESTS = test_crc32c test_format test_engine test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe = bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c

@@ -355,7 +355,8 @@ static void db_pin(keel_db *db, keel_head *head, keel_map **map)
 	pthread_mutex_unlock(&db->mu);
 }
 
-/* Looks KEY up in (HEAD, MAP); on success the view takes a reference. */
+/* Looks KEY up in (HEAD, MAP).  On success the view owns one reference to
+ * MAP, which the caller must already hold for it. */
 static int get_in(keel_map *map, const keel_head *head, const void *key,
                   size_t klen, keel_view *out)
 {
@@ -368,7 +369,6 @@ static int get_in(keel_map *map, const keel_head *head, const void *key,
 	if ((rc = tree_lookup(map, head->root_off, head->root_crc, key, klen, &e)) ||
 	    (rc = tree_value(map, &e, &data)))
 		return rc;
-	map_ref(map);
 	out->data = data;
 	out->len = e.vlen;
 	out->rev = e.rev;
@@ -387,8 +387,9 @@ int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out)
 	if (batch_check_key(key, klen))
 		return KEEL_EKEY;
 	db_pin(db, &head, &map);
-	int rc = get_in(map, &head, key, klen, out);
-	map_release(map);
+	int rc = get_in(map, &head, key, klen, out); /* the pin becomes the view's */
+	if (rc)
+		map_release(map);
 	return rc;
 }
 
@@ -430,7 +431,11 @@ int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,
 	if (!s || !out)
 		return KEEL_EINVAL;
 	memset(out, 0, sizeof(*out));
-	return get_in(s->map, &s->head, key, klen, out);
+	map_ref(s->map);
+	int rc = get_in(s->map, &s->head, key, klen, out);
+	if (rc)
+		map_release(s->map);
+	return rc;
 }
 
 int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
