@@ -12,12 +12,15 @@ static void superblock_round_trips_and_rejects_damage(void **state)
 {
 	uint8_t buf[KEEL_SUPER_SIZE];
 	keel_super s = {.version = 1, .block_size = KEEL_BLOCK, .file_id = 42,
-	                .data_start = KEEL_DATA_START}, d;
+	                .data_start = KEEL_DATA_START, .base_txid = 5,
+	                .first_head = KEEL_DATA_START + 64}, d;
 	(void)state;
 	keel_super_encode(buf, &s);
 	assert_memory_equal(buf, "KEELSTOR", 8);
 	assert_int_equal(keel_super_decode(buf, &d), KEEL_OK);
 	assert_int_equal(d.file_id, 42);
+	assert_int_equal(d.base_txid, 5);
+	assert_int_equal(d.first_head, KEEL_DATA_START + 64);
 	buf[30] ^= 1;
 	assert_int_equal(keel_super_decode(buf, &d), KEEL_ECORRUPT);
 	buf[30] ^= 1;
