@@ -174,7 +174,7 @@ static int loader_add(loader *l, int level, const pentry *e)
 {
 	plevel *p = &l->lv[level];
 	uint32_t add = 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
-	if (p->count > 0 && p->size + add > FILL) {
+	if (p->count >= 2 && p->size + add > FILL) { /* >= 2: fanout shrinks */
 		if (level + 1 >= TREE_MAX_DEPTH)
 			return KEEL_ETOOBIG;
 		int rc = level_flush(l, level, false);

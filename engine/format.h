@@ -129,7 +129,7 @@
 #define KEEL_NODE_HDR 8u
 #define KEEL_LEAF_ENTRY 28u
 #define KEEL_BRANCH_ENTRY 16u
-#define KEEL_NODE_MAX 4096u   /* a node is split above this payload size    */
+#define KEEL_NODE_MAX 1024u   /* split above this payload, when >= 4 entries */
 #define KEEL_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
 
 enum keel_rec_type {

@@ -15,7 +15,9 @@
  *  A commit group gets one tree_builder.  Ops descend from the root, copying
  *  each clean (on-disk) node on the path into a dirty in-memory node; dirty
  *  nodes are then modified in place.  Nodes split eagerly when their payload
- *  exceeds KEEL_NODE_MAX and merge with a sibling when under a quarter of it.
+ *  exceeds KEEL_NODE_MAX and they hold four entries or more (so a branch
+ *  always keeps two children, even with 1 KiB keys), and merge with a
+ *  sibling when under a quarter of it.
  *  Values are laid out in the region as ops are applied (so their offsets are
  *  known), nodes after all values, children before parents.
  */
@@ -568,7 +570,9 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 				return rc;
 		}
 	}
-	if (n->size > KEEL_NODE_MAX && n->count >= 2) {
+	/* Four entries at least, so both halves keep two: with keys of up to
+	 * 1 KiB a branch must never end up with a single child. */
+	if (n->size > KEEL_NODE_MAX && n->count >= 4) {
 		*split = tnode_split(b, n);
 		if (!*split)
 			return KEEL_ENOMEM;
@@ -592,7 +596,7 @@ static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 	memcpy(&left->ents[left->count], right->ents, right->count * sizeof(tent));
 	left->count += right->count;
 	left->size += right->size - KEEL_NODE_HDR;
-	if (left->size <= KEEL_NODE_MAX || left->count < 2) {
+	if (left->size <= KEEL_NODE_MAX || left->count < 4) {
 		tnode_remove(n, l + 1);
 		return KEEL_OK;
 	}

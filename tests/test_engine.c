@@ -247,6 +247,41 @@ static void million_keys_scan_in_order_and_by_prefix(void **state)
 	assert_int_equal(cr.keys, total);
 }
 
+
+/* With 1 KiB keys a node holds few entries: the tree must stay shallow
+ * (a branch always keeps two children) and valid through deletes. */
+static void maximal_keys_keep_the_tree_valid(void **state)
+{
+	fixture *f = *state;
+	static uint8_t key[KEEL_KEY_MAX];
+	keel_batch *b;
+	keel_check_result cr;
+	keel_batch_new(&b);
+	for (int i = 0; i < 3000; i++) {
+		memset(key, 'k', sizeof(key));
+		snprintf((char *)key + 1000, 24, "%08d", (i * 7919) % 3000);
+		keel_batch_put(b, key, sizeof(key), key + 1000, 8, KEEL_REV_ANY);
+		if (i % 500 == 499) {
+			assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+			keel_batch_clear(b);
+		}
+	}
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 3000);
+	for (int i = 0; i < 3000; i += 2) {
+		memset(key, 'k', sizeof(key));
+		snprintf((char *)key + 1000, 24, "%08d", i);
+		assert_int_equal(keel_del(f->db, key, sizeof(key), KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 1500);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	reopen(f);
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 1500);
+	keel_batch_free(b);
+}
+
 static void deleting_everything_leaves_an_empty_valid_tree(void **state)
 {
 	fixture *f = *state;
@@ -823,6 +858,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(revisions_and_conflicts, setup, teardown),
 		cmocka_unit_test_setup_teardown(batches_are_all_or_nothing_across_a_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(million_keys_scan_in_order_and_by_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(maximal_keys_keep_the_tree_valid, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_view_stays_valid_while_100_mib_are_written_behind_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(each_commit_costs_exactly_one_sync, setup, teardown),
