@@ -35,7 +35,7 @@
 
 #define COMPACT_BUF ((size_t)1 << 20)
 #define FILL (KEEL_NODE_MAX * 3 / 4) /* pack nodes to this much payload */
-#define AUTO_MIN_END ((uint64_t)1 << 20)
+#define AUTO_MIN_END ((uint64_t)512 << 10)
 
 /* ---- a sequential writer for the new file ---------------------------------- */
 typedef struct seqw {
@@ -279,7 +279,7 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 		                .file_id = nf->file_id, .data_start = KEEL_DATA_START,
 		                .base_txid = s0->txid, .first_head = nf->head.off};
 		keel_super_encode(sb, &s);
-		nf->size = (w.pos + (w.pos / 4) + ((uint64_t)1 << 20)) & ~(uint64_t)4095;
+		nf->size = (w.pos + db_grow_step(w.pos) + 4095) & ~(uint64_t)4095;
 		int e = keel_io_pwrite_all(io, nf->fd, sb, sizeof(sb), 0);
 		if (e == 0)
 			e = io->fallocate(io->ctx, nf->fd, 0, nf->size);
@@ -356,7 +356,7 @@ static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
  * catch-up is serialized: nothing reads the map it replaces any more. */
 static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
 {
-	uint64_t size = (need + need / 4 + ((uint64_t)1 << 20)) & ~(uint64_t)4095;
+	uint64_t size = (need + db_grow_step(need) + 4095) & ~(uint64_t)4095;
 	keel_map *m;
 	int e = db->io->fallocate(db->io->ctx, nf->fd, nf->size, size - nf->size);
 	if (e)

@@ -23,7 +23,7 @@
 #define OPEN_FLAGS (KEEL_RDONLY | KEEL_NOCREATE | KEEL_SALVAGE | KEEL_NOCOMPACT | \
                     KEEL_UNSAFE_NO_SYNC | KEEL_UNSAFE_TRUST_HEAD |              \
                     KEEL_UNSAFE_RETRY_FSYNC)
-#define INITIAL_SIZE ((uint64_t)1 << 20)
+#define INITIAL_SIZE ((uint64_t)256 << 10)
 
 struct keel_snapshot {
 	keel_head head;
@@ -258,16 +258,20 @@ int keel_recovery_info(keel_db *db, keel_recovery *out)
 
 /* ---- growth ------------------------------------------------------------- */
 
+/* An eighth of the file, 256 KiB to 1 GiB: few growth syncs on big stores,
+ * little unused space on small ones. */
+uint64_t db_grow_step(uint64_t size)
+{
+	uint64_t step = size / 8;
+	step = step < ((uint64_t)256 << 10) ? (uint64_t)256 << 10 : step;
+	return step > ((uint64_t)1 << 30) ? (uint64_t)1 << 30 : step;
+}
+
 int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
 {
 	if (need <= db->file_size)
 		return KEEL_OK;
-	uint64_t step = db->grow_step;
-	if (!step) { /* a quarter of the file, 4 MiB to 1 GiB */
-		step = db->file_size / 4;
-		step = step < ((uint64_t)4 << 20) ? (uint64_t)4 << 20 : step;
-		step = step > ((uint64_t)1 << 30) ? (uint64_t)1 << 30 : step;
-	}
+	uint64_t step = db->grow_step ? db->grow_step : db_grow_step(db->file_size);
 	uint64_t size = (need + step + KEEL_BLOCK - 1) & ~(uint64_t)(KEEL_BLOCK - 1);
 	int e = db->io->fallocate(db->io->ctx, db->fd, db->file_size,
 	                          size - db->file_size);

@@ -195,5 +195,7 @@ uint64_t keel_now_ns(void);
 /* Grows the file so [0, need) is allocated, remapping; caller holds mu.
  * Sets *grew when the size changed (the commit must fsync, not fdatasync). */
 int db_ensure_size(keel_db *db, uint64_t need, bool *grew);
+/* How much to preallocate beyond what a file of SIZE bytes needs. */
+uint64_t db_grow_step(uint64_t size);
 
 #endif /* KEEL_INTERNAL_H */
