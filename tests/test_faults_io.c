@@ -52,7 +52,7 @@ static int setup(void **state)
 	f->path = tu_path(f->dir, "db");
 	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
 	for (int i = 0; i < 50; i++) {
-		char k[16];
+		char k[32];
 		snprintf(k, sizeof(k), "acked%d", i);
 		assert_int_equal(keel_put(f->db, k, strlen(k), k, strlen(k), KEEL_REV_ANY, NULL), KEEL_OK);
 	}
@@ -83,7 +83,7 @@ static void assert_acked_present(const char *path)
 	keel_db *db;
 	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
 	for (int i = 0; i < 50; i++) {
-		char k[16];
+		char k[32];
 		keel_view v;
 		snprintf(k, sizeof(k), "acked%d", i);
 		assert_int_equal(keel_get(db, k, strlen(k), &v), KEEL_OK);
