@@ -99,9 +99,11 @@ $(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+PC_TEXT = 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: keel\nDescription: append-only copy-on-write tree store\nVersion: 0.1.0\nLibs: -L$${libdir} -lkeel\nLibs.private: -lfiu -lpthread\nCflags: -I$${includedir}\n'
+
 $(B)/keel.pc: Makefile
 	@mkdir -p $(B)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: keel\nDescription: append-only copy-on-write tree store\nVersion: 0.1.0\nLibs: -L$${libdir} -lkeel\nLibs.private: -lfiu -lpthread\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+	printf $(PC_TEXT) '$(PREFIX)' > $@
 
 LINK_LIBS = $(B)/libkeel-faultsim.a $(B)/libkeel.a
 
@@ -154,7 +156,7 @@ install: all
 	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.0
 	ln -sf libkeel.so.0 $(DESTDIR)$(PREFIX)/lib/libkeel.so
 	install -m 644 engine/keel.h engine/io.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(B)/keel.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	printf $(PC_TEXT) '$(PREFIX)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/keel.pc
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
