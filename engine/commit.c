@@ -18,8 +18,11 @@
  *      checks out, so the device may persist them in any order.
  *  (2) A head is published (visible to readers, acknowledged to writers) only
  *      after its sync returned success.
- *  (3) Groups publish in append order; a group syncs only after the previous
- *      group published, so its sync also covers every earlier region.
+ *  (3) A group appends only after the previous group published (its sync
+ *      returned), and publishes in that order; so a head written behind
+ *      another head proves the earlier one was durable (recovery relies on
+ *      this to tell damage from a torn tail), and each sync also covers every
+ *      earlier region.  While it waits, the next leader absorbs writers.
  *  (4) Fail-stop: after any failed write or sync, db->failed is set before
  *      anyone is told, every group not yet published fails with it, and no
  *      later write is attempted: a failed fsync is never retried, because on
@@ -244,9 +247,11 @@ static void lead_group(keel_db *db)
 		rc = group_apply(b, group);
 	pthread_mutex_lock(&db->mu);
 	int arc = group_absorb(db, b, seq, &last, &absorbed);
-	pthread_mutex_unlock(&db->mu);
 	if (rc == KEEL_OK)
 		rc = arc;
+	if (rc == KEEL_OK && db->failed)
+		rc = db->failed; /* (3)(4): never append behind a failed group */
+	pthread_mutex_unlock(&db->mu);
 	if (rc == KEEL_OK && !(empty = tree_builder_empty(b)))
 		rc = group_finish_build(db, b, &base, &region, &head);
 	if (rc == KEEL_OK && !empty) {

@@ -481,8 +481,10 @@ int keel_compact(keel_db *db)
 	if (db->flags & KEEL_RDONLY)
 		return KEEL_EREADONLY;
 	pthread_mutex_lock(&db->mu);
-	if (db->failed || db->compacting) {
-		rc = db->failed ? db->failed : KEEL_EBUSY;
+	while (db->compacting && !db->failed) /* one at a time: wait our turn */
+		pthread_cond_wait(&db->published_cv, &db->mu);
+	if (db->failed) {
+		rc = db->failed;
 		pthread_mutex_unlock(&db->mu);
 		return rc;
 	}
@@ -501,6 +503,7 @@ int keel_compact(keel_db *db)
 	if (rc == KEEL_OK)
 		rc = switch_files(db, m, &s0, &nf);
 	db->compacting = false;
+	pthread_cond_broadcast(&db->published_cv);
 	pthread_mutex_unlock(&db->mu);
 
 out_release:

@@ -118,9 +118,14 @@ int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
 	return rc;
 }
 
-/* Is there a valid head with txid > AFTER->txid at or beyond FROM, before
- * the written data ends (a zero 4 KiB block)?  That tells damage behind a
- * durable head apart from a torn tail. */
+/* Was the commit that failed at FROM durable?  Commit groups append only
+ * after the previous group's sync returned (engine/commit.c, invariant (3)),
+ * so a valid head H2 whose predecessor H1 lies at or beyond FROM proves that
+ * H1's commit -- the one holding the damage, or a later one -- had been
+ * durable: that is damage behind a durable head.  A head alone beyond FROM
+ * proves nothing: under power loss a commit's own head may reach the disk
+ * while part of its region does not (a torn tail).  The search ends at the
+ * written data's end (a zero 4 KiB block). */
 static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 {
 	int err;
@@ -140,11 +145,17 @@ static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 		const uint8_t *p = rbuf_get(r, off, KEEL_HEAD_SIZE, &err);
 		if (!p)
 			return false;
-		keel_head h;
-		if (keel_ld32(p) == KEEL_REC_MAGIC && p[4] == KEEL_REC_HEAD &&
-		    keel_head_decode(p, &h) == KEEL_OK && h.txid > after->txid &&
-		    h.file_id == after->file_id)
+		keel_head h2, h1;
+		if (keel_ld32(p) != KEEL_REC_MAGIC || p[4] != KEEL_REC_HEAD ||
+		    keel_head_decode(p, &h2) != KEEL_OK || h2.txid <= after->txid ||
+		    h2.file_id != after->file_id || h2.prev_head < from ||
+		    h2.prev_head >= off)
+			continue;
+		p = rbuf_get(r, h2.prev_head, KEEL_HEAD_SIZE, &err);
+		if (p && keel_head_decode(p, &h1) == KEEL_OK && h1.txid < h2.txid &&
+		    h1.txid > after->txid && h1.file_id == after->file_id)
 			return true;
+		/* rbuf_get moved the window; the scan re-reads from OFF on. */
 	}
 	return false;
 }
@@ -239,7 +250,7 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 		crc = cur.chain_crc;
 		pos = cur.off + KEEL_HEAD_SIZE;
 	}
-	if (*why && (flags & KEEL_UNSAFE_TRUST_HEAD) && rc == KEEL_OK) {
+	if ((flags & KEEL_UNSAFE_TRUST_HEAD) && rc == KEEL_OK) {
 		keel_head nh;
 		/* The positive control: believe any head that claims to follow. */
 		while (trusted_next_head(&r, cur.off + KEEL_HEAD_SIZE, &cur, &nh))
