@@ -1,0 +1,495 @@
+/*
+ * cache.c -- the volatile-cache record, writer side: tracking files,
+ * recording writes and namespace operations before they are made, and
+ * marking them durable when a sync succeeds.  The crash itself is crash.c.
+ * The invariants that keep the record exact across a SIGKILL are numbered
+ * in cache_internal.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+
+#define REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
+#define ARENA_MAX ((uint64_t)0x7fffffffu * 8u) /* what a window can address */
+
+int faultsim_cache_create(size_t capacity, faultsim_cache **out)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (capacity == 0)
+		capacity = FAULTSIM_CACHE_DEFAULT;
+	capacity = REC_ALIGN(capacity);
+	if (capacity > ARENA_MAX || capacity < 4096)
+		return -EINVAL;
+	size_t len = sizeof(faultsim_cache) + 2 * capacity;
+	/* Anonymous and shared: a forked writer and its parent see the same
+	 * pages, and they outlive the writer's death. */
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	faultsim_cache *c = m;
+	c->magic = FAULTSIM_CACHE_MAGIC;
+	c->capacity = capacity;
+	c->map_len = len;
+	c->next_seq = 1;
+	faultsim_cache_clear(c);
+	*out = c;
+	return 0;
+}
+
+void faultsim_cache_destroy(faultsim_cache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_destroy(&c->lock);
+	munmap(c, c->map_len);
+}
+
+/* A SIGKILLed writer may die holding the lock, so whoever takes over (only
+ * ever when no writer is alive) makes a fresh one. */
+void faultsim_cache_init_lock(faultsim_cache *c)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&c->lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+void faultsim_cache_clear(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&c->window, win_make(win_half(w), 0, 0),
+	                 __ATOMIC_RELEASE);
+	c->nfiles = 0;
+	c->overflowed = 0;
+	faultsim_cache_init_lock(c);
+}
+
+void faultsim_cache_writer_died(faultsim_cache *c)
+{
+	faultsim_cache_init_lock(c);
+	/* the dead writer may have been between two of these updates: scan
+	 * every file from the window's start next time (always correct) */
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		c->files[i].scan_from = 0;
+}
+
+int faultsim_cache_overflowed(const faultsim_cache *c)
+{
+	return __atomic_load_n(&c->overflowed, __ATOMIC_ACQUIRE) != 0;
+}
+
+size_t faultsim_cache_used(const faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	return (size_t)(win_tail(w) - win_start(w));
+}
+
+size_t faultsim_cache_peak(const faultsim_cache *c)
+{
+	return (size_t)c->peak;
+}
+
+int faultsim_cache_abspath(const char *path, char *out, size_t outlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t dlen = slash ? (size_t)(slash - path) : 1;
+
+	if (!*base)
+		return -EISDIR; /* "dir/": not a file name */
+	if (dlen >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (!slash)
+		memcpy(dir, ".", 2);
+	else if (dlen == 0)
+		memcpy(dir, "/", 2);
+	else {
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+	}
+	if (!realpath(dir, real))
+		return -errno;
+	int n = snprintf(out, outlen, "%s/%s",
+	                 strcmp(real, "/") == 0 ? "" : real, base);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n >= FAULTSIM_PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ---- the file table ------------------------------------------------------ */
+
+fs_file *faultsim_file_at(faultsim_cache *c, int file)
+{
+	if (file < 0 || (uint32_t)file >= c->nfiles)
+		return NULL;
+	return &c->files[file];
+}
+
+const char *faultsim_file_path(const fs_file *f)
+{
+	return f->path[f->cur];
+}
+
+/* Moves F to NEWPATH: the new path goes into the other slot, then cur flips,
+ * so the old path stays readable (invariant 4). */
+static void file_move(fs_file *f, const char *newpath)
+{
+	uint32_t other = f->cur ^ 1u;
+	snprintf(f->path[other], FAULTSIM_PATH_MAX, "%s", newpath);
+	__atomic_store_n(&f->cur, other, __ATOMIC_RELEASE);
+}
+
+/* Moves every live file whose current path is FROM to TO; returns how many. */
+int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
+{
+	int n = 0;
+	for (uint32_t i = 0; i < c->nfiles; i++) {
+		fs_file *f = &c->files[i];
+		if (!f->gone && strcmp(faultsim_file_path(f), from) == 0) {
+			file_move(f, to);
+			n++;
+		}
+	}
+	return n;
+}
+
+int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
+{
+	struct stat st;
+	int rc;
+
+	if (strlen(abspath) >= FAULTSIM_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; i < c->nfiles; i++) {
+		fs_file *f = &c->files[i];
+		if (!f->gone && f->dev == (uint64_t)st.st_dev &&
+		    f->ino == (uint64_t)st.st_ino) {
+			if (strcmp(faultsim_file_path(f), abspath) != 0)
+				file_move(f, abspath);
+			rc = (int)i;
+			goto out_unlock;
+		}
+	}
+	if (c->nfiles >= FAULTSIM_MAX_FILES) {
+		__atomic_store_n(&c->overflowed, 1, __ATOMIC_RELEASE);
+		rc = -ENOBUFS;
+		goto out_unlock;
+	}
+	fs_file *f = &c->files[c->nfiles];
+	f->dev = (uint64_t)st.st_dev;
+	f->ino = (uint64_t)st.st_ino;
+	f->cur = 0;
+	f->gone = 0;
+	f->scan_from = SCAN_NONE;
+	snprintf(f->path[0], FAULTSIM_PATH_MAX, "%s", abspath);
+	f->path[1][0] = '\0';
+	rc = (int)c->nfiles;
+	__atomic_store_n(&c->nfiles, c->nfiles + 1, __ATOMIC_RELEASE);
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+/* Opens file FILE read-write at its current path, or at its previous one if
+ * a rename was recorded but never made; checks it is the same inode. */
+int faultsim_file_open(faultsim_cache *c, int file)
+{
+	fs_file *f = faultsim_file_at(c, file);
+	struct stat st;
+
+	if (!f || f->gone)
+		return -ENOENT;
+	for (int k = 0; k < 2; k++) {
+		const char *p = f->path[f->cur ^ (uint32_t)k];
+		if (!*p)
+			continue;
+		int fd = open(p, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == f->dev &&
+		    (uint64_t)st.st_ino == f->ino)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* ---- appending records (lock held) ------------------------------------- */
+
+/*
+ * Invariant (5): copies the records still needed into the other half, then
+ * switches to it with one store.  Needed: a data record from its file's
+ * oldest record that is not durable on (a crash undoes a file's records
+ * newest first down to there), and every unsynced namespace record.
+ */
+static void compact(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t first[FAULTSIM_MAX_FILES], half = win_half(w) ^ 1u, dst = 0;
+	unsigned char *to = c->arena + half * c->capacity;
+
+	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+		first[i] = UINT64_MAX;
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		c->files[i].scan_from = SCAN_NONE; /* positions change */
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		uint8_t st = rec_state(r);
+		if (rec_is_data(r) && st != ST_SYNCED && st != ST_VOID &&
+		    r->seq < first[r->file])
+			first[r->file] = r->seq;
+		pos += r->size;
+	}
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		uint8_t st = rec_state(r);
+		int keep = rec_is_data(r) ? st != ST_VOID && r->seq >= first[r->file]
+		                          : st == ST_UNSYNCED;
+		if (keep) {
+			memcpy(to + dst, r, r->size);
+			if (rec_is_data(r) && st == ST_UNSYNCED &&
+			    c->files[r->file].scan_from == SCAN_NONE)
+				c->files[r->file].scan_from = dst;
+			dst += r->size;
+		}
+		pos += r->size;
+	}
+	__atomic_store_n(&c->window, win_make(half, 0, dst), __ATOMIC_RELEASE);
+}
+
+uint64_t faultsim_file_scan_from(faultsim_cache *c, int file)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t from = c->files[file].scan_from;
+	if (from == SCAN_NONE)
+		return win_tail(w);
+	return from < win_start(w) ? win_start(w) : from;
+}
+
+/* Reserves a record of PAYLOAD bytes at the tail, compacting once when the
+ * half is full; the caller fills it and calls faultsim_rec_publish.  NULL,
+ * and the sticky overflow flag, when it still does not fit. */
+fs_rec *faultsim_rec_reserve(faultsim_cache *c, uint8_t kind,
+                             uint64_t payload, uint64_t *pos)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t need = REC_ALIGN(sizeof(fs_rec) + payload);
+
+	if (need <= c->capacity && win_tail(w) + need > c->capacity) {
+		compact(c);
+		w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	}
+	if (need > UINT32_MAX || win_tail(w) + need > c->capacity) {
+		__atomic_store_n(&c->overflowed, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	*pos = win_tail(w);
+	fs_rec *r = rec_at(c, *pos);
+	memset(r, 0, sizeof *r);
+	r->size = (uint32_t)need;
+	r->kind = kind;
+	r->state = ST_UNSYNCED;
+	r->seq = c->next_seq++;
+	r->file = -1;
+	return r;
+}
+
+/* Invariant (1): one atomic store makes the filled record part of the log. */
+void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t tail = pos + r->size;
+	/* before the publish, so a kill in between leaves it conservative */
+	if (rec_is_data(r) && c->files[r->file].scan_from == SCAN_NONE)
+		c->files[r->file].scan_from = pos;
+	__atomic_store_n(&c->window, win_make(win_half(w), win_start(w), tail),
+	                 __ATOMIC_RELEASE);
+	if (tail - win_start(w) > c->peak)
+		c->peak = tail - win_start(w);
+}
+
+/* Moves the window's start past records that are durable or void; empties
+ * it when nothing undoable is left, so a writer that syncs every commit
+ * never fills the cache. */
+void faultsim_rec_reclaim(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t pos = win_start(w), tail = win_tail(w);
+
+	while (pos < tail) {
+		uint8_t st = rec_state(rec_at(c, pos));
+		if (st != ST_SYNCED && st != ST_VOID)
+			break;
+		pos += rec_at(c, pos)->size;
+	}
+	if (pos == tail) {
+		pos = tail = 0; /* nothing undoable: every file is clean */
+		for (uint32_t i = 0; i < c->nfiles; i++)
+			c->files[i].scan_from = SCAN_NONE;
+	}
+	__atomic_store_n(&c->window, win_make(win_half(w), pos, tail),
+	                 __ATOMIC_RELEASE);
+}
+
+static int read_exact(int fd, void *buf, uint64_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int file_size(int fd, uint64_t *size)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* ---- data records ---------------------------------------------------------- */
+
+int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t)
+{
+	t->cache = c;
+	t->rec = pos;
+	return 0; /* the lock stays held until the _end call */
+}
+
+int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
+                               const void *buf, size_t len, uint64_t off,
+                               faultsim_ticket *t)
+{
+	uint64_t size, pos, pre;
+	int rc;
+
+	t->cache = NULL;
+	if (!faultsim_file_at(c, file))
+		return -EBADF;
+	pthread_mutex_lock(&c->lock);
+	rc = file_size(fd, &size);
+	if (rc < 0)
+		goto out_unlock;
+	pre = off < size ? (size - off < len ? size - off : len) : 0;
+	fs_rec *r = faultsim_rec_reserve(c, REC_WRITE, pre + len, &pos);
+	rc = -ENOBUFS;
+	if (!r)
+		goto out_unlock;
+	r->file = file;
+	r->off = off;
+	r->len = len;
+	r->old_size = size;
+	r->pre_len = pre;
+	rc = read_exact(fd, rec_pre(r), pre, off);
+	if (rc < 0)
+		goto out_unlock;
+	memcpy(rec_new(r), buf, len);
+	faultsim_rec_publish(c, r, pos);
+	return faultsim_ticket_hold(c, pos, t);
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result)
+{
+	faultsim_cache *c = t->cache;
+	if (!c)
+		return;
+	fs_rec *r = rec_at(c, t->rec);
+	if (result <= 0)
+		rec_set_state(r, ST_VOID);
+	else if ((uint64_t)result < r->len)
+		r->len = (uint64_t)result; /* the new bytes' prefix was written */
+	t->cache = NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Common part of truncate and extend: a size change of FILE from its current
+ * size to NEW_SIZE, with the pre-image of any bytes cut off. */
+static int size_change_begin(faultsim_cache *c, int file, int fd, uint8_t kind,
+                             uint64_t new_size, uint64_t off,
+                             faultsim_ticket *t)
+{
+	uint64_t size, pos, pre;
+	int rc;
+
+	t->cache = NULL;
+	if (!faultsim_file_at(c, file))
+		return -EBADF;
+	pthread_mutex_lock(&c->lock);
+	rc = file_size(fd, &size);
+	if (rc < 0)
+		goto out_unlock;
+	if (kind == REC_EXTEND && new_size < size)
+		new_size = size; /* fallocate never shrinks */
+	pre = new_size < size ? size - new_size : 0;
+	fs_rec *r = faultsim_rec_reserve(c, kind, pre, &pos);
+	rc = -ENOBUFS;
+	if (!r)
+		goto out_unlock;
+	r->file = file;
+	r->off = off;
+	r->old_size = size;
+	r->new_size = new_size;
+	r->pre_len = pre;
+	rc = read_exact(fd, rec_pre(r), pre, new_size);
+	if (rc < 0)
+		goto out_unlock;
+	faultsim_rec_publish(c, r, pos);
+	return faultsim_ticket_hold(c, pos, t);
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int faultsim_cache_truncate_begin(faultsim_cache *c, int file, int fd,
+                                  uint64_t len, faultsim_ticket *t)
+{
+	return size_change_begin(c, file, fd, REC_TRUNCATE, len, len, t);
+}
+
+int faultsim_cache_extend_begin(faultsim_cache *c, int file, int fd,
+                                uint64_t off, uint64_t len,
+                                faultsim_ticket *t)
+{
+	return size_change_begin(c, file, fd, REC_EXTEND, off + len, off, t);
+}
+
+void faultsim_cache_change_end(faultsim_ticket *t, int result)
+{
+	faultsim_cache *c = t->cache;
+	if (!c)
+		return;
+	if (result < 0)
+		rec_set_state(rec_at(c, t->rec), ST_VOID);
+	t->cache = NULL;
+	pthread_mutex_unlock(&c->lock);
+}

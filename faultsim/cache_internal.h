@@ -1,0 +1,182 @@
+/*
+ * cache_internal.h -- the shared-memory layout of a faultsim_cache, used by
+ * cache.c (recording, in the writer) and crash.c (the crash, in the parent).
+ * Not part of the manual; nothing outside faultsim/ includes it.
+ *
+ * LAYOUT (one MAP_SHARED anonymous mapping)
+ *   struct faultsim_cache   header, lock, file table
+ *   arena[2 * capacity]     two halves; records are appended, 8-byte
+ *                           aligned, to the half the window names
+ *
+ * RECORD INVARIANTS (these are what make the record survive a SIGKILL)
+ *   (1) A record is filled completely, THEN published by one atomic store of
+ *       the window; the real system call is made only after that.  So every
+ *       change on disk is covered by a published record.
+ *   (2) Records are never moved.  A record changes only by one-byte state
+ *       stores and, in the writer's _end call, by shrinking its length.
+ *   (3) The window (half, start, tail) is one 64-bit word stored
+ *       atomically.  Records before start were all durable when start moved
+ *       past them; the state on disk with every record in the window undone
+ *       is durable.
+ *   (5) When a half is full, the records still needed (per file, from its
+ *       oldest record not yet durable; unsynced namespace records) are
+ *       copied to the other half, then one window store switches halves.
+ *       A writer killed while copying leaves the old half in force.
+ *   (4) A file entry is filled, then published by storing nfiles.  Its path
+ *       is double-buffered: the new path goes into the other slot, then cur
+ *       flips, so the crash can try both slots and check the inode.
+ */
+#ifndef KEEL_FAULTSIM_CACHE_INTERNAL_H
+#define KEEL_FAULTSIM_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "faultsim.h"
+
+#define FAULTSIM_CACHE_MAGIC 0x4b45454c46534331ull /* "KEELFSC1" */
+
+/* record kinds */
+enum {
+	REC_WRITE = 1,    /* pwrite: pre-image, then the new bytes             */
+	REC_TRUNCATE = 2, /* ftruncate: pre-image of the cut bytes when shrinking */
+	REC_EXTEND = 3,   /* fallocate growing the size (zeros)                 */
+	REC_CREATE = 4,   /* a new file: path_a                                 */
+	REC_RENAME = 5,   /* path_a -> path_b; stash holds the old path_b       */
+	REC_UNLINK = 6,   /* path_a; stash holds its content                    */
+};
+
+/* record states */
+enum {
+	ST_UNSYNCED = 1, /* a crash may keep or lose it                        */
+	ST_SYNCED = 2,   /* durable                                            */
+	ST_LOST = 3,     /* its sync failed under ext4/xfs: always lost        */
+	ST_VOID = 4,     /* the real call failed, or btrfs reverted it         */
+};
+
+/* dirsync bits of a namespace record */
+#define SCAN_NONE UINT64_MAX
+
+#define DIRSYNC_A 1 /* the directory of path_a was synced after it       */
+#define DIRSYNC_B 2 /* the directory of path_b (rename) was synced       */
+
+typedef struct fs_rec {
+	uint32_t size;     /* bytes of this record, header included, 8-aligned */
+	uint8_t kind;      /* REC_*                                            */
+	uint8_t state;     /* ST_*; stored atomically                          */
+	uint8_t dirsync;   /* DIRSYNC_* bits (namespace records)               */
+	uint8_t pad;
+	uint64_t seq;      /* global order, for sync marks                     */
+	int32_t file;      /* file id (data records), -1 otherwise             */
+	uint32_t plen[3];  /* namespace: path_a, path_b, stash lengths + NUL   */
+	uint64_t off;      /* write/extend: first byte                         */
+	uint64_t len;      /* write: bytes written (new bytes stored)          */
+	uint64_t old_size; /* file size before the call                        */
+	uint64_t new_size; /* truncate/extend: size after                      */
+	uint64_t pre_len;  /* pre-image bytes stored                           */
+	uint64_t ino;      /* namespace: inode of the file moved or unlinked   */
+	/* payload: data records: pre-image[pre_len], new bytes[len]
+	 *          namespace records: path_a, path_b, stash (NUL-terminated) */
+} fs_rec;
+_Static_assert(sizeof(fs_rec) == 80, "fs_rec header layout");
+
+typedef struct fs_file {
+	uint64_t dev, ino; /* identity                                         */
+	uint32_t cur;      /* which path slot is current                       */
+	uint32_t gone;     /* its last name was durably unlinked               */
+	uint64_t scan_from;/* window position of its oldest unsynced record,
+	                      or SCAN_NONE: where a sync starts looking (a
+	                      writer whose syncs overlap keeps the window long) */
+	char path[2][FAULTSIM_PATH_MAX];
+} fs_file;
+
+struct faultsim_cache {
+	uint64_t magic;
+	uint64_t capacity;       /* bytes in each half of the arena            */
+	uint64_t map_len;        /* bytes mapped, header included              */
+	uint64_t window;         /* half << 63 | start << 32 | tail; start and
+	                            tail in 8-byte units (3)                  */
+	uint64_t next_seq;       /* next record's seq                          */
+	uint64_t peak;           /* the most arena bytes ever in use           */
+	uint32_t overflowed;     /* sticky: a recording call ran out of room   */
+	uint32_t nfiles;         /* published file entries (4)                 */
+	pthread_mutex_t lock;    /* process-shared; serialises the writer      */
+	fs_file files[FAULTSIM_MAX_FILES];
+	unsigned char arena[] __attribute__((aligned(8)));
+};
+
+static inline uint64_t win_half(uint64_t w) { return w >> 63; }
+static inline uint64_t win_start(uint64_t w)
+{
+	return ((w >> 32) & 0x7fffffffu) * 8;
+}
+static inline uint64_t win_tail(uint64_t w) { return (w & 0xffffffffu) * 8; }
+static inline uint64_t win_make(uint64_t half, uint64_t start, uint64_t tail)
+{
+	return half << 63 | (start / 8) << 32 | (tail / 8);
+}
+
+/* The record at byte POS of the half the window names now. */
+static inline fs_rec *rec_at(faultsim_cache *c, uint64_t pos)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	return (fs_rec *)(void *)(c->arena + win_half(w) * c->capacity + pos);
+}
+static inline unsigned char *rec_pre(fs_rec *r)
+{
+	return (unsigned char *)(r + 1);
+}
+static inline unsigned char *rec_new(fs_rec *r)
+{
+	return (unsigned char *)(r + 1) + r->pre_len;
+}
+/* namespace paths: 0 = path_a, 1 = path_b, 2 = stash ("" when none) */
+static inline char *rec_path(fs_rec *r, int i)
+{
+	char *p = (char *)(r + 1);
+	for (int k = 0; k < i; k++)
+		p += r->plen[k];
+	return p;
+}
+static inline int rec_is_data(const fs_rec *r)
+{
+	return r->kind <= REC_EXTEND;
+}
+static inline uint8_t rec_state(const fs_rec *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+}
+static inline void rec_set_state(fs_rec *r, uint8_t st)
+{
+	__atomic_store_n(&r->state, st, __ATOMIC_RELEASE);
+}
+
+/* ---- shared by cache.c, sync.c, namespace.c and crash.c ---- */
+void faultsim_cache_init_lock(faultsim_cache *c);
+/* empty the window and the file table; reinitialise the lock */
+void faultsim_cache_clear(faultsim_cache *c);
+/* the file entry of id FILE, or NULL */
+fs_file *faultsim_file_at(faultsim_cache *c, int file);
+const char *faultsim_file_path(const fs_file *f);
+/* move every live file whose current path is FROM to TO; returns how many */
+int faultsim_files_move(faultsim_cache *c, const char *from, const char *to);
+/* open FILE read-write where it is now (checked by inode), or -ENOENT */
+int faultsim_file_open(faultsim_cache *c, int file);
+/* lock held: reserve a record with PAYLOAD bytes at the tail (NULL and the
+ * sticky overflow flag when full), fill it, then publish it */
+fs_rec *faultsim_rec_reserve(faultsim_cache *c, uint8_t kind,
+                             uint64_t payload, uint64_t *pos);
+void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos);
+/* lock held: FILE's first record position to scan from for unsynced ones
+ * (window start when unknown) */
+uint64_t faultsim_file_scan_from(faultsim_cache *c, int file);
+/* lock held: drop the durable or void prefix of the window */
+void faultsim_rec_reclaim(faultsim_cache *c);
+/* lock held: hand the record at POS to the caller's _end call */
+int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t);
+/* undo one data record on FD (newest first); 0 or a negative errno */
+int faultsim_undo_data(int fd, fs_rec *r);
+/* whole-buffer pwrite; 0 or a negative errno */
+int faultsim_write_exact(int fd, const void *buf, uint64_t len, uint64_t off);
+
+#endif /* KEEL_FAULTSIM_CACHE_INTERNAL_H */

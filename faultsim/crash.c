@@ -1,0 +1,453 @@
+/*
+ * crash.c -- the power cut: turn the files on disk (which hold everything
+ * the writer did, as a page cache would) into one state a real device could
+ * have been left in, under a device model and a seed.
+ *
+ * HOW
+ *   (a) Decide, in record order, what becomes of every unsynced data record
+ *       (kept, lost, torn, garbage); the decisions depend only on the seed
+ *       and the records, so a seed reproduces a state.
+ *   (b) For each tracked file, where it is now: undo every data record of
+ *       the window, newest first (this yields the durable state, invariant
+ *       (3) in cache_internal.h), then redo, oldest first, the durable ones
+ *       and the unsynced ones the decisions keep.
+ *   (c) Undo the namespace operations whose directory was not synced,
+ *       newest first.  Each undo checks by inode whether the real call
+ *       happened at all (the writer may have died between record and call).
+ *   (d) Empty the cache for the next writer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+
+enum { FATE_KEEP = 0, FATE_LOSE = 1, FATE_TEAR = 2 };
+
+typedef struct fate {
+	uint64_t pos;     /* the record                                        */
+	uint8_t what;     /* FATE_*                                            */
+	uint8_t garbage;  /* one of its sectors gets random bytes              */
+	uint64_t seed;    /* drives its torn pieces and garbage bytes          */
+} fate;
+
+/* splitmix64: small, good enough, and the same everywhere */
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int faultsim_write_exact(int fd, const void *buf, uint64_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int set_size(int fd, uint64_t size)
+{
+	return ftruncate(fd, (off_t)size) == 0 ? 0 : -errno;
+}
+
+int faultsim_undo_data(int fd, fs_rec *r)
+{
+	int rc = 0;
+	switch (r->kind) {
+	case REC_WRITE:
+		rc = faultsim_write_exact(fd, rec_pre(r), r->pre_len, r->off);
+		if (rc == 0 && r->off + r->len > r->old_size)
+			rc = set_size(fd, r->old_size);
+		break;
+	case REC_TRUNCATE:
+		rc = set_size(fd, r->old_size);
+		if (rc == 0)
+			rc = faultsim_write_exact(fd, rec_pre(r), r->pre_len,
+			                          r->new_size);
+		break;
+	case REC_EXTEND:
+		if (r->new_size > r->old_size)
+			rc = set_size(fd, r->old_size);
+		break;
+	}
+	return rc;
+}
+
+/* ---- (a) decisions --------------------------------------------------- */
+
+static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
+                    uint64_t *count)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t n = 0, unsynced = 0, rng = o->seed, cut;
+	fate *v;
+
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size)
+		n++;
+	v = calloc(n ? n : 1, sizeof *v);
+	if (!v)
+		return NULL;
+	n = 0;
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_is_data(r) && rec_state(r) == ST_UNSYNCED)
+			unsynced++;
+		v[n++].pos = pos;
+	}
+	/* ORDERED: records before the cut persist, the rest are lost */
+	cut = mix(&rng) % (unsynced + 1);
+	unsynced = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (!rec_is_data(r) || rec_state(r) != ST_UNSYNCED)
+			continue;
+		uint64_t x = mix(&rng);
+		v[i].seed = mix(&rng);
+		if (o->device == FAULTSIM_DEVICE_ORDERED)
+			v[i].what = unsynced < cut ? FATE_KEEP : FATE_LOSE;
+		else if (o->device == FAULTSIM_DEVICE_REORDER ||
+		         r->kind != REC_WRITE)
+			v[i].what = (x & 1) ? FATE_KEEP : FATE_LOSE;
+		else
+			v[i].what = (uint8_t)(x % 3);
+		v[i].garbage = o->device == FAULTSIM_DEVICE_GARBAGE &&
+		               r->kind == REC_WRITE && ((x >> 8) & 1);
+		unsynced++;
+	}
+	*count = n;
+	return v;
+}
+
+/* ---- (b) redo ------------------------------------------------------------- */
+
+/* Writes the sector-aligned pieces of R that the fate's seed keeps; returns
+ * how many of NPIECES were written, or a negative errno. */
+static int redo_torn(int fd, fs_rec *r, const fate *f, unsigned sector,
+                     uint64_t *npieces)
+{
+	uint64_t rng = f->seed, kept = 0, n = 0;
+	for (uint64_t at = r->off; at < r->off + r->len; n++) {
+		uint64_t end = (at / sector + 1) * sector;
+		if (end > r->off + r->len)
+			end = r->off + r->len;
+		if (mix(&rng) & 1) {
+			int rc = faultsim_write_exact(fd, rec_new(r) + (at - r->off),
+			                              end - at, at);
+			if (rc < 0)
+				return rc;
+			kept++;
+		}
+		at = end;
+	}
+	*npieces = n;
+	return (int)(kept > INT32_MAX ? INT32_MAX : kept);
+}
+
+/* Fills the part of one of R's sectors that R covers with random bytes;
+ * only below the file's current size, so a lost extension stays lost. */
+static int redo_garbage(int fd, fs_rec *r, const fate *f, unsigned sector)
+{
+	uint64_t rng = f->seed ^ 0x5bd1e995u, first = r->off / sector;
+	uint64_t last = (r->off + r->len - 1) / sector;
+	uint64_t s = first + mix(&rng) % (last - first + 1);
+	uint64_t from = s * sector > r->off ? s * sector : r->off;
+	uint64_t to = (s + 1) * sector < r->off + r->len ? (s + 1) * sector
+	                                                 : r->off + r->len;
+	unsigned char buf[4096];
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (to > (uint64_t)st.st_size)
+		to = (uint64_t)st.st_size;
+	if (from >= to)
+		return 0;
+	for (uint64_t i = 0; i < to - from; i++)
+		buf[i] = (unsigned char)mix(&rng);
+	return faultsim_write_exact(fd, buf, to - from, from);
+}
+
+static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
+                    faultsim_crash_report *rep)
+{
+	uint8_t st = rec_state(r);
+	uint64_t pieces = 0;
+	int rc = 0, kept;
+
+	if (st == ST_LOST) {
+		rep->lost_failed++;
+		return 0;
+	}
+	if (st == ST_SYNCED || f->what == FATE_KEEP) {
+		if (st == ST_SYNCED)
+			rep->durable++;
+		else
+			rep->kept++;
+		if (r->kind == REC_WRITE)
+			rc = faultsim_write_exact(fd, rec_new(r), r->len, r->off);
+		else if (r->kind == REC_TRUNCATE ||
+		         r->new_size > r->old_size)
+			rc = set_size(fd, r->new_size);
+	} else if (f->what == FATE_TEAR && r->len > 0) {
+		kept = redo_torn(fd, r, f, sector, &pieces);
+		rc = kept < 0 ? kept : 0;
+		if (kept == 0)
+			rep->lost++;
+		else if ((uint64_t)kept == pieces)
+			rep->kept++;
+		else
+			rep->torn++;
+	} else {
+		rep->lost++;
+	}
+	if (rc == 0 && st == ST_UNSYNCED && f->garbage && r->len > 0) {
+		rc = redo_garbage(fd, r, f, sector);
+		rep->garbage++;
+	}
+	return rc;
+}
+
+static void note_error(faultsim_crash_report *rep, const char *what,
+                       const char *path, int err)
+{
+	if (rep->errors++ == 0)
+		snprintf(rep->first_error, sizeof rep->first_error, "%s %s: %s",
+		         what, path, strerror(-err));
+}
+
+/* Rewrites file FILE: undo its records newest first, redo the survivors. */
+static void crash_file(faultsim_cache *c, int file, const fate *v, uint64_t n,
+                       unsigned sector, faultsim_crash_report *rep)
+{
+	uint64_t mine = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		mine += rec_is_data(r) && r->file == file &&
+		        rec_state(r) != ST_VOID;
+	}
+	if (!mine)
+		return;
+	int fd = faultsim_file_open(c, file);
+	if (fd < 0) {
+		/* a file durably unlinked is gone with its records: fine */
+		if (!c->files[file].gone)
+			note_error(rep, "cannot find", faultsim_file_path(
+			                   &c->files[file]), fd);
+		return;
+	}
+	for (uint64_t i = n; i-- > 0 && rc == 0;) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_is_data(r) && r->file == file && rec_state(r) != ST_VOID)
+			rc = faultsim_undo_data(fd, r);
+	}
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_is_data(r) && r->file == file && rec_state(r) != ST_VOID)
+			rc = redo_one(fd, r, &v[i], sector, rep);
+	}
+	if (rc < 0)
+		note_error(rep, "rewriting", faultsim_file_path(&c->files[file]),
+		           rc);
+	rep->files++;
+	close(fd);
+}
+
+/* ---- (c) namespace undo ------------------------------------------------ */
+
+static int exists(const char *path, uint64_t *ino)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return 0;
+	if (ino)
+		*ino = (uint64_t)st.st_ino;
+	return 1;
+}
+
+static int undo_step(int ok, faultsim_crash_report *rep, const char *what,
+                     const char *path)
+{
+	if (!ok)
+		note_error(rep, what, path, -errno);
+	return ok;
+}
+
+/* Undoes one namespace record that its directory sync never covered. */
+static void undo_namespace(fs_rec *r, faultsim_crash_report *rep)
+{
+	const char *a = rec_path(r, 0), *b = rec_path(r, 1);
+	const char *stash = rec_path(r, 2);
+	uint64_t ino = 0;
+
+	switch (r->kind) {
+	case REC_CREATE:
+		if (exists(a, NULL))
+			undo_step(unlink(a) == 0, rep, "removing", a);
+		break;
+	case REC_RENAME:
+		/* moved at all?  (the writer may have died before the call) */
+		if (exists(b, &ino) && ino == r->ino)
+			undo_step(rename(b, a) == 0, rep, "renaming back", b);
+		if (*stash && exists(stash, NULL)) {
+			if (exists(b, NULL))
+				undo_step(unlink(stash) == 0, rep, "removing",
+				          stash);
+			else
+				undo_step(rename(stash, b) == 0, rep,
+				          "restoring", b);
+		}
+		break;
+	case REC_UNLINK:
+		if (*stash && exists(stash, NULL)) {
+			if (exists(a, NULL))
+				undo_step(unlink(stash) == 0, rep, "removing",
+				          stash);
+			else
+				undo_step(rename(stash, a) == 0, rep,
+				          "restoring", a);
+		}
+		break;
+	}
+	rep->ns_undone++;
+}
+
+/* ---- the crash --------------------------------------------------------- */
+
+int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
+                         faultsim_crash_report *report)
+{
+	faultsim_crash_options o = { FAULTSIM_DEVICE_ORDERED, 512, 0 };
+	faultsim_crash_report local;
+	faultsim_crash_report *rep = report ? report : &local;
+	uint64_t n = 0;
+	fate *v;
+
+	if (opt)
+		o = *opt;
+	if (o.sector == 0)
+		o.sector = 512;
+	if ((unsigned)o.device > FAULTSIM_DEVICE_GARBAGE || o.sector > 4096 ||
+	    (o.sector & (o.sector - 1)) != 0)
+		return -EINVAL;
+	memset(rep, 0, sizeof *rep);
+	rep->overflowed = faultsim_cache_overflowed(c);
+	v = decide(c, &o, &n);
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < c->nfiles; f++)
+		crash_file(c, (int)f, v, n, o.sector, rep);
+	for (uint64_t i = n; i-- > 0;) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_is_data(r))
+			continue;
+		if (rec_state(r) == ST_UNSYNCED)
+			undo_namespace(r, rep);
+		else if (rec_state(r) == ST_SYNCED)
+			rep->ns_durable++;
+	}
+	free(v);
+	faultsim_cache_clear(c);
+	return rep->errors ? -EIO : 0;
+}
+
+void faultsim_cache_evict_lost(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE), n = 0;
+	faultsim_crash_report rep;
+	int has_lost[FAULTSIM_MAX_FILES] = { 0 };
+
+	faultsim_cache_writer_died(c);
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size, n++) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_is_data(r) && rec_state(r) == ST_LOST)
+			has_lost[r->file] = 1;
+	}
+	/* every fate zero: each record not LOST is redone whole */
+	fate *v = calloc(n ? n : 1, sizeof *v);
+	if (!v)
+		return;
+	n = 0;
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size)
+		v[n++].pos = pos;
+	memset(&rep, 0, sizeof rep);
+	for (uint32_t f = 0; f < c->nfiles; f++)
+		if (has_lost[f])
+			crash_file(c, (int)f, v, n, 512, &rep);
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_is_data(r) && rec_state(r) == ST_LOST)
+			rec_set_state(r, ST_VOID);
+	}
+	free(v);
+	faultsim_rec_reclaim(c);
+}
+
+void faultsim_cache_forget(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (!rec_is_data(r) && rec_state(r) == ST_UNSYNCED &&
+		    *rec_path(r, 2))
+			unlink(rec_path(r, 2));
+	}
+	faultsim_cache_clear(c);
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+static const char *const device_names[] = { "ordered", "reorder", "torn",
+	                                    "garbage" };
+static const char *const profile_names[] = { "ext4", "xfs", "btrfs", "keep" };
+
+int faultsim_device_parse(const char *name, faultsim_device *out)
+{
+	for (int i = 0; i < 4; i++)
+		if (name && strcmp(name, device_names[i]) == 0) {
+			*out = (faultsim_device)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int faultsim_profile_parse(const char *name, faultsim_profile *out)
+{
+	for (int i = 0; i < 4; i++)
+		if (name && strcmp(name, profile_names[i]) == 0) {
+			*out = (faultsim_profile)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *faultsim_device_name(faultsim_device d)
+{
+	return (unsigned)d < 4 ? device_names[d] : "?";
+}
+
+const char *faultsim_profile_name(faultsim_profile p)
+{
+	return (unsigned)p < 4 ? profile_names[p] : "?";
+}

@@ -1,0 +1,414 @@
+/*
+ * faultsim.h -- keel's fault simulator.  Floor 1: it uses engine/io.h and
+ * nothing else of the engine.  This header is the manual.
+ *
+ * WHAT IT IS
+ *   Three small parts that a test harness (torture, tests/test_faultsim.c, a
+ *   future LD_PRELOAD library for other programs) puts together:
+ *
+ *   1. faultsim_cache -- a simulated VOLATILE CACHE.  The program under test
+ *      does real I/O on real files (so its reads and its read-only
+ *      MAP_SHARED mappings see the data, as they would see a page cache), and
+ *      the cache records, in memory that outlives a SIGKILL of the writer,
+ *      everything a power cut could still undo: every write, truncate and
+ *      extension of a file since that file's last sync (with the pre-image of
+ *      the bytes it overwrote), and every create, rename and unlink since its
+ *      directory's last sync.  After the writer is dead, faultsim_cache_crash
+ *      rewrites the files on disk into one post-crash state under a device
+ *      model, deterministically under a seed.  The cache knows nothing of
+ *      keel_io: it is driven through begin/end calls around each real system
+ *      call, so any interposer can drive it.
+ *   2. faultsim_faults -- failures on demand ("fdatasync:EIO:nth=3"), parsed
+ *      from text, decided deterministically under a seed, counted in shared
+ *      memory so the parent can check that a fault really fired.
+ *   3. faultsim_io -- a keel_io backend (engine/io.h) that performs plain
+ *      POSIX calls, records them in a cache, injects the faults (its own
+ *      specs and the libfiu points keel/faultsim/<op>), and applies an fsync
+ *      failure profile (ext4, xfs, btrfs) when a sync fails.
+ *
+ * CALLING SEQUENCE (a harness that kills and power-cuts a writer)
+ *     faultsim_cache *cache;  faultsim_faults *faults;  faultsim_io *fio;
+ *     faultsim_cache_create(0, &cache);          // before fork: MAP_SHARED
+ *     faultsim_faults_create(seed, &faults);
+ *     faultsim_faults_add(faults, "fdatasync:EIO:nth=3", err, sizeof err);
+ *     faultsim_io_options o = { cache, faults, FAULTSIM_PROFILE_EXT4 };
+ *     faultsim_io_new(&o, &fio);
+ *     pid = fork();
+ *     child:  keel_options ko = { .io = faultsim_io_table(fio) };
+ *             keel_open(path, &ko, &db); ... writes ...; (gets SIGKILLed)
+ *     parent: kill(pid, SIGKILL); waitpid(pid, ...);
+ *             faultsim_crash_options co = { FAULTSIM_DEVICE_TORN, 512, seed };
+ *             faultsim_cache_crash(cache, &co, &report);   // the power cut
+ *             faultsim_faults_reset_counts(faults);        // per-writer nth
+ *             ... reopen, verify, next cycle ...
+ *
+ * WHAT A CRASH LEAVES (the guarantee the simulator itself gives)
+ *   - Bytes covered by a successful sync of their file are exactly as
+ *     written, in every device model.
+ *   - A write, truncate or extension not yet synced persists or not per the
+ *     device model (faultsim_device below).  One that was LOST to a failed
+ *     sync under the ext4/xfs profile never persists.
+ *   - A create, rename or unlink persists only when its directory (both
+ *     directories for a rename) was synced after it; otherwise it is undone:
+ *     a created file disappears, a renamed file goes back to its old name and
+ *     a file it replaced comes back, an unlinked file comes back with its
+ *     content.  This holds in every device model.
+ *   - UNLINK IS DEFERRED BY A HARD LINK: before an unlink (or a rename onto an
+ *     existing name) the cache hard-links the old file to a stash name
+ *     ".faultsim.<seq>.stash" in the same directory, so its content outlives
+ *     the unlink.  The stash is removed when the directory is synced (the
+ *     unlink is then durable) or renamed back at a crash.  The program sees
+ *     these names in a directory listing while they exist.
+ *
+ * THREADS AND PROCESSES
+ *   The cache and fault state live in MAP_SHARED anonymous memory made by
+ *   faultsim_cache_create / faultsim_faults_create; create them BEFORE fork.
+ *   Recording calls may come from any number of threads of ONE writer
+ *   process at a time (a process-shared mutex inside the cache).  The
+ *   parent calls faultsim_cache_crash, _forget or _writer_died only while no
+ *   writer is alive; they reinitialise that mutex, which a SIGKILLed writer
+ *   may have held.
+ *
+ * LIMITS (what the model does not see)
+ *   - Changes made behind its back: a file written, truncated, renamed or
+ *     removed other than through the recording calls.  Removing a tracked
+ *     file that way and creating another (which may reuse the inode) while
+ *     records remain mixes the two; crash or forget first.
+ *   - Writes through a writable mapping; mkdir/rmdir; hard links made by the
+ *     program; O_TRUNC opens (keel_io has none).
+ *   - Page granularity after a failed sync (see sync.c: a LOST write stays
+ *     lost even if its page is written and synced again).
+ *
+ * ERRORS
+ *   Every int function returns 0 (or a count) on success and a NEGATIVE
+ *   ERRNO on failure, like engine/io.h.  When the cache's fixed capacity is
+ *   full a recording call fails with -ENOBUFS before the real call is made
+ *   (so the record stays exact), and faultsim_cache_overflowed() turns
+ *   true for good: a harness must report that as a set-up error (raise the
+ *   capacity), never as a finding.
+ */
+#ifndef KEEL_FAULTSIM_H
+#define KEEL_FAULTSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================
+ * 1. The volatile cache
+ * ====================================================================== */
+
+typedef struct faultsim_cache faultsim_cache;
+
+#define FAULTSIM_CACHE_DEFAULT (64u << 20) /* record bytes when 0 is given  */
+#define FAULTSIM_MAX_FILES 256             /* files one cache can track     */
+#define FAULTSIM_PATH_MAX 1024             /* longest absolute path tracked */
+
+/*
+ * faultsim_cache_create - map a shared cache able to hold CAPACITY bytes of
+ * records (0 = FAULTSIM_CACHE_DEFAULT; 4 KiB up to 16 GiB).  Twice that is
+ * mapped: when one half fills up, the records a crash still needs are
+ * copied to the other (pages are only touched when used).  A write record
+ * costs 80 bytes plus twice the bytes written (pre-image and new bytes);
+ * a record is needed until its file is synced (and every earlier record of
+ * that file is durable), a namespace record until its directory is.
+ * Returns 0 and *OUT, or -EINVAL, -ENOMEM.
+ */
+int faultsim_cache_create(size_t capacity, faultsim_cache **out);
+/* Unmaps the cache.  NULL is a no-op. */
+void faultsim_cache_destroy(faultsim_cache *c);
+
+/* True once a recording call failed for lack of room (sticky until
+ * faultsim_cache_crash or faultsim_cache_forget). */
+int faultsim_cache_overflowed(const faultsim_cache *c);
+
+/* Bytes of records held now, and the most ever held (for sizing). */
+size_t faultsim_cache_used(const faultsim_cache *c);
+size_t faultsim_cache_peak(const faultsim_cache *c);
+
+/*
+ * faultsim_cache_abspath - the absolute form of PATH that the cache keys
+ * files and directories by: the directory part resolved with realpath(3),
+ * then "/" and the last component.  The directory must exist.  Returns 0, or
+ * -EISDIR (PATH ends in '/'), -ENAMETOOLONG, or the errno of realpath.
+ */
+int faultsim_cache_abspath(const char *path, char *out, size_t outlen);
+
+/*
+ * faultsim_cache_track - the writer opened ABSPATH as FD (writable): find or
+ * add its file (keyed by device and inode).  Returns the file id (>= 0) to
+ * pass to the data calls below, or -ENOBUFS (more than FAULTSIM_MAX_FILES),
+ * -ENAMETOOLONG, or the errno of fstat.
+ */
+int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath);
+
+/*
+ * Data calls.  Each _begin records the change BEFORE the real call is made
+ * (capturing the pre-image with pread on FD) and holds the cache's lock; the
+ * caller then makes the real call and passes its result (a byte count or a
+ * negative errno) to _end, which trims or voids the record and unlocks.  A
+ * writer killed between the two leaves a record of a call that may or may
+ * not have happened, which is what a power cut during that call allows.
+ * On a _begin failure (negative return) the lock is not held, nothing was
+ * recorded, and the real call must not be made.
+ */
+typedef struct faultsim_ticket {
+	faultsim_cache *cache; /* NULL when nothing is held                 */
+	uint64_t rec;          /* byte position of the record in the cache  */
+} faultsim_ticket;
+
+int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
+                               const void *buf, size_t len, uint64_t off,
+                               faultsim_ticket *t);
+void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result);
+/* ftruncate(FD, LEN) */
+int faultsim_cache_truncate_begin(faultsim_cache *c, int file, int fd,
+                                  uint64_t len, faultsim_ticket *t);
+/* fallocate(FD, 0, OFF, LEN): the size grows to cover [OFF, OFF+LEN) */
+int faultsim_cache_extend_begin(faultsim_cache *c, int file, int fd,
+                                uint64_t off, uint64_t len,
+                                faultsim_ticket *t);
+/* ends a truncate or extend: RESULT is 0 or a negative errno */
+void faultsim_cache_change_end(faultsim_ticket *t, int result);
+
+/* What the cache does with a file's unsynced records when its sync fails. */
+typedef enum faultsim_profile {
+	FAULTSIM_PROFILE_EXT4 = 0, /* pages marked clean: records become LOST
+	                              (reads still see them, no crash keeps
+	                              them); the error is reported once        */
+	FAULTSIM_PROFILE_XFS = 1,  /* as ext4                                   */
+	FAULTSIM_PROFILE_BTRFS = 2,/* reverted: the file's unsynced bytes go
+	                              back to their pre-image at once           */
+	FAULTSIM_PROFILE_KEEP = 3, /* idealised: records stay dirty, a later
+	                              successful sync makes them durable        */
+} faultsim_profile;
+
+/*
+ * Syncs.  faultsim_cache_sync_begin returns a mark; call the real fsync or
+ * fdatasync WITHOUT holding anything, then faultsim_cache_sync_end with its
+ * result.  On success every record of FILE made before the mark is durable;
+ * on failure PROFILE decides what happens to them.  Records made while the
+ * sync ran are left unsynced (the real sync may or may not cover them).
+ */
+uint64_t faultsim_cache_sync_begin(faultsim_cache *c);
+void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
+                             int result, faultsim_profile profile);
+
+/*
+ * Namespace calls, on absolute paths (faultsim_cache_abspath).  As the data
+ * calls: _begin records (and for unlink, or a rename onto an existing name,
+ * makes the stash link), the caller makes the real call, _end gets its
+ * result (0 or a negative errno).
+ */
+int faultsim_cache_create_begin(faultsim_cache *c, const char *abspath,
+                                faultsim_ticket *t);
+int faultsim_cache_rename_begin(faultsim_cache *c, const char *absfrom,
+                                const char *absto, faultsim_ticket *t);
+int faultsim_cache_unlink_begin(faultsim_cache *c, const char *abspath,
+                                faultsim_ticket *t);
+void faultsim_cache_namespace_end(faultsim_ticket *t, int result);
+
+/* fsync of directory ABSDIR: as the file syncs.  On success every create,
+ * rename and unlink in ABSDIR made before the mark is durable (a rename
+ * needs both of its directories) and its stash file is removed. */
+uint64_t faultsim_cache_dir_sync_begin(faultsim_cache *c);
+void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
+                                 uint64_t mark, int result);
+
+/* ---- the crash ---------------------------------------------------------- */
+
+/*
+ * Device models: what becomes of each write that was not synced.
+ *   ORDERED  the device writes back in issue order: a random prefix of the
+ *            unsynced writes (over all files) persists, the suffix is lost.
+ *   REORDER  any subset persists: each write independently, 1 in 2.
+ *   TORN     each write independently is lost, persists whole, or is torn:
+ *            each of its SECTOR-aligned pieces persists or not, 1 in 2.
+ *   GARBAGE  as TORN; in addition, 1 in 2 unsynced writes gets one sector
+ *            of its range filled with random bytes (only the bytes the write
+ *            covered: data synced before is never damaged).
+ * Truncates and extensions persist or not (1 in 2; in ORDERED by the prefix)
+ * and are never torn.  Namespace operations follow the directory rule above
+ * in every model.
+ */
+typedef enum faultsim_device {
+	FAULTSIM_DEVICE_ORDERED = 0,
+	FAULTSIM_DEVICE_REORDER = 1,
+	FAULTSIM_DEVICE_TORN = 2,
+	FAULTSIM_DEVICE_GARBAGE = 3,
+} faultsim_device;
+
+typedef struct faultsim_crash_options {
+	faultsim_device device;
+	unsigned sector;  /* 512 or 4096; 0 = 512                               */
+	uint64_t seed;    /* the same seed and records give the same files      */
+} faultsim_crash_options;
+
+typedef struct faultsim_crash_report {
+	uint64_t durable;      /* synced records replayed as written             */
+	uint64_t kept;         /* unsynced records that persisted whole          */
+	uint64_t lost;         /* unsynced records that did not persist at all   */
+	uint64_t torn;         /* unsynced writes that persisted in part         */
+	uint64_t garbage;      /* sectors filled with random bytes               */
+	uint64_t lost_failed;  /* records LOST to a failed sync, dropped         */
+	uint64_t ns_undone;    /* creates/renames/unlinks undone                 */
+	uint64_t ns_durable;   /* those kept because their directory was synced  */
+	uint64_t files;        /* files rewritten                                */
+	uint64_t errors;       /* steps that could not be carried out            */
+	int overflowed;        /* the cache filled up during the run (see above) */
+	char first_error[160]; /* the first such step, in words ("" if none)     */
+} faultsim_crash_report;
+
+/*
+ * faultsim_cache_crash - the power cut.  Call in the parent after the
+ * writer is dead.  Rewrites every tracked file (at its current name, found
+ * by inode) into its post-crash content, then undoes the namespace
+ * operations that were not durable, newest first.  Afterwards the cache is
+ * empty and ready for the next writer.  OPT may be NULL (ORDERED, 512, 0);
+ * REPORT may be NULL.  Returns 0 when every step was carried out, -EINVAL
+ * (bad options; nothing touched), or -EIO when some step failed (details in
+ * the report; the remaining steps were still carried out).
+ */
+int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
+                         faultsim_crash_report *report);
+
+/* faultsim_cache_forget - treat everything recorded as durable (as after a
+ * clean shutdown and sync(1)) and empty the cache; removes stash files. */
+void faultsim_cache_forget(faultsim_cache *c);
+
+/* faultsim_cache_writer_died - the writer was killed but the machine did not
+ * lose power: keep every record (the page cache survives, so a later crash
+ * can still undo them) and make the cache usable by the next writer. */
+void faultsim_cache_writer_died(faultsim_cache *c);
+
+/*
+ * faultsim_cache_evict_lost - the writer was killed, the machine kept
+ * running, and the kernel evicted the pages a failed sync had marked clean
+ * (ext4/xfs): every LOST record is undone on disk now, so the next reader
+ * sees what the disk holds; every other record stays as the page cache has
+ * it and stays undoable.  Includes faultsim_cache_writer_died.  Without
+ * this, a process-kill-only run never notices data lost to a failed sync.
+ */
+void faultsim_cache_evict_lost(faultsim_cache *c);
+
+int faultsim_device_parse(const char *name, faultsim_device *out);
+int faultsim_profile_parse(const char *name, faultsim_profile *out);
+const char *faultsim_device_name(faultsim_device d);
+const char *faultsim_profile_name(faultsim_profile p);
+
+/* ======================================================================
+ * 2. Faults on demand
+ * ====================================================================== */
+
+/* The operations a fault can target (also the libfiu point suffixes). */
+typedef enum faultsim_op {
+	FAULTSIM_OP_OPEN = 0,
+	FAULTSIM_OP_PREAD,
+	FAULTSIM_OP_PWRITE,
+	FAULTSIM_OP_FDATASYNC,
+	FAULTSIM_OP_FSYNC,
+	FAULTSIM_OP_FTRUNCATE,
+	FAULTSIM_OP_FALLOCATE,
+	FAULTSIM_OP_FSTAT,
+	FAULTSIM_OP_RENAME,
+	FAULTSIM_OP_UNLINK,
+	FAULTSIM_OP_FSYNC_DIR,
+	FAULTSIM_OP_MMAP,
+	FAULTSIM_OP_LOCK,
+	FAULTSIM_OP_COUNT
+} faultsim_op;
+
+#define FAULTSIM_MAX_SPECS 16
+#define FAULTSIM_SHORT 1000000 /* "errno" meaning: a short transfer (half) */
+
+typedef struct faultsim_faults faultsim_faults;
+
+/* faultsim_faults_create - shared fault state with no specs; SEED makes
+ * every probabilistic decision reproducible.  Returns 0, -ENOMEM. */
+int faultsim_faults_create(uint64_t seed, faultsim_faults **out);
+void faultsim_faults_destroy(faultsim_faults *f);
+
+/*
+ * faultsim_faults_add - parse and add one spec:
+ *     OP:ERROR[:TRIGGER]
+ *   OP       open pread pwrite fdatasync fsync ftruncate fallocate fstat
+ *            rename unlink fsync_dir mmap lock   ("sync" = fdatasync+fsync)
+ *   ERROR    EIO ENOSPC EDQUOT EROFS EFBIG ENOMEM EACCES EAGAIN, or "short"
+ *            (pread/pwrite only: half the bytes are transferred)
+ *   TRIGGER  p=PROB    each call fails with probability PROB (0 < PROB <= 1)
+ *            nth=N     exactly the Nth call fails (N >= 1), once
+ *            from=N    the Nth call and every later one fail
+ *            (default: p=0.1)
+ * Each spec counts the calls of its OP (nth=N is its Nth call) from
+ * faultsim_faults_create or the last faultsim_faults_reset_counts.  On a malformed spec returns -EINVAL and
+ * writes a one-line reason ("unknown operation 'fdatsync'") to ERR (ERRLEN
+ * bytes; ERR may be NULL); -ENOSPC when FAULTSIM_MAX_SPECS are set.
+ * Must be called before the writer is forked.
+ */
+int faultsim_faults_add(faultsim_faults *f, const char *spec, char *err,
+                        size_t errlen);
+
+/*
+ * faultsim_faults_check - count one call of OP and decide.  Returns 0 (no
+ * fault) or the fault: a negative errno, or FAULTSIM_SHORT.
+ */
+int faultsim_faults_check(faultsim_faults *f, faultsim_op op);
+
+/* Calls of OP counted, and times spec number INDEX (in order of _add) fired. */
+uint64_t faultsim_faults_calls(const faultsim_faults *f, faultsim_op op);
+uint64_t faultsim_faults_fired(const faultsim_faults *f, int index);
+/* Zero the call counts (per-writer nth) and fired counts; specs stay. */
+void faultsim_faults_reset_counts(faultsim_faults *f);
+
+/*
+ * Crash points for enumeration.  Every state-changing call through a
+ * faultsim_io (open, pwrite, fdatasync, fsync, ftruncate, fallocate,
+ * rename, unlink, fsync_dir) is counted by faultsim_faults_step; with
+ * faultsim_faults_kill_after(f, N), N >= 1, the writer SIGKILLs itself
+ * just before its (N+1)th such call, i.e. right after the Nth.  N = 0 turns
+ * it off.  faultsim_faults_steps says how many were counted (run once
+ * without a kill to learn a workload's length).  reset_counts zeroes it.
+ */
+void faultsim_faults_kill_after(faultsim_faults *f, uint64_t n);
+uint64_t faultsim_faults_steps(const faultsim_faults *f);
+void faultsim_faults_step(faultsim_faults *f);
+
+const char *faultsim_op_name(faultsim_op op);
+
+/* ======================================================================
+ * 3. The keel_io backend
+ * ====================================================================== */
+
+typedef struct faultsim_io faultsim_io;
+
+typedef struct faultsim_io_options {
+	faultsim_cache *cache;     /* required                                 */
+	faultsim_faults *faults;   /* may be NULL: no spec faults, no kill     */
+	faultsim_profile profile;  /* what a failed sync does (0 = ext4)       */
+} faultsim_io_options;
+
+/*
+ * faultsim_io_new - a backend over OPT's cache and faults.  Create it
+ * before fork with the cache.  Its calls are plain POSIX calls (flags as
+ * engine/io.h), recorded in the cache; before each one the libfiu point
+ * keel/faultsim/<op> and then the specs are checked, and a fault makes the
+ * call fail without touching the file (a libfiu failinfo is the errno to
+ * report, 0 = EIO; -1 on pread/pwrite = a short transfer of half).  A
+ * failed fdatasync/fsync, injected or real, goes through the profile.
+ * Returns 0 and *OUT, -EINVAL, -ENOMEM.
+ */
+int faultsim_io_new(const faultsim_io_options *opt, faultsim_io **out);
+void faultsim_io_free(faultsim_io *fio);
+/* The table to put in keel_options.io; valid until faultsim_io_free. */
+const keel_io *faultsim_io_table(faultsim_io *fio);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KEEL_FAULTSIM_H */

@@ -1,0 +1,207 @@
+/*
+ * sync.c -- what a sync does to the record: a successful fsync/fdatasync
+ * makes a file's earlier records durable, a failed one follows the fsync
+ * profile (the kernel's behaviour after writeback fails), and a directory
+ * sync makes the namespace operations in it durable.
+ *
+ * The profiles follow what CuttleFS (Rebello et al., ATC 2020) found Linux
+ * does after a failed fsync:
+ *   ext4, xfs  the dirty pages are marked clean and the error is reported
+ *              once: a retried fsync "succeeds" but the data never reached
+ *              the disk.  Here: the records become LOST (reads still see the
+ *              bytes; no crash keeps them).
+ *   btrfs      the pages are reverted to the on-disk state: here the file's
+ *              unsynced bytes are put back to their pre-image at once.
+ * The model is kept simple: a LOST write stays lost even if a later write to
+ * the same page is synced (the kernel would write the whole page again).
+ * That is the harsher choice; a program that stops at the first failed sync,
+ * as keel does, sees no difference.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+
+uint64_t faultsim_cache_sync_begin(faultsim_cache *c)
+{
+	/* Under the lock: every record below the mark has had its real call
+	 * made (the _begin/_end pair holds the lock across it). */
+	pthread_mutex_lock(&c->lock);
+	uint64_t mark = c->next_seq;
+	pthread_mutex_unlock(&c->lock);
+	return mark;
+}
+
+/* Sets every unsynced data record of FILE below MARK to STATE. */
+static void mark_file(faultsim_cache *c, int file, uint64_t mark, uint8_t state)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t next = SCAN_NONE;
+
+	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_is_data(r) && r->file == file &&
+		    rec_state(r) == ST_UNSYNCED) {
+			if (r->seq < mark)
+				rec_set_state(r, state);
+			else if (next == SCAN_NONE)
+				next = pos; /* made while the sync ran */
+		}
+		pos += r->size;
+	}
+	c->files[file].scan_from = next;
+}
+
+static int write_zeros(int fd, uint64_t off, uint64_t len)
+{
+	static const unsigned char zeros[4096];
+	while (len > 0) {
+		uint64_t n = len < sizeof zeros ? len : sizeof zeros;
+		int rc = faultsim_write_exact(fd, zeros, n, off);
+		if (rc < 0)
+			return rc;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * btrfs: put one unsynced record back.  The file SIZE is never shrunk here,
+ * because the writer may have the grown part mapped (a shrink would turn its
+ * reads into SIGBUS); bytes past the old size become zeros and the record
+ * turns into a size-only EXTEND that stays unsynced.
+ */
+static void revert_one(int fd, fs_rec *r)
+{
+	if (r->kind == REC_WRITE) {
+		uint64_t end = r->off + r->len;
+		if (faultsim_write_exact(fd, rec_pre(r), r->pre_len, r->off) < 0)
+			return;
+		if (end > r->old_size) {
+			uint64_t z = r->off > r->old_size ? r->off : r->old_size;
+			if (write_zeros(fd, z, end - z) < 0)
+				return;
+			r->new_size = end;
+			__atomic_store_n(&r->kind, REC_EXTEND, __ATOMIC_RELEASE);
+			return;
+		}
+		rec_set_state(r, ST_VOID);
+	} else if (r->kind == REC_TRUNCATE && r->new_size <= r->old_size) {
+		if (faultsim_undo_data(fd, r) == 0)
+			rec_set_state(r, ST_VOID);
+	}
+	/* an extension only changed the size: it stays, unsynced */
+}
+
+/* btrfs: revert FILE's unsynced records below MARK, newest first. */
+static void revert_file(faultsim_cache *c, int file, uint64_t mark)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t *list = NULL, n = 0, cap = 0;
+	int fd = faultsim_file_open(c, file);
+
+	if (fd < 0)
+		return; /* nothing to revert on: the records stay unsynced */
+	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_is_data(r) && r->file == file && r->seq < mark &&
+		    rec_state(r) == ST_UNSYNCED) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				uint64_t *l = realloc(list, cap * sizeof *l);
+				if (!l)
+					goto out_free;
+				list = l;
+			}
+			list[n++] = pos;
+		}
+		pos += r->size;
+	}
+	while (n > 0)
+		revert_one(fd, rec_at(c, list[--n]));
+out_free:
+	free(list);
+	close(fd);
+}
+
+void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
+                             int result, faultsim_profile profile)
+{
+	if (!faultsim_file_at(c, file))
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (result >= 0)
+		mark_file(c, file, mark, ST_SYNCED);
+	else if (profile == FAULTSIM_PROFILE_EXT4 ||
+	         profile == FAULTSIM_PROFILE_XFS)
+		mark_file(c, file, mark, ST_LOST);
+	else if (profile == FAULTSIM_PROFILE_BTRFS)
+		revert_file(c, file, mark);
+	faultsim_rec_reclaim(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- directories ----------------------------------------------------------- */
+
+uint64_t faultsim_cache_dir_sync_begin(faultsim_cache *c)
+{
+	return faultsim_cache_sync_begin(c);
+}
+
+/* Is PATH's directory part exactly DIR? */
+static int in_dir(const char *path, const char *dir)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	size_t dlen = (size_t)(slash - path);
+	if (dlen == 0)
+		return strcmp(dir, "/") == 0;
+	return strlen(dir) == dlen && memcmp(path, dir, dlen) == 0;
+}
+
+/* A namespace record became durable: its stash (the replaced or unlinked
+ * file's last name) is garbage now, and that file is gone for good. */
+static void settle(faultsim_cache *c, fs_rec *r)
+{
+	const char *stash = rec_path(r, 2);
+	rec_set_state(r, ST_SYNCED);
+	if (!*stash)
+		return;
+	for (uint32_t i = 0; i < c->nfiles; i++) {
+		fs_file *f = &c->files[i];
+		if (!f->gone && strcmp(faultsim_file_path(f), stash) == 0)
+			f->gone = 1;
+	}
+	unlink(stash);
+}
+
+void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
+                                 uint64_t mark, int result)
+{
+	char dir[PATH_MAX];
+
+	if (result < 0 || !realpath(absdir, dir))
+		return; /* a failed directory sync makes nothing durable */
+	pthread_mutex_lock(&c->lock);
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (rec_is_data(r) || r->seq >= mark ||
+		    rec_state(r) != ST_UNSYNCED)
+			continue;
+		if (in_dir(rec_path(r, 0), dir))
+			r->dirsync |= DIRSYNC_A;
+		if (r->kind == REC_RENAME && in_dir(rec_path(r, 1), dir))
+			r->dirsync |= DIRSYNC_B;
+		if (r->dirsync == (DIRSYNC_A | DIRSYNC_B))
+			settle(c, r);
+	}
+	faultsim_rec_reclaim(c);
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,907 @@
+/*
+ * test_faultsim.c -- the fault simulator: device models, namespace undo,
+ * fsync profiles, fault specs, libfiu points, and a record that survives a
+ * SIGKILLed writer.  Every case drives the keel_io table the engine would
+ * get, then checks the files on disk byte for byte.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fiu-control.h>
+#include <fiu.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "faultsim.h"
+
+#define FSZ 16384 /* the model workload's largest file */
+
+typedef struct fx {
+	char dir[64];
+	char path[128]; /* dir/f, the workload's file */
+	faultsim_cache *cache;
+	faultsim_faults *faults;
+	faultsim_io *fio;
+	const keel_io *io;
+} fx;
+
+/* ---- fixture and helpers ------------------------------------------------- */
+
+static void fx_profile(fx *x, faultsim_profile p)
+{
+	faultsim_io_options o = { x->cache, x->faults, p };
+	faultsim_io_free(x->fio);
+	assert_int_equal(faultsim_io_new(&o, &x->fio), 0);
+	x->io = faultsim_io_table(x->fio);
+}
+
+static int fx_setup(void **state)
+{
+	fx *x = calloc(1, sizeof *x);
+	snprintf(x->dir, sizeof x->dir, "/tmp/keel-faultsim.XXXXXX");
+	if (!x || !mkdtemp(x->dir))
+		return -1;
+	snprintf(x->path, sizeof x->path, "%s/f", x->dir);
+	if (faultsim_cache_create(1u << 20, &x->cache) != 0 ||
+	    faultsim_faults_create(42, &x->faults) != 0)
+		return -1;
+	fx_profile(x, FAULTSIM_PROFILE_EXT4);
+	*state = x;
+	return 0;
+}
+
+static void rm_dir_contents(const char *dir)
+{
+	char p[512];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+static int fx_teardown(void **state)
+{
+	fx *x = *state;
+	rm_dir_contents(x->dir);
+	rmdir(x->dir);
+	faultsim_io_free(x->fio);
+	faultsim_faults_destroy(x->faults);
+	faultsim_cache_destroy(x->cache);
+	free(x);
+	return 0;
+}
+
+static int xopen(fx *x, const char *name, int flags)
+{
+	char p[160];
+	snprintf(p, sizeof p, "%s/%s", x->dir, name);
+	int fd = x->io->open(x->io->ctx, p, flags, 0644);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void fill(fx *x, int fd, char c, size_t len, uint64_t off)
+{
+	static unsigned char buf[FSZ];
+	memset(buf, c, len);
+	assert_int_equal(x->io->pwrite(x->io->ctx, fd, buf, len, off),
+	                 (ssize_t)len);
+}
+
+static void xsync(fx *x, int fd)
+{
+	assert_int_equal(x->io->fdatasync(x->io->ctx, fd), 0);
+}
+
+static void xsync_dir(fx *x)
+{
+	assert_int_equal(x->io->fsync_dir(x->io->ctx, x->dir), 0);
+}
+
+/* Reads DIR/NAME into BUF; returns its size, or -1 when it does not exist. */
+static long slurp(fx *x, const char *name, unsigned char *buf, size_t cap)
+{
+	char p[160];
+	snprintf(p, sizeof p, "%s/%s", x->dir, name);
+	int fd = open(p, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, buf, cap, 0);
+	close(fd);
+	return (long)n;
+}
+
+/* Names in the directory, sorted, space separated ("" when empty). */
+static void listing(fx *x, char *out, size_t cap)
+{
+	struct dirent **v;
+	int n = scandir(x->dir, &v, NULL, alphasort);
+	out[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (v[i]->d_name[0] != '.' || strncmp(v[i]->d_name, ".f", 2) == 0)
+			snprintf(out + strlen(out), cap - strlen(out), "%s%s",
+			         *out ? " " : "", v[i]->d_name);
+		free(v[i]);
+	}
+	free(v);
+}
+
+static void crash(fx *x, faultsim_device d, unsigned sector, uint64_t seed,
+                  faultsim_crash_report *rep)
+{
+	faultsim_crash_options o = { d, sector, seed };
+	assert_int_equal(faultsim_cache_crash(x->cache, &o, rep), 0);
+	assert_int_equal(rep->errors, 0);
+}
+
+/* ---- the device models -----------------------------------------------------
+ * The workload: A = 4096 'a' at 0, synced with its directory (durable); then
+ * unsynced: B = 8192 'b' at 4096, C = 4096 'c' at 12288, D = 1024 'd' at 1024
+ * (over durable data, so its pre-image matters).  Issue order B, C, D.
+ */
+static void model_workload(fx *x)
+{
+	unlink(x->path);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'a', 4096, 0);
+	xsync(x, fd);
+	xsync_dir(x);
+	fill(x, fd, 'b', 8192, 4096);
+	fill(x, fd, 'c', 4096, 12288);
+	fill(x, fd, 'd', 1024, 1024);
+	assert_int_equal(x->io->close(x->io->ctx, fd), 0);
+}
+
+/* The file when the writes in MASK (1 = B, 2 = C, 4 = D) persisted whole. */
+static long expect(unsigned mask, unsigned char *buf)
+{
+	long size = 4096;
+	memset(buf, 0, FSZ);
+	memset(buf, 'a', 4096);
+	if (mask & 1) {
+		memset(buf + 4096, 'b', 8192);
+		size = 12288;
+	}
+	if (mask & 2) {
+		memset(buf + 12288, 'c', 4096);
+		size = FSZ;
+	}
+	if (mask & 4)
+		memset(buf + 1024, 'd', 1024);
+	return size;
+}
+
+/* Which whole-write state the file is in, or -1. */
+static int match_mask(const unsigned char *got, long size)
+{
+	unsigned char want[FSZ];
+	for (unsigned m = 0; m < 8; m++)
+		if (expect(m, want) == size && memcmp(want, got, (size_t)size) == 0)
+			return (int)m;
+	return -1;
+}
+
+static void test_ordered_keeps_a_prefix(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ + 1];
+	int seen[8] = { 0 };
+	faultsim_crash_report rep;
+
+	for (uint64_t seed = 0; seed < 48; seed++) {
+		model_workload(x);
+		crash(x, FAULTSIM_DEVICE_ORDERED, 512, seed, &rep);
+		int m = match_mask(got, slurp(x, "f", got, sizeof got));
+		/* only the prefixes {}, {B}, {B,C}, {B,C,D} are allowed */
+		assert_true(m == 0 || m == 1 || m == 3 || m == 7);
+		assert_int_equal(rep.kept + rep.lost, 3);
+		assert_int_equal(rep.torn + rep.garbage, 0);
+		seen[m] = 1;
+	}
+	assert_true(seen[0] && seen[1] && seen[3] && seen[7]);
+}
+
+static void test_reorder_keeps_any_subset(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ + 1];
+	int seen[8] = { 0 };
+	faultsim_crash_report rep;
+
+	for (uint64_t seed = 0; seed < 64; seed++) {
+		model_workload(x);
+		crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+		int m = match_mask(got, slurp(x, "f", got, sizeof got));
+		assert_true(m >= 0);
+		seen[m] = 1;
+	}
+	for (int m = 0; m < 8; m++)
+		assert_true(seen[m]); /* including C without B: a hole of zeros */
+}
+
+/* For TORN and GARBAGE: every SECTOR-sized piece of each write holds either
+ * its new bytes or what was there before; counts pieces that hold neither
+ * (at most one per write) and writes that persisted in part. */
+static void check_pieces(const unsigned char *got, long size, unsigned sector,
+                         int *garbage, int *mixed)
+{
+	static const struct {
+		uint64_t off, len;
+		unsigned char now, before;
+	} w[3] = { { 4096, 8192, 'b', 0 }, { 12288, 4096, 'c', 0 },
+		   { 1024, 1024, 'd', 'a' } };
+
+	assert_true(size >= 4096 && size <= FSZ && size % sector == 0);
+	for (uint64_t i = 0; i < 1024; i++) /* durable bytes outside D */
+		assert_true(got[i] == 'a' && got[2048 + i] == 'a' &&
+		            got[3072 + i] == 'a');
+	for (int k = 0; k < 3; k++) {
+		int news = 0, olds = 0, bad = 0;
+		for (uint64_t at = w[k].off; at < w[k].off + w[k].len &&
+		                             at < (uint64_t)size; at += sector) {
+			uint64_t n = sector < w[k].len ? sector : w[k].len, j;
+			for (j = 0; j < n && got[at + j] == w[k].now; j++)
+				;
+			if (j == n) {
+				news++;
+				continue;
+			}
+			for (j = 0; j < n && got[at + j] == w[k].before; j++)
+				;
+			if (j == n)
+				olds++;
+			else
+				bad++;
+		}
+		assert_true(bad <= 1);
+		*garbage += bad;
+		*mixed += news && olds;
+	}
+}
+
+static void run_pieces(fx *x, faultsim_device d, unsigned sector,
+                       int *garbage, int *mixed)
+{
+	unsigned char got[FSZ + 1];
+	faultsim_crash_report rep;
+
+	for (uint64_t seed = 0; seed < 64; seed++) {
+		model_workload(x);
+		crash(x, d, sector, seed, &rep);
+		int g = 0;
+		check_pieces(got, slurp(x, "f", got, sizeof got), sector, &g,
+		             mixed);
+		assert_int_equal((uint64_t)g <= rep.garbage, 1);
+		*garbage += g;
+	}
+}
+
+static void test_torn_persists_whole_sectors(void **state)
+{
+	fx *x = *state;
+	int garbage = 0, mixed = 0;
+
+	run_pieces(x, FAULTSIM_DEVICE_TORN, 512, &garbage, &mixed);
+	assert_int_equal(garbage, 0);
+	assert_true(mixed > 0); /* some write really was torn */
+	mixed = 0;
+	run_pieces(x, FAULTSIM_DEVICE_TORN, 4096, &garbage, &mixed);
+	assert_int_equal(garbage, 0);
+	assert_true(mixed > 0); /* B spans two 4 KiB sectors */
+}
+
+static void test_garbage_fills_one_sector(void **state)
+{
+	fx *x = *state;
+	int garbage = 0, mixed = 0;
+
+	run_pieces(x, FAULTSIM_DEVICE_GARBAGE, 512, &garbage, &mixed);
+	assert_true(garbage > 0);
+}
+
+static void test_same_seed_same_files(void **state)
+{
+	fx *x = *state;
+	unsigned char a[FSZ + 1], b[FSZ + 1];
+	faultsim_crash_report rep;
+	long na, nb;
+	int differ = 0;
+
+	for (uint64_t seed = 0; seed < 8; seed++) {
+		model_workload(x);
+		crash(x, FAULTSIM_DEVICE_GARBAGE, 512, seed, &rep);
+		na = slurp(x, "f", a, sizeof a);
+		model_workload(x);
+		crash(x, FAULTSIM_DEVICE_GARBAGE, 512, seed, &rep);
+		nb = slurp(x, "f", b, sizeof b);
+		assert_int_equal(na, nb);
+		assert_memory_equal(a, b, (size_t)na);
+		model_workload(x);
+		crash(x, FAULTSIM_DEVICE_GARBAGE, 512, seed + 1000, &rep);
+		nb = slurp(x, "f", b, sizeof b);
+		differ += na != nb || memcmp(a, b, (size_t)na) != 0;
+	}
+	assert_true(differ > 0);
+}
+
+/* ---- namespace operations ------------------------------------------------ */
+
+/* A durable file NAME holding LEN bytes of C. */
+static void durable_file(fx *x, const char *name, char c, size_t len)
+{
+	int fd = xopen(x, name, KEEL_IO_CREATE);
+	fill(x, fd, c, len, 0);
+	xsync(x, fd);
+	xsync_dir(x);
+	x->io->close(x->io->ctx, fd);
+}
+
+static void assert_file(fx *x, const char *name, char c, long len)
+{
+	unsigned char buf[FSZ + 1];
+	long n = slurp(x, name, buf, sizeof buf);
+	assert_int_equal(n, len);
+	for (long i = 0; i < n; i++)
+		assert_int_equal(buf[i], (unsigned char)c);
+}
+
+static void assert_listing(fx *x, const char *want)
+{
+	char got[512];
+	listing(x, got, sizeof got);
+	assert_string_equal(got, want);
+}
+
+static void test_create_needs_dir_sync(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	int fd = xopen(x, "new", KEEL_IO_CREATE);
+	fill(x, fd, 'n', 100, 0);
+	xsync(x, fd); /* the data is synced, the name is not */
+	x->io->close(x->io->ctx, fd);
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 1, &rep);
+	assert_int_equal(rep.ns_undone, 1);
+	assert_listing(x, "");
+
+	durable_file(x, "new", 'n', 100);
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 1, &rep);
+	assert_int_equal(rep.ns_undone, 0);
+	assert_file(x, "new", 'n', 100);
+}
+
+/* The atomic-replace pattern: write t, sync it, rename it over "cur". */
+static void replace_cur(fx *x, int sync_dir_after)
+{
+	durable_file(x, "cur", 'o', 300);
+	durable_file(x, "t", 'z', 200);
+	assert_int_equal(x->io->rename(x->io->ctx, "/nonexistent/a", "b"),
+	                 -ENOENT);
+	char from[160], to[160];
+	snprintf(from, sizeof from, "%s/t", x->dir);
+	snprintf(to, sizeof to, "%s/cur", x->dir);
+	assert_int_equal(x->io->rename(x->io->ctx, from, to), 0);
+	assert_file(x, "cur", 'z', 200); /* the program sees the new name */
+	if (sync_dir_after)
+		xsync_dir(x);
+}
+
+static void test_rename_undone_without_dir_sync(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	replace_cur(x, 0);
+	crash(x, FAULTSIM_DEVICE_REORDER, 512, 3, &rep);
+	assert_int_equal(rep.ns_undone, 1);
+	assert_listing(x, "cur t"); /* no stash left behind */
+	assert_file(x, "cur", 'o', 300);
+	assert_file(x, "t", 'z', 200);
+}
+
+static void test_rename_kept_with_dir_sync(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	replace_cur(x, 1);
+	assert_listing(x, "cur"); /* the stash went with the dir sync */
+	crash(x, FAULTSIM_DEVICE_REORDER, 512, 3, &rep);
+	assert_int_equal(rep.ns_undone, 0);
+	assert_listing(x, "cur");
+	assert_file(x, "cur", 'z', 200);
+}
+
+static void test_unlink_undone_without_dir_sync(void **state)
+{
+	fx *x = *state;
+	char p[160];
+	faultsim_crash_report rep;
+
+	durable_file(x, "u", 'u', 500);
+	snprintf(p, sizeof p, "%s/u", x->dir);
+	assert_int_equal(x->io->unlink(x->io->ctx, p), 0);
+	assert_int_equal(slurp(x, "u", NULL, 0), -1);
+	crash(x, FAULTSIM_DEVICE_TORN, 512, 5, &rep);
+	assert_listing(x, "u");
+	assert_file(x, "u", 'u', 500);
+
+	assert_int_equal(x->io->unlink(x->io->ctx, p), 0);
+	xsync_dir(x);
+	crash(x, FAULTSIM_DEVICE_TORN, 512, 5, &rep);
+	assert_listing(x, "");
+}
+
+/* An unsynced write to a file whose unlink is then undone comes back in the
+ * state the device model gives it, at its old name. */
+static void test_unlinked_file_content_follows_model(void **state)
+{
+	fx *x = *state;
+	char p[160];
+	faultsim_crash_report rep;
+
+	durable_file(x, "u", 'u', 512);
+	int fd = xopen(x, "u", 0);
+	fill(x, fd, 'w', 512, 0);
+	snprintf(p, sizeof p, "%s/u", x->dir);
+	assert_int_equal(x->io->unlink(x->io->ctx, p), 0);
+	fill(x, fd, 'v', 512, 512); /* to the unlinked inode */
+	x->io->close(x->io->ctx, fd);
+	/* ORDERED with one cut over two writes: {}, {w}, {w,v} */
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 0, &rep);
+	unsigned char buf[2048];
+	long n = slurp(x, "u", buf, sizeof buf);
+	assert_int_equal(rep.kept + rep.lost, 2);
+	if (rep.kept == 0)
+		assert_true(n == 512 && buf[0] == 'u');
+	else if (rep.kept == 1)
+		assert_true(n == 512 && buf[0] == 'w');
+	else
+		assert_true(n == 1024 && buf[0] == 'w' && buf[512] == 'v');
+}
+
+/* ---- fsync profiles ---------------------------------------------------------
+ * A durable 4096 'a'; then 100 'x' at 0 and 100 'y' at 4096 (growing the
+ * file); the next fdatasync fails (injected).
+ */
+static void failed_sync(fx *x, faultsim_profile p, unsigned char *seen)
+{
+	char err[128];
+	fx_profile(x, p);
+	unlink(x->path);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'a', 4096, 0);
+	xsync(x, fd);
+	xsync_dir(x);
+	fill(x, fd, 'x', 100, 0);
+	fill(x, fd, 'y', 100, 4096);
+	faultsim_faults_reset_counts(x->faults);
+	assert_int_equal(faultsim_faults_add(x->faults, "fdatasync:EIO:nth=1",
+	                                     err, sizeof err), 0);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, fd), -EIO);
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 1);
+	/* what the program reads right after the failure */
+	assert_int_equal(x->io->pread(x->io->ctx, fd, seen, 4196, 0), 4196);
+	xsync(x, fd); /* the retry "succeeds" (the spec fired once) */
+	x->io->close(x->io->ctx, fd);
+}
+
+static void test_profiles_after_failed_sync(void **state)
+{
+	static const faultsim_profile profiles[] = {
+		FAULTSIM_PROFILE_EXT4, FAULTSIM_PROFILE_XFS,
+		FAULTSIM_PROFILE_BTRFS, FAULTSIM_PROFILE_KEEP };
+	fx *x = *state;
+	unsigned char seen[4196], got[8192];
+	faultsim_crash_report rep;
+
+	for (int p = 0; p < 4; p++) {
+		for (int d = FAULTSIM_DEVICE_ORDERED; d <= FAULTSIM_DEVICE_GARBAGE;
+		     d++) {
+			/* a fresh fault state: one spec per round */
+			faultsim_faults_destroy(x->faults);
+			assert_int_equal(faultsim_faults_create(9, &x->faults), 0);
+			failed_sync(x, profiles[p], seen);
+			int btrfs = profiles[p] == FAULTSIM_PROFILE_BTRFS;
+			/* ext4/xfs/keep: reads still see the data; btrfs
+			 * reverted it (the size stays, the grown part is 0) */
+			assert_int_equal(seen[0], btrfs ? 'a' : 'x');
+			assert_int_equal(seen[4096], btrfs ? 0 : 'y');
+			crash(x, (faultsim_device)d, 512, 11, &rep);
+			long n = slurp(x, "f", got, sizeof got);
+			if (profiles[p] == FAULTSIM_PROFILE_KEEP) {
+				/* the retry made them durable */
+				assert_int_equal(n, 4196);
+				assert_true(got[0] == 'x' && got[4096] == 'y');
+				continue;
+			}
+			/* lost whatever the device model says */
+			assert_int_equal(got[0], 'a');
+			assert_int_equal(got[99], 'a');
+			assert_true(n == 4096 || (btrfs && n == 4196 &&
+			                          got[4096] == 0));
+			if (!btrfs)
+				assert_int_equal(rep.lost_failed, 2);
+		}
+	}
+}
+
+/* Without a power cut, ext4's clean-marked pages vanish when evicted: the
+ * file reads as the disk has it, later writes are untouched. */
+static void test_evict_lost_reverts_only_lost(void **state)
+{
+	fx *x = *state;
+	unsigned char seen[4196], got[8192];
+	faultsim_crash_report rep;
+
+	failed_sync(x, FAULTSIM_PROFILE_EXT4, seen);
+	int fd = xopen(x, "f", 0);
+	fill(x, fd, 'z', 10, 200); /* after the failure, unsynced */
+	x->io->close(x->io->ctx, fd);
+	assert_int_equal(slurp(x, "f", got, sizeof got), 4196);
+	assert_int_equal(got[0], 'x');
+	faultsim_cache_evict_lost(x->cache);
+	assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+	assert_true(got[0] == 'a' && got[99] == 'a' && got[200] == 'z');
+	/* the unsynced 'z' is still undoable by a power cut */
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 0, &rep);
+	assert_int_equal(rep.kept + rep.lost, 1);
+	assert_int_equal(rep.lost_failed, 0);
+	assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+	assert_int_equal(got[200], rep.kept ? 'z' : 'a');
+}
+
+/* ---- fault specs ------------------------------------------------------------- */
+
+static void test_spec_parser(void **state)
+{
+	fx *x = *state;
+	char err[160];
+	static const char *good[] = { "fdatasync:EIO", "pwrite:ENOSPC:p=0.5",
+		"pwrite:short:nth=3", "pread:EIO:from=2", "sync:eio:p=1",
+		"fsync_dir:EIO:nth=1", "pread:short" };
+	static const struct {
+		const char *spec, *says;
+	} badv[] = {
+		{ "fdatsync:EIO", "unknown operation 'fdatsync'" },
+		{ "fdatasync", "lacks ':ERROR'" },
+		{ "fdatasync:EBOGUS", "unknown error 'EBOGUS'" },
+		{ "fsync:short", "'short' applies to pread and pwrite" },
+		{ "pwrite:EIO:p=1.5", "bad probability 'p=1.5'" },
+		{ "pwrite:EIO:p=0", "bad probability" },
+		{ "pwrite:EIO:p=x", "bad probability" },
+		{ "pwrite:EIO:nth=0", "bad call number 'nth=0'" },
+		{ "pwrite:EIO:nth=-1", "bad call number" },
+		{ "pwrite:EIO:nth=3x", "bad call number" },
+		{ "pwrite:EIO:every=3", "unknown trigger 'every=3'" },
+	};
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		assert_int_equal(faultsim_faults_add(x->faults, good[i], err,
+		                                     sizeof err), 0);
+	for (size_t i = 0; i < sizeof badv / sizeof *badv; i++) {
+		err[0] = '\0';
+		assert_int_equal(faultsim_faults_add(x->faults, badv[i].spec,
+		                                     err, sizeof err), -EINVAL);
+		if (!strstr(err, badv[i].says))
+			fail_msg("'%s': got '%s'", badv[i].spec, err);
+	}
+	for (int i = 7; i < FAULTSIM_MAX_SPECS; i++)
+		assert_int_equal(faultsim_faults_add(x->faults, "lock:EIO",
+		                                     NULL, 0), 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "lock:EIO", err,
+	                                     sizeof err), -ENOSPC);
+	faultsim_device d;
+	faultsim_profile p;
+	assert_int_equal(faultsim_device_parse("torn", &d), 0);
+	assert_int_equal(d, FAULTSIM_DEVICE_TORN);
+	assert_int_equal(faultsim_device_parse("tron", &d), -EINVAL);
+	assert_int_equal(faultsim_profile_parse("btrfs", &p), 0);
+	assert_int_equal(p, FAULTSIM_PROFILE_BTRFS);
+	assert_int_equal(faultsim_profile_parse("zfs", &p), -EINVAL);
+}
+
+static void test_nth_fires_at_exactly_that_call(void **state)
+{
+	fx *x = *state;
+	assert_int_equal(faultsim_faults_add(x->faults, "fdatasync:ENOSPC:nth=3",
+	                                     NULL, 0), 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "fsync:EIO:from=2",
+	                                     NULL, 0), 0);
+	for (int i = 1; i <= 10; i++) {
+		assert_int_equal(faultsim_faults_check(x->faults,
+		                 FAULTSIM_OP_FDATASYNC), i == 3 ? -ENOSPC : 0);
+		assert_int_equal(faultsim_faults_check(x->faults,
+		                 FAULTSIM_OP_FSYNC), i >= 2 ? -EIO : 0);
+		assert_int_equal(faultsim_faults_check(x->faults,
+		                 FAULTSIM_OP_PWRITE), 0);
+	}
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 1);
+	assert_int_equal(faultsim_faults_fired(x->faults, 1), 9);
+	assert_int_equal(faultsim_faults_calls(x->faults, FAULTSIM_OP_PWRITE),
+	                 10);
+	faultsim_faults_reset_counts(x->faults);
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 0);
+	for (int i = 1; i <= 3; i++) /* counting restarts: fires again at 3 */
+		assert_int_equal(faultsim_faults_check(x->faults,
+		                 FAULTSIM_OP_FDATASYNC), i == 3 ? -ENOSPC : 0);
+}
+
+/* Which of 4000 calls fail for SEED with p=0.25, as a bitmap. */
+static int prob_run(uint64_t seed, unsigned char *hit)
+{
+	faultsim_faults *f;
+	int n = 0;
+	assert_int_equal(faultsim_faults_create(seed, &f), 0);
+	assert_int_equal(faultsim_faults_add(f, "pread:EIO:p=0.25", NULL, 0), 0);
+	for (int i = 0; i < 4000; i++) {
+		hit[i] = faultsim_faults_check(f, FAULTSIM_OP_PREAD) == -EIO;
+		n += hit[i];
+	}
+	assert_int_equal(faultsim_faults_fired(f, 0), (uint64_t)n);
+	faultsim_faults_destroy(f);
+	return n;
+}
+
+static void test_probability_is_seeded(void **state)
+{
+	unsigned char a[4000], b[4000], c[4000];
+	(void)state;
+	int na = prob_run(7, a), nb = prob_run(7, b), nc = prob_run(8, c);
+	assert_true(na > 880 && na < 1120); /* 1000 +- 4 sigma */
+	assert_true(nc > 880 && nc < 1120);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, sizeof a);
+	assert_true(memcmp(a, c, sizeof a) != 0);
+}
+
+/* Injected faults through the table fail without touching the file. */
+static void test_io_faults_touch_nothing(void **state)
+{
+	fx *x = *state;
+	unsigned char buf[256];
+	faultsim_crash_report rep;
+
+	assert_int_equal(faultsim_faults_add(x->faults, "pwrite:ENOSPC:nth=2",
+	                                     NULL, 0), 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "pwrite:short:nth=3",
+	                                     NULL, 0), 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "pread:EIO:nth=1",
+	                                     NULL, 0), 0);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'a', 100, 0);                              /* call 1 */
+	memset(buf, 'e', sizeof buf);
+	assert_int_equal(x->io->pwrite(x->io->ctx, fd, buf, 100, 100), -ENOSPC);
+	assert_int_equal(slurp(x, "f", buf, sizeof buf), 100); /* untouched */
+	memset(buf, 's', sizeof buf);
+	assert_int_equal(x->io->pwrite(x->io->ctx, fd, buf, 100, 100), 50);
+	assert_int_equal(x->io->pread(x->io->ctx, fd, buf, 10, 0), -EIO);
+	assert_int_equal(x->io->pread(x->io->ctx, fd, buf, 150, 0), 150);
+	assert_true(buf[0] == 'a' && buf[149] == 's');
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 1);
+	assert_int_equal(faultsim_faults_fired(x->faults, 1), 1);
+	assert_int_equal(faultsim_faults_fired(x->faults, 2), 1);
+	xsync(x, fd);
+	xsync_dir(x);
+	x->io->close(x->io->ctx, fd);
+	/* the short write's half is all the record holds: it is durable */
+	crash(x, FAULTSIM_DEVICE_REORDER, 512, 1, &rep);
+	assert_int_equal(slurp(x, "f", buf, sizeof buf), 150);
+}
+
+/* The libfiu points: failinfo is the errno, -1 a short write. */
+static void test_libfiu_points(void **state)
+{
+	fx *x = *state;
+	unsigned char buf[64] = { 0 };
+
+	fiu_init(0);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	assert_int_equal(fiu_enable("keel/faultsim/fdatasync", 1,
+	                            (void *)(intptr_t)ENOSPC, FIU_ONETIME), 0);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, fd), -ENOSPC);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, fd), 0);
+	assert_int_equal(fiu_enable("keel/faultsim/pwrite", 1,
+	                            (void *)(intptr_t)-1, FIU_ONETIME), 0);
+	assert_int_equal(x->io->pwrite(x->io->ctx, fd, buf, 64, 0), 32);
+	assert_int_equal(fiu_enable("keel/faultsim/open", 1, NULL,
+	                            FIU_ONETIME), 0);
+	assert_int_equal(x->io->open(x->io->ctx, x->path, 0, 0), -EIO);
+	x->io->close(x->io->ctx, fd);
+}
+
+/* ---- the record outlives its writer ---------------------------------------- */
+
+static void test_record_survives_sigkill(void **state)
+{
+	fx *x = *state;
+	unsigned char got[8192];
+	faultsim_crash_report rep;
+	int status;
+
+	for (uint64_t seed = 0; seed < 6; seed++) {
+		unlink(x->path);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = x->io->open(x->io->ctx, x->path,
+			                     KEEL_IO_CREATE, 0644);
+			unsigned char b[4096];
+			memset(b, 'a', sizeof b);
+			x->io->pwrite(x->io->ctx, fd, b, 4096, 0);
+			x->io->fdatasync(x->io->ctx, fd);
+			x->io->fsync_dir(x->io->ctx, x->dir);
+			memset(b, 'b', sizeof b);
+			x->io->pwrite(x->io->ctx, fd, b, 4096, 4096); /* no sync */
+			kill(getpid(), SIGKILL);
+			_exit(3);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		/* the page cache kept the write; the record knows it is dirty */
+		assert_int_equal(slurp(x, "f", got, sizeof got), 8192);
+		assert_true(faultsim_cache_used(x->cache) > 4096);
+		crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+		long n = slurp(x, "f", got, sizeof got);
+		assert_int_equal(rep.kept + rep.lost, 1);
+		assert_int_equal(n, rep.kept ? 8192 : 4096);
+		assert_true(got[0] == 'a' && got[4095] == 'a');
+		if (rep.kept)
+			assert_true(got[4096] == 'b' && got[8191] == 'b');
+	}
+}
+
+/* Enumeration: the writer dies right after its Nth state-changing call. */
+static void test_kill_after_nth_step(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char got[64];
+	int status;
+
+	for (uint64_t n = 1; n <= 4; n++) {
+		unlink(x->path);
+		faultsim_faults_reset_counts(x->faults);
+		faultsim_faults_kill_after(x->faults, n);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int fd = x->io->open(x->io->ctx, x->path, /* step 1 */
+			                     KEEL_IO_CREATE, 0644);
+			x->io->pwrite(x->io->ctx, fd, "abcd", 4, 0);   /* 2 */
+			x->io->fdatasync(x->io->ctx, fd);              /* 3 */
+			x->io->fsync_dir(x->io->ctx, x->dir);          /* 4 */
+			x->io->pwrite(x->io->ctx, fd, "efgh", 4, 4);   /* 5 */
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		assert_int_equal(faultsim_faults_steps(x->faults), n + 1);
+		crash(x, FAULTSIM_DEVICE_ORDERED, 512, 0, &rep);
+		/* before the directory sync the file does not survive */
+		long len = slurp(x, "f", got, sizeof got);
+		assert_int_equal(len, n < 4 ? -1 : 4);
+	}
+	faultsim_faults_kill_after(x->faults, 0);
+}
+
+/* A full cache fails the call before it is made, and says so for good. */
+static void test_full_cache_fails_stop(void **state)
+{
+	fx *x = *state;
+	faultsim_cache *small;
+	faultsim_io *fio;
+	unsigned char buf[8192] = { 0 };
+	faultsim_crash_report rep;
+
+	assert_int_equal(faultsim_cache_create(4096, &small), 0);
+	faultsim_io_options o = { small, NULL, FAULTSIM_PROFILE_EXT4 };
+	assert_int_equal(faultsim_io_new(&o, &fio), 0);
+	const keel_io *io = faultsim_io_table(fio);
+	int fd = io->open(io->ctx, x->path, KEEL_IO_CREATE, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(io->pwrite(io->ctx, fd, buf, 1000, 0), 1000);
+	assert_false(faultsim_cache_overflowed(small));
+	assert_int_equal(io->pwrite(io->ctx, fd, buf, 8192, 0), -ENOBUFS);
+	assert_true(faultsim_cache_overflowed(small));
+	assert_int_equal(slurp(x, "f", buf, sizeof buf), 1000);
+	io->close(io->ctx, fd);
+	assert_int_equal(faultsim_cache_crash(small, NULL, &rep), 0);
+	assert_true(rep.overflowed);
+	assert_false(faultsim_cache_overflowed(small));
+	faultsim_io_free(fio);
+	faultsim_cache_destroy(small);
+}
+
+/* A file never synced pins its records; another file's synced records are
+ * dropped when the cache's half fills, so a long run does not overflow, and
+ * the crash still undoes the pinned file exactly. */
+static void test_compaction_keeps_what_a_crash_needs(void **state)
+{
+	fx *x = *state;
+	faultsim_cache *small;
+	faultsim_io *fio;
+	unsigned char buf[4096];
+	static unsigned char big[FSZ * 2 + 1];
+	faultsim_crash_report rep;
+
+	assert_int_equal(faultsim_cache_create(64 << 10, &small), 0);
+	faultsim_io_options o = { small, NULL, FAULTSIM_PROFILE_EXT4 };
+	assert_int_equal(faultsim_io_new(&o, &fio), 0);
+	const keel_io *io = faultsim_io_table(fio);
+	x->io = io;
+	int log = xopen(x, "log", KEEL_IO_CREATE);
+	int data = xopen(x, "data", KEEL_IO_CREATE);
+	xsync_dir(x);
+	fill(x, log, 'l', 1000, 0); /* never synced */
+	for (int i = 0; i < 200; i++) { /* 200 x 8 KiB of records */
+		fill(x, data, (char)('A' + i % 26), 4096, (uint64_t)(i % 8) * 4096);
+		xsync(x, data);
+	}
+	fill(x, log, 'm', 1000, 1000);
+	assert_false(faultsim_cache_overflowed(small));
+	assert_true(faultsim_cache_used(small) < (64 << 10));
+	io->close(io->ctx, log);
+	io->close(io->ctx, data);
+	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 4 };
+	assert_int_equal(faultsim_cache_crash(small, &co, &rep), 0);
+	assert_int_equal(rep.kept + rep.lost, 2);
+	long n = slurp(x, "log", buf, sizeof buf);
+	assert_int_equal(n, rep.kept == 0 ? 0 : rep.kept == 1 ? 1000 : 2000);
+	for (long i = 0; i < n; i++)
+		assert_int_equal(buf[i], i < 1000 ? 'l' : 'm');
+	assert_int_equal(slurp(x, "data", big, sizeof big), 8 * 4096);
+	for (int k = 0; k < 8; k++) /* the last write of each slot, durable */
+		assert_int_equal(big[k * 4096 + 4095], 'A' + (192 + k) % 26);
+	faultsim_io_free(fio);
+	faultsim_cache_destroy(small);
+	fx_profile(x, FAULTSIM_PROFILE_EXT4); /* x->io back to the fixture's */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
+		T(test_ordered_keeps_a_prefix),
+		T(test_reorder_keeps_any_subset),
+		T(test_torn_persists_whole_sectors),
+		T(test_garbage_fills_one_sector),
+		T(test_same_seed_same_files),
+		T(test_create_needs_dir_sync),
+		T(test_rename_undone_without_dir_sync),
+		T(test_rename_kept_with_dir_sync),
+		T(test_unlink_undone_without_dir_sync),
+		T(test_unlinked_file_content_follows_model),
+		T(test_profiles_after_failed_sync),
+		T(test_evict_lost_reverts_only_lost),
+		T(test_spec_parser),
+		T(test_nth_fires_at_exactly_that_call),
+		T(test_probability_is_seeded),
+		T(test_io_faults_touch_nothing),
+		T(test_libfiu_points),
+		T(test_record_survives_sigkill),
+		T(test_kill_after_nth_step),
+		T(test_full_cache_fails_stop),
+		T(test_compaction_keeps_what_a_crash_needs),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
