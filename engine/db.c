@@ -26,6 +26,9 @@
 #define INITIAL_SIZE ((uint64_t)256 << 10)
 
 struct keel_snapshot {
+	keel_pin pin;    /* first: views from the snapshot hold it           */
+	keel_db *db;     /* for keel_snapshot_refresh                        */
+	uint64_t gen;    /* db->gen when head and map were copied            */
 	keel_head head;
 	keel_map *map;
 };
@@ -314,6 +317,7 @@ static void reader_follow_rename(keel_db *db)
 	db->head = db->tail = r.head;
 	db->file_size = r.file_size;
 	db->file_id = r.super.file_id;
+	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 }
 
 /* A read-only handle picks up commits made by the writer process: a cheap
@@ -344,11 +348,12 @@ static void refresh_readonly(keel_db *db)
 		db->file_size = size;
 	}
 	db->head = db->tail = newest;
+	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 }
 
 /* ---- reading ------------------------------------------------------------- */
 
-static void db_pin(keel_db *db, keel_head *head, keel_map **map)
+static uint64_t db_pin(keel_db *db, keel_head *head, keel_map **map)
 {
 	pthread_mutex_lock(&db->mu);
 	if (db->flags & KEEL_RDONLY)
@@ -356,13 +361,15 @@ static void db_pin(keel_db *db, keel_head *head, keel_map **map)
 	*head = db->head;
 	*map = db->map;
 	map_ref(*map);
+	uint64_t gen = atomic_load_explicit(&db->gen, memory_order_relaxed);
 	pthread_mutex_unlock(&db->mu);
+	return gen;
 }
 
 /* Looks KEY up in (HEAD, MAP).  On success the view owns one reference to
- * MAP, which the caller must already hold for it. */
+ * PIN (the map or a snapshot of it), which the caller took for it. */
 static int get_in(keel_map *map, const keel_head *head, const void *key,
-                  size_t klen, keel_view *out)
+                  size_t klen, keel_pin *pin, keel_view *out)
 {
 	tree_leaf_entry e;
 	const uint8_t *data;
@@ -376,7 +383,7 @@ static int get_in(keel_map *map, const keel_head *head, const void *key,
 	out->data = data;
 	out->len = e.vlen;
 	out->rev = e.rev;
-	out->pin_ = map;
+	out->pin_ = pin;
 	return KEEL_OK;
 }
 
@@ -391,7 +398,7 @@ int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out)
 	if (batch_check_key(key, klen))
 		return KEEL_EKEY;
 	db_pin(db, &head, &map);
-	int rc = get_in(map, &head, key, klen, out); /* the pin becomes the view's */
+	int rc = get_in(map, &head, key, klen, &map->pin, out); /* pin -> view */
 	if (rc)
 		map_release(map);
 	return rc;
@@ -401,8 +408,15 @@ void keel_view_release(keel_view *v)
 {
 	if (!v || !v->pin_)
 		return;
-	map_release(v->pin_);
+	pin_release(v->pin_);
 	memset(v, 0, sizeof(*v));
+}
+
+static void snapshot_destroy(keel_pin *p)
+{
+	keel_snapshot *s = (keel_snapshot *)p;
+	map_release(s->map);
+	free(s);
 }
 
 int keel_snapshot_open(keel_db *db, keel_snapshot **out)
@@ -412,16 +426,45 @@ int keel_snapshot_open(keel_db *db, keel_snapshot **out)
 	keel_snapshot *s = malloc(sizeof(*s));
 	if (!(*out = s))
 		return KEEL_ENOMEM;
-	db_pin(db, &s->head, &s->map);
+	atomic_init(&s->pin.refs, 1);
+	s->pin.destroy = snapshot_destroy;
+	s->db = db;
+	s->gen = db_pin(db, &s->head, &s->map);
 	return KEEL_OK;
 }
 
+int keel_snapshot_refresh(keel_snapshot **sp)
+{
+	keel_snapshot *s = sp ? *sp : NULL;
+	if (!s)
+		return KEEL_EINVAL;
+	keel_db *db = s->db;
+	/* Nothing new: one load of a line writers touch once per commit. */
+	if (!(db->flags & KEEL_RDONLY) &&
+	    atomic_load_explicit(&db->gen, memory_order_acquire) == s->gen)
+		return KEEL_OK;
+	if (atomic_load_explicit(&s->pin.refs, memory_order_acquire) == 1) {
+		/* Nobody else holds it: move it forward in place. */
+		keel_map *old = s->map;
+		s->gen = db_pin(db, &s->head, &s->map);
+		map_release(old);
+		return KEEL_OK;
+	}
+	/* Views still hold this state: leave it to them, take a new one. */
+	keel_snapshot *fresh;
+	int rc = keel_snapshot_open(db, &fresh);
+	if (rc)
+		return rc;
+	keel_snapshot_close(s);
+	*sp = fresh;
+	return KEEL_OK;
+}
+
+/* The snapshot goes when it is closed and its last view is released. */
 void keel_snapshot_close(keel_snapshot *s)
 {
-	if (!s)
-		return;
-	map_release(s->map);
-	free(s);
+	if (s)
+		pin_release(&s->pin);
 }
 
 uint64_t keel_snapshot_txid(const keel_snapshot *s)
@@ -435,10 +478,10 @@ int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,
 	if (!s || !out)
 		return KEEL_EINVAL;
 	memset(out, 0, sizeof(*out));
-	map_ref(s->map);
-	int rc = get_in(s->map, &s->head, key, klen, out);
+	pin_ref(&s->pin);
+	int rc = get_in(s->map, &s->head, key, klen, &s->pin, out);
 	if (rc)
-		map_release(s->map);
+		pin_release(&s->pin);
 	return rc;
 }
 

@@ -29,14 +29,36 @@
  * it is mapped (compaction writes a new file), so a view can never see its
  * bytes change.
  */
+/* A reference count with a destructor: what a view holds on to.  A view
+ * from keel_get pins the map it read; a view from a snapshot pins the
+ * snapshot (whose count lives on the reading thread's cache line, not on
+ * the map shared by every reader). */
+typedef struct keel_pin {
+	atomic_long refs;
+	void (*destroy)(struct keel_pin *p);
+} keel_pin;
+
+static inline void pin_ref(keel_pin *p)
+{
+	atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+}
+
+static inline void pin_release(keel_pin *p)
+{
+	if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
+		p->destroy(p);
+}
+
 typedef struct keel_map {
+	keel_pin pin;       /* first: a view may hold the map as a keel_pin */
 	const keel_io *io;
 	uint8_t *base;      /* mapping of [0, len)                          */
 	size_t len;
-	atomic_long refs;
-	/* One bit per 8 bytes of file: set once the record starting there has
-	 * passed its CRC check, so hot reads verify a node or value only once.
-	 * Anonymous memory, so untouched parts cost nothing. */
+	/* One bit per 16 bytes of file (a record is at least 16 bytes, so at
+	 * most one starts in each): set once the record starting there passed
+	 * its CRC check and, for a node, its structure check, so hot reads
+	 * verify a node or value only once.  Anonymous memory, so untouched
+	 * parts cost nothing. */
 	_Atomic uint64_t *verified;
 	size_t verified_len;
 } keel_map;
@@ -46,10 +68,14 @@ void map_ref(keel_map *m);
 void map_release(keel_map *m);
 
 /* Returns the record at OFF after checking it lies inside the map, has
- * TYPE, and (once per map) that its CRC matches; EXPECT_CRC is the CRC the
- * referrer recorded (the Merkle link).  NULL when invalid. */
+ * TYPE and the CRC the referrer recorded (EXPECT_CRC, the Merkle link), and
+ * -- once per map -- that the CRC matches its bytes and VALIDATE (may be
+ * NULL) accepts its payload.  NULL when invalid. */
+typedef bool (*map_validate_fn)(const uint8_t *payload, uint32_t len,
+                                uint8_t type);
 const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
-                          uint32_t expect_crc, uint32_t *len);
+                          uint32_t expect_crc, uint32_t *len,
+                          map_validate_fn validate);
 
 /* ---- reading the tree (tree.c) --------------------------------------------- */
 typedef struct tree_leaf_entry {
@@ -153,6 +179,8 @@ struct keel_db {
 	pthread_mutex_t mu;   /* guards everything below                     */
 	keel_map *map;        /* current mapping (db's reference)            */
 	keel_head head;       /* newest published (durable) head             */
+	_Atomic uint64_t gen; /* bumped whenever head or map change: a
+	                         snapshot refresh compares it without the lock */
 	uint64_t file_size;   /* allocated size of the data file             */
 	int failed;           /* sticky error: KEEL_EIO/KEEL_ENOSPC, 0 if ok */
 	bool closing;

@@ -179,8 +179,17 @@ void keel_view_release(keel_view *v);
 /* A snapshot is a consistent read-only state: a head plus a pinned mapping. */
 typedef struct keel_snapshot keel_snapshot;
 
+/* keel_snapshot_open - pin the newest committed state of DB. */
 int keel_snapshot_open(keel_db *db, keel_snapshot **out);
+/* keel_snapshot_close - let go; the state lives on while views of it are
+ * held (views stay valid after the close). */
 void keel_snapshot_close(keel_snapshot *s);
+/* keel_snapshot_refresh - move *SP to the newest committed state: the cheap
+ * way to read fresh data in a loop (like renewing an LMDB read transaction).
+ * Costs one atomic load when nothing changed.  Views taken from the old state
+ * stay valid; *SP may be replaced by a new snapshot when such views exist.
+ * Must not be called after keel_close of its db.  KEEL_OK or KEEL_ENOMEM. */
+int keel_snapshot_refresh(keel_snapshot **sp);
 uint64_t keel_snapshot_txid(const keel_snapshot *s);
 /* Like keel_get, from the snapshot; the view pins the snapshot's mapping. */
 int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,

@@ -12,6 +12,14 @@
 #include "crc32c.h"
 #include "internal.h"
 
+static void map_destroy(keel_pin *p)
+{
+	keel_map *m = (keel_map *)p;
+	m->io->munmap(m->io->ctx, m->base, m->len);
+	munmap((void *)m->verified, m->verified_len);
+	free(m);
+}
+
 int map_create(const keel_io *io, int fd, size_t len, keel_map **out)
 {
 	keel_map *m = calloc(1, sizeof(*m));
@@ -24,7 +32,7 @@ int map_create(const keel_io *io, int fd, size_t len, keel_map **out)
 	m->base = io->mmap(io->ctx, fd, len, &err);
 	if (!m->base)
 		goto out_free;
-	m->verified_len = (len / 64 + 8) & ~(size_t)7;
+	m->verified_len = (len / 128 + 8) & ~(size_t)7;
 	void *bits = mmap(NULL, m->verified_len, PROT_READ | PROT_WRITE,
 	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED) {
@@ -32,7 +40,8 @@ int map_create(const keel_io *io, int fd, size_t len, keel_map **out)
 		goto out_unmap;
 	}
 	m->verified = bits;
-	atomic_init(&m->refs, 1);
+	atomic_init(&m->pin.refs, 1);
+	m->pin.destroy = map_destroy;
 	*out = m;
 	return KEEL_OK;
 
@@ -45,48 +54,48 @@ out_free:
 
 void map_ref(keel_map *m)
 {
-	atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+	pin_ref(&m->pin);
 }
 
 void map_release(keel_map *m)
 {
-	if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
-		return;
-	m->io->munmap(m->io->ctx, m->base, m->len);
-	munmap((void *)m->verified, m->verified_len);
-	free(m);
+	if (m)
+		pin_release(&m->pin);
 }
 
 static bool verified_test(keel_map *m, uint64_t off)
 {
-	uint64_t bit = off / 8;
+	uint64_t bit = off / 16;
 	return atomic_load_explicit(&m->verified[bit / 64],
 	                            memory_order_acquire) & (1ull << (bit % 64));
 }
 
 static void verified_set(keel_map *m, uint64_t off)
 {
-	uint64_t bit = off / 8;
+	uint64_t bit = off / 16;
 	atomic_fetch_or_explicit(&m->verified[bit / 64], 1ull << (bit % 64),
 	                         memory_order_release);
 }
 
 const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
-                          uint32_t expect_crc, uint32_t *len)
+                          uint32_t expect_crc, uint32_t *len,
+                          map_validate_fn validate)
 {
-	keel_rec_hdr h;
-
 	if (off % 8 != 0 || off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
 		return NULL;
 	const uint8_t *rec = m->base + off;
-	if (keel_rec_decode(rec, &h) != KEEL_OK || h.type != type ||
-	    h.crc != expect_crc || h.len > m->len - off - KEEL_REC_HDR)
+	uint32_t l = keel_ld32(rec + 8);
+	if (rec[4] != type || keel_ld32(rec + 12) != expect_crc ||
+	    l > m->len - off - KEEL_REC_HDR)
 		return NULL;
 	if (!verified_test(m, off)) {
-		if (keel_rec_crc(rec, h.len) != h.crc)
+		keel_rec_hdr h;
+		if (keel_rec_decode(rec, &h) != KEEL_OK ||
+		    keel_rec_crc(rec, l) != h.crc ||
+		    (validate && !validate(rec + KEEL_REC_HDR, l, type)))
 			return NULL;
 		verified_set(m, off);
 	}
-	*len = h.len;
+	*len = l;
 	return rec;
 }

@@ -38,43 +38,51 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 
 /* ---- reading ---------------------------------------------------------- */
 
-/* Validates the node record at OFF and returns its payload (NULL if bad). */
+/* The structure check a node passes once, with its CRC, before any read
+ * trusts its slots: count, level against type, every entry inside. */
+static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
+{
+	if (len < KEEL_NODE_HDR)
+		return false;
+	uint16_t count = node_count(p);
+	bool leaf = type == KEEL_REC_LEAF;
+	if (count == 0 || leaf != (node_level(p) == 0) ||
+	    KEEL_NODE_HDR + 2u * count > len)
+		return false;
+	unsigned fixed = leaf ? KEEL_LEAF_ENTRY : KEEL_BRANCH_ENTRY;
+	for (unsigned i = 0; i < count; i++) {
+		uint32_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
+		if (eo + fixed > len)
+			return false;
+		uint16_t klen = keel_ld16(p + eo);
+		if (klen == 0 || klen > KEEL_KEY_MAX || eo + fixed + klen > len)
+			return false;
+	}
+	return true;
+}
+
+/* The node record at OFF, verified (once) and validated; its payload, or
+ * NULL when it is not a good node with that CRC. */
 static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
                                uint32_t *plen)
 {
-	uint32_t len;
-	const uint8_t *rec = NULL;
-
-	if (off + KEEL_REC_HDR <= m->len && off >= KEEL_DATA_START) {
-		uint8_t type = m->base[off + 4];
-		if (type == KEEL_REC_LEAF || type == KEEL_REC_BRANCH)
-			rec = map_record(m, off, type, crc, &len);
-	}
-	if (!rec || len < KEEL_NODE_HDR)
+	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
 		return NULL;
-	const uint8_t *p = rec + KEEL_REC_HDR;
-	uint16_t count = node_count(p);
-	bool leaf = rec[4] == KEEL_REC_LEAF;
-	if (count == 0 || (leaf != (node_level(p) == 0)) ||
-	    KEEL_NODE_HDR + 2u * count > len)
+	uint8_t type = m->base[off + 4];
+	if (type != KEEL_REC_LEAF && type != KEEL_REC_BRANCH)
 		return NULL;
-	*plen = len;
-	return p;
+	const uint8_t *rec = map_record(m, off, type, crc, plen, node_valid);
+	return rec ? rec + KEEL_REC_HDR : NULL;
 }
 
-/* Entry I of node P (payload length PLEN) or NULL when it would overrun. */
+/* Entry I of a node that passed node_valid. */
 static const uint8_t *entry_at(const uint8_t *p, uint32_t plen, unsigned i,
                                const uint8_t **key, uint16_t *klen)
 {
-	uint16_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
-	unsigned fixed = node_level(p) ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY;
-	if ((uint32_t)eo + fixed > plen)
-		return NULL;
-	const uint8_t *e = p + eo;
+	(void)plen; /* node_valid checked every entry against it */
+	const uint8_t *e = p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
 	*klen = keel_ld16(e);
-	if (*klen == 0 || *klen > KEEL_KEY_MAX || (uint32_t)eo + fixed + *klen > plen)
-		return NULL;
-	*key = e + fixed;
+	*key = e + (node_level(p) ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY);
 	return e;
 }
 
@@ -152,7 +160,8 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
 {
 	uint32_t len;
-	const uint8_t *rec = map_record(m, e->voff, KEEL_REC_VALUE, e->vcrc, &len);
+	const uint8_t *rec = map_record(m, e->voff, KEEL_REC_VALUE, e->vcrc, &len,
+	                                NULL);
 	if (!rec || len != e->vlen)
 		return KEEL_ECORRUPT;
 	*data = rec + KEEL_REC_HDR;
@@ -497,11 +506,21 @@ static int builder_rev(tree_builder *b, const uint8_t *key, size_t klen,
 }
 
 /* Splits N in two by bytes; the right half is returned. */
-static tnode *tnode_split(tree_builder *b, tnode *n)
+/* Splits N in two by bytes and returns the right part.  Normally in half;
+ * when the node grew at its right end (keys arriving in order, as in a bulk
+ * load) the left part keeps all but the last two entries, so ordered
+ * inserts leave full nodes behind instead of half-empty ones.  With four
+ * entries or more, each part keeps at least two. */
+static tnode *tnode_split(tree_builder *b, tnode *n, bool appended)
 {
-	uint32_t half = n->size / 2, acc = KEEL_NODE_HDR, k = 0;
-	while (k < n->count - 1 && acc < half)
+	uint32_t target = n->size / 2, acc = KEEL_NODE_HDR, k = 0;
+	if (appended)
+		target = n->size - ent_size(n->level, n->ents[n->count - 1].klen) -
+		         ent_size(n->level, n->ents[n->count - 2].klen);
+	while (k < n->count - 1 && acc < target)
 		acc += ent_size(n->level, n->ents[k++].klen);
+	if (n->count >= 4)
+		k = k < 2 ? 2 : k > n->count - 2 ? n->count - 2 : k;
 	if (k == 0)
 		k = 1;
 	tnode *r = tnode_new(b, n->level, n->count - k + 4);
@@ -533,6 +552,7 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 	if (rc)
 		return rc;
 	uint32_t i = tnode_search(n, key, klen, &exact);
+	bool appended = false; /* did the node grow at its right end? */
 	if (n->level == 0) {
 		tent e = {.key = key, .klen = (uint16_t)klen};
 		e.u.leaf.voff = v->voff;
@@ -550,6 +570,7 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 				at = i + 1;
 			if ((rc = tnode_insert(b, n, at, &e)))
 				return rc;
+			appended = at == n->count - 1;
 			b->keys++;
 		}
 	} else {
@@ -568,12 +589,13 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 			e.u.child.dirty = child_split;
 			if ((rc = tnode_insert(b, n, i + 1, &e)))
 				return rc;
+			appended = i + 1 == n->count - 1;
 		}
 	}
 	/* Four entries at least, so both halves keep two: with keys of up to
 	 * 1 KiB a branch must never end up with a single child. */
 	if (n->size > KEEL_NODE_MAX && n->count >= 4) {
-		*split = tnode_split(b, n);
+		*split = tnode_split(b, n, appended);
 		if (!*split)
 			return KEEL_ENOMEM;
 	}
@@ -600,7 +622,7 @@ static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 		tnode_remove(n, l + 1);
 		return KEEL_OK;
 	}
-	tnode *r = tnode_split(b, left); /* too big together: share evenly */
+	tnode *r = tnode_split(b, left, false); /* too big together: share */
 	if (!r)
 		return KEEL_ENOMEM;
 	tent *e = &n->ents[l + 1];

@@ -107,6 +107,40 @@ static void keys_of_any_bytes_and_length_limits(void **state)
 	assert_int_equal(st.keys, 2); /* the failed calls changed nothing */
 }
 
+
+static void a_refreshed_snapshot_moves_forward_and_old_views_stay(void **state)
+{
+	fixture *f = *state;
+	keel_snapshot *s;
+	keel_view old, now;
+	assert_int_equal(keel_put(f->db, "k", 1, "one", 3, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	uint64_t t1 = keel_snapshot_txid(s);
+	assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK); /* nothing new */
+	assert_int_equal(keel_snapshot_txid(s), t1);
+	assert_int_equal(keel_snapshot_get(s, "k", 1, &old), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "k", 1, "two", 3, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_snapshot_get(s, "k", 1, &now), KEEL_OK);
+	assert_memory_equal(now.data, "one", 3); /* a snapshot does not move */
+	keel_view_release(&now);
+	assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK); /* a view is held */
+	assert_true(keel_snapshot_txid(s) > t1);
+	assert_int_equal(keel_snapshot_get(s, "k", 1, &now), KEEL_OK);
+	assert_memory_equal(now.data, "two", 3);
+	assert_memory_equal(old.data, "one", 3);
+	keel_view_release(&old);
+	keel_view_release(&now);
+	assert_int_equal(keel_put(f->db, "k", 1, "three", 5, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK); /* in place */
+	assert_int_equal(keel_snapshot_get(s, "k", 1, &now), KEEL_OK);
+	assert_memory_equal(now.data, "three", 5);
+	keel_snapshot_close(s); /* the view outlives its snapshot */
+	assert_memory_equal(now.data, "three", 5);
+	keel_view_release(&now);
+	assert_int_equal(keel_snapshot_refresh(NULL), KEEL_EINVAL);
+}
+
 static void large_value_round_trips(void **state)
 {
 	fixture *f = *state;
@@ -854,6 +888,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(put_get_delete_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(keys_of_any_bytes_and_length_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_refreshed_snapshot_moves_forward_and_old_views_stay, setup, teardown),
 		cmocka_unit_test_setup_teardown(large_value_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(revisions_and_conflicts, setup, teardown),
 		cmocka_unit_test_setup_teardown(batches_are_all_or_nothing_across_a_reopen, setup, teardown),
