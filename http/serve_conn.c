@@ -1,0 +1,753 @@
+/*
+ * serve_conn.c -- a shard's event loop and its connections' I/O.
+ *
+ * Everything is edge-triggered: a connection is registered once for
+ * EPOLLIN | EPOLLOUT | EPOLLRDHUP and read or written until EAGAIN.  When a
+ * connection must not read on (a write is waiting for its commit, or
+ * SERVE_PIPELINE_MAX answers are queued) it is marked CONN_RX_HELD and no
+ * further read is made; conn_service() resumes it once the blocker is gone,
+ * since no new edge will come for bytes that are already waiting.
+ *
+ * CONNECTION STATES (flags in serve.h)
+ *   open --request with close / EOF / error answer--> CLOSING
+ *   CLOSING --answer with close_after written--> closed at once when the
+ *        client asked for it and sent nothing more; otherwise (an error
+ *        answer, or bytes waiting) LINGER: write side shut, input drained
+ *        and discarded until EOF or SERVE_LINGER_MS, so a refused body
+ *        does not turn our answer into a reset
+ *   any --conn_close()--> DEAD: fd closed, buffers freed; the struct lives
+ *        on while commits still point at it, then goes to the graveyard and
+ *        is freed at the end of the loop iteration (an event for it may
+ *        still be in the current epoll batch).
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <netinet/tcp.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void update_date(struct serve_shard *sh)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	if (ts.tv_sec == sh->date_sec)
+		return;
+	sh->date_sec = ts.tv_sec;
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(sh->date, sizeof sh->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* ---- the list of connections, oldest activity first ----------------------- */
+
+static void list_unlink(struct serve_conn *c)
+{
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void list_append(struct serve_shard *sh, struct serve_conn *c)
+{
+	c->prev = sh->conns.prev;
+	c->next = &sh->conns;
+	sh->conns.prev->next = c;
+	sh->conns.prev = c;
+}
+
+/* Progress was made: the idle timeout starts again. */
+static void touch(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+
+	c->last_ms = sh->now_ms;
+	if (c->next != &sh->conns) {
+		list_unlink(c);
+		list_append(sh, c);
+	}
+}
+
+/* The bytes read so far have been answered: the next request must see
+ * every commit published until it is read, so the snapshot goes stale. */
+static void snapshot_drop(struct serve_shard *sh)
+{
+	sh->snap_fresh = 0;
+}
+
+/* ---- answers ------------------------------------------------------------------ */
+
+void serve_out_free(struct serve_out *o)
+{
+	keel_view_release(&o->view);
+	free(o->owned);
+	free(o);
+}
+
+static void conn_close(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+	struct serve_out *o;
+
+	if (c->flags & CONN_DEAD)
+		return;
+	c->flags |= CONN_DEAD;
+	close(c->fd);
+	c->fd = -1;
+	if (c->rx) {
+		free(c->rx->buf);
+		free(c->rx);
+		c->rx = NULL;
+	}
+	while ((o = c->out) != NULL) {
+		c->out = o->next;
+		serve_out_free(o);
+	}
+	c->out_tail = NULL;
+	c->nout = 0;
+	list_unlink(c);
+	sh->nconns--;
+	atomic_fetch_sub(&sh->srv->conns, 1);
+	if (c->inflight == 0) {
+		c->next = sh->graveyard;
+		sh->graveyard = c;
+	}
+}
+
+struct serve_out *serve_out_new(struct serve_conn *c)
+{
+	struct serve_out *o = malloc(sizeof *o);
+
+	if (o == NULL) {
+		/* Not closed here: the caller may be walking c->rx.  With nothing
+		 * more read, serve_conn_flush closes it once the queue is empty. */
+		c->flags |= CONN_CLOSING;
+		return NULL;
+	}
+	memset(o, 0, offsetof(struct serve_out, head));
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out = o;
+	c->out_tail = o;
+	c->nout++;
+	return o;
+}
+
+/* Reads and throws away what a refused client still sends. */
+static void linger_drain(struct serve_conn *c)
+{
+	for (;;) {
+		ssize_t n = read(c->fd, c->shard->scratch, SERVE_SCRATCH);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		conn_close(c); /* EOF or error: done */
+		return;
+	}
+}
+
+static void start_linger(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+
+	c->flags |= CONN_LINGER | CONN_CLOSING;
+	shutdown(c->fd, SHUT_WR);
+	/* expire after SERVE_LINGER_MS rather than the idle timeout */
+	touch(c);
+	c->last_ms = sh->now_ms - sh->srv->cfg.idle_timeout_ms + SERVE_LINGER_MS;
+	linger_drain(c);
+}
+
+/*
+ * The answer that ends the connection was written.  After an error the
+ * client may still be sending (a refused body): linger.  After a clean
+ * "Connection: close" close at once unless bytes are already waiting,
+ * which would turn close() into a reset that can destroy the answer.
+ */
+static void end_connection(struct serve_conn *c, int how)
+{
+	ssize_t n;
+
+	if (how == SERVE_CLOSE_CLEAN && c->rx == NULL) {
+		n = read(c->fd, c->shard->scratch, SERVE_SCRATCH);
+		if (n == 0 || (n < 0 && errno == EAGAIN)) {
+			conn_close(c);
+			return;
+		}
+	}
+	start_linger(c);
+}
+
+/* Drops N written bytes from the front of the queue.  Returns the
+ * close_after of an answer that ends the connection, once written. */
+static int out_advance(struct serve_conn *c, size_t n)
+{
+	struct serve_out *o;
+
+	while ((o = c->out) != NULL && o->ready) {
+		size_t rem = o->head_len + o->body_len - o->sent;
+		int close_after = o->close_after;
+
+		if (n < rem) {
+			o->sent += n;
+			return 0;
+		}
+		n -= rem;
+		c->out = o->next;
+		if (c->out == NULL)
+			c->out_tail = NULL;
+		c->nout--;
+		serve_out_free(o);
+		if (close_after)
+			return close_after;
+	}
+	return 0;
+}
+
+/* Writes every ready answer at the front of the queue, many per writev. */
+void serve_conn_flush(struct serve_conn *c)
+{
+	while (!(c->flags & CONN_DEAD) && c->out && c->out->ready) {
+		struct iovec iov[SERVE_IOV_MAX];
+		struct serve_out *o;
+		int cnt = 0, how;
+		ssize_t n;
+
+		for (o = c->out; o && o->ready && cnt + 2 <= SERVE_IOV_MAX;
+		     o = o->next) {
+			size_t s = o->sent;
+			if (s < o->head_len) {
+				iov[cnt++] = (struct iovec){o->head + s, o->head_len - s};
+				s = 0;
+			} else {
+				s -= o->head_len;
+			}
+			if (o->body_len > s)
+				iov[cnt++] = (struct iovec){(void *)(o->body + s),
+				                            o->body_len - s};
+			if (o->close_after)
+				break;
+		}
+		n = writev(c->fd, iov, cnt);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				conn_close(c);
+			return; /* EPOLLOUT will bring us back */
+		}
+		touch(c);
+		how = out_advance(c, (size_t)n);
+		if (how) {
+			end_connection(c, how);
+			return;
+		}
+	}
+	/* Nothing left to answer on a connection that reads no more (EOF, out
+	 * of memory, shutting down): close it. */
+	if (!(c->flags & (CONN_DEAD | CONN_LINGER)) && c->out == NULL &&
+	    c->inflight == 0 && (c->flags & (CONN_EOF | CONN_CLOSING)))
+		conn_close(c);
+}
+
+/* ---- input ------------------------------------------------------------------- */
+
+static int input_blocked(struct serve_conn *c)
+{
+	return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
+	       c->inflight || c->nout >= SERVE_PIPELINE_MAX ||
+	       atomic_load(&c->shard->srv->stopping);
+}
+
+/* Keeps BUF[0..LEN) in a per-connection buffer.  Returns 0, or -1 after
+ * closing the connection for want of memory. */
+static int rx_keep(struct serve_conn *c, const char *buf, size_t len)
+{
+	struct serve_rx *rx = calloc(1, sizeof *rx);
+	size_t cap = len + SERVE_SCRATCH;
+
+	if (rx == NULL || (rx->buf = malloc(cap)) == NULL) {
+		free(rx);
+		conn_close(c);
+		return -1;
+	}
+	memcpy(rx->buf, buf, len);
+	rx->len = len;
+	rx->cap = cap;
+	c->rx = rx;
+	return 0;
+}
+
+/* Makes room to read into.  WANT is the size the current request needs. */
+static int rx_reserve(struct serve_conn *c, size_t want)
+{
+	struct serve_rx *rx = c->rx;
+	size_t cap = rx->cap;
+	char *p;
+
+	if (want < rx->len + SERVE_SCRATCH)
+		want = rx->len + SERVE_SCRATCH;
+	if (cap >= want)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	p = realloc(rx->buf, cap);
+	if (p == NULL) {
+		conn_close(c);
+		return -1;
+	}
+	rx->buf = p;
+	rx->cap = cap;
+	return 0;
+}
+
+/* The body of the request at the front of C->rx is not complete yet.  For
+ * chunked bodies decode what is there.  Returns 1 when the body is now
+ * complete (*BLEN set), 0 to wait for more, -1 after an error answer. */
+static int rx_body(struct serve_conn *c, const struct http_request *req,
+                   size_t head, size_t *blen)
+{
+	struct serve_rx *rx = c->rx;
+	size_t out, raw;
+	ssize_t used;
+
+	if (req->expect_continue && !rx->continue_sent && req->minor == 1) {
+		struct serve_out *o = serve_out_new(c);
+		if (o == NULL)
+			return -1;
+		memcpy(o->head, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		o->head_len = 25;
+		o->ready = 1;
+		rx->continue_sent = 1;
+	}
+	if (!req->chunked)
+		return 0;
+	if (rx->head_len != head) {
+		rx->head_len = head;
+		rx->body_have = 0;
+		memset(&rx->ch, 0, sizeof rx->ch);
+		rx->ch.limit = c->shard->srv->cfg.max_body;
+	}
+	raw = head + rx->body_have;
+	used = http_chunked_decode(&rx->ch, rx->buf + raw, rx->len - raw, &out);
+	if (used < 0) {
+		serve_error(c, (int)-used, req->minor, 1);
+		return -1;
+	}
+	memmove(rx->buf + raw + out, rx->buf + raw + (size_t)used,
+	        rx->len - raw - (size_t)used);
+	rx->len -= (size_t)used - out;
+	rx->body_have += out;
+	*blen = rx->body_have;
+	return rx->ch.done ? 1 : 0;
+}
+
+/*
+ * Answers the complete requests in BUF[0..*LEN).  IN_RX says BUF is
+ * C->rx->buf (where incomplete bodies can wait); otherwise it stops at a
+ * request whose body is incomplete so the caller can keep it.  Returns the
+ * bytes consumed.
+ */
+static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
+                           int in_rx)
+{
+	const struct serve_config *cfg = &c->shard->srv->cfg;
+	size_t off = 0;
+
+	while (off < *len && !input_blocked(c)) {
+		struct http_request req;
+		size_t n = *len - off, head, blen = 0;
+		int rc = http_parse_request(buf + off, n, &req);
+
+		if (rc == HTTP_PARTIAL)
+			break;
+		if (rc < 0) {
+			serve_error(c, -rc, 1, 1);
+			return *len;
+		}
+		head = (size_t)rc;
+		if (req.method == HTTP_METHOD_PUT && !req.has_length &&
+		    !req.chunked) {
+			serve_error(c, 411, req.minor, 1);
+			return *len;
+		}
+		if (req.has_length && req.content_length > cfg->max_body) {
+			serve_error(c, 413, req.minor, 1); /* body left unread */
+			return *len;
+		}
+		blen = req.has_length ? (size_t)req.content_length : 0;
+		if (req.chunked || blen > n - head) {
+			if (!in_rx || off != 0)
+				break; /* the caller keeps it from its start */
+			rc = rx_body(c, &req, head, &blen);
+			if (rc < 0)
+				return *len;
+			if (rc == 0) {
+				c->rx->head_len = head;
+				c->rx->body_want = req.chunked ? 0 : blen;
+				break;
+			}
+		}
+		serve_handle(c, &req, buf + off + head, blen);
+		off += head + blen;
+		touch(c);
+		if (in_rx) {
+			c->rx->head_len = 0;
+			c->rx->continue_sent = 0;
+		}
+	}
+	return off;
+}
+
+/* Answers what C->rx holds, keeping the unconsumed rest at its start. */
+static void rx_process(struct serve_conn *c)
+{
+	struct serve_rx *rx = c->rx;
+	size_t used = conn_process(c, rx->buf, &rx->len, 1);
+
+	if (c->flags & CONN_DEAD)
+		return;
+	rx = c->rx;
+	memmove(rx->buf, rx->buf + used, rx->len - used);
+	rx->len -= used;
+	if (rx->len == 0 && rx->head_len == 0) {
+		free(rx->buf); /* idle again: hold no buffer */
+		free(rx);
+		c->rx = NULL;
+	}
+}
+
+/* Reads until EAGAIN, answering as it goes. */
+static void conn_input(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+
+	for (;;) {
+		size_t asked;
+		ssize_t n;
+
+		if (c->flags & CONN_DEAD)
+			return;
+		if (c->flags & CONN_LINGER) {
+			linger_drain(c);
+			return;
+		}
+		if (input_blocked(c)) {
+			c->flags |= CONN_RX_HELD;
+			return;
+		}
+		if (c->rx == NULL) {
+			asked = SERVE_SCRATCH;
+			n = read(c->fd, sh->scratch, asked);
+			if (n > 0) {
+				size_t len = (size_t)n;
+				size_t used = conn_process(c, sh->scratch, &len, 0);
+				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
+				    rx_keep(c, sh->scratch + used, len - used) == 0)
+					rx_process(c);
+			}
+		} else {
+			size_t want = 0;
+			if (c->rx->head_len) /* a body is coming: room for all of it */
+				want = c->rx->head_len + c->rx->body_want;
+			if (rx_reserve(c, want) < 0)
+				return;
+			asked = c->rx->cap - c->rx->len;
+			n = read(c->fd, c->rx->buf + c->rx->len, asked);
+			if (n > 0) {
+				c->rx->len += (size_t)n;
+				if (c->rx->head_len)
+					touch(c); /* body bytes are progress */
+				rx_process(c);
+			}
+		}
+		if (n > 0) {
+			snapshot_drop(sh);
+			/* A short read emptied the socket: any later byte brings a new
+			 * edge, so the read that would only say EAGAIN is skipped --
+			 * one syscall in three for small keep-alive requests.  Not
+			 * when the peer shut its side: that edge has been used. */
+			if ((size_t)n < asked && !(c->flags & CONN_PEER_SHUT) &&
+			    !input_blocked(c)) {
+				c->flags &= (uint16_t)~CONN_RX_HELD;
+				return;
+			}
+			continue;
+		}
+		if (n == 0) {
+			c->flags |= CONN_EOF | CONN_CLOSING;
+			if (c->out == NULL && c->inflight == 0)
+				conn_close(c);
+			return;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			conn_close(c);
+		c->flags &= (uint16_t)~CONN_RX_HELD;
+		return;
+	}
+}
+
+/* After any event: write what is ready, then resume a held reader for as
+ * long as answers drain without blocking. */
+static void conn_service(struct serve_conn *c)
+{
+	serve_conn_flush(c);
+	while (!(c->flags & CONN_DEAD) && (c->flags & CONN_RX_HELD) &&
+	       !input_blocked(c)) {
+		c->flags &= (uint16_t)~CONN_RX_HELD;
+		if (c->rx) {
+			rx_process(c);
+			snapshot_drop(c->shard);
+		}
+		conn_input(c);
+		serve_conn_flush(c);
+	}
+}
+
+/* ---- accepting ------------------------------------------------------------------ */
+
+/* Over --max-conns: answer 503 at once and close, holding nothing. */
+static void refuse_busy(int fd, struct serve_shard *sh)
+{
+	size_t n = serve_busy_response(sh->scratch, SERVE_SCRATCH);
+	ssize_t r;
+
+	/* read what already arrived so close() sends FIN, not RST */
+	r = read(fd, sh->scratch + n, SERVE_SCRATCH - n);
+	(void)r;
+	r = write(fd, sh->scratch, n);
+	(void)r;
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+static void shard_accept(struct serve_shard *sh)
+{
+	struct serve_server *srv = sh->srv;
+
+	while (sh->lfd >= 0) {
+		struct epoll_event ev;
+		struct serve_conn *c;
+		int fd = accept4(sh->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				fprintf(stderr, "keel-serve: accept: %s\n", strerror(errno));
+			return;
+		}
+		if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns) {
+			atomic_fetch_sub(&srv->conns, 1);
+			refuse_busy(fd, sh);
+			continue;
+		}
+		c = calloc(1, sizeof *c);
+		if (c == NULL) {
+			atomic_fetch_sub(&srv->conns, 1);
+			refuse_busy(fd, sh);
+			continue;
+		}
+		c->shard = sh;
+		c->fd = fd;
+		c->last_ms = sh->now_ms;
+		/* TCP_NODELAY comes from the listener (serve_main.c) */
+		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		ev.data.ptr = c;
+		if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			atomic_fetch_sub(&srv->conns, 1);
+			close(fd);
+			free(c);
+			continue;
+		}
+		list_append(sh, c);
+		sh->nconns++;
+	}
+}
+
+/* ---- completions, timeouts, shutdown -------------------------------------- */
+
+void serve_shard_wake(struct serve_shard *sh)
+{
+	uint64_t one = 1;
+	ssize_t r = write(sh->evfd, &one, sizeof one);
+
+	(void)r; /* EAGAIN means the counter is already non-zero: woken */
+}
+
+static void shard_completions(struct serve_shard *sh)
+{
+	struct serve_commit *cm, *next;
+	uint64_t v;
+	ssize_t r = read(sh->evfd, &v, sizeof v);
+
+	(void)r;
+	pthread_mutex_lock(&sh->lock);
+	cm = sh->done;
+	sh->done = NULL;
+	pthread_mutex_unlock(&sh->lock);
+	for (; cm; cm = next) {
+		struct serve_conn *c = cm->conn;
+		next = cm->next;
+		serve_commit_finish(sh, cm);
+		if (!(c->flags & CONN_DEAD))
+			conn_service(c);
+	}
+}
+
+/* Closes connections idle past the timeout (oldest first; the list is in
+ * order of last progress).  Ones waiting for a commit are not idle. */
+static void shard_sweep(struct serve_shard *sh)
+{
+	int64_t limit = sh->now_ms - sh->srv->cfg.idle_timeout_ms;
+	struct serve_conn *c = sh->conns.next, *next;
+
+	for (; c != &sh->conns && c->last_ms < limit; c = next) {
+		next = c->next;
+		if (c->inflight)
+			touch(c);
+		else
+			conn_close(c);
+	}
+}
+
+/* Shutting down: no new connections; close every connection that has no
+ * answer outstanding; the others close once their answers are written. */
+static void shard_stop(struct serve_shard *sh)
+{
+	struct serve_conn *c, *next;
+
+	if (sh->lfd >= 0) {
+		epoll_ctl(sh->epfd, EPOLL_CTL_DEL, sh->lfd, NULL);
+		close(sh->lfd);
+		sh->lfd = -1;
+	}
+	for (c = sh->conns.next; c != &sh->conns; c = next) {
+		next = c->next;
+		c->flags |= CONN_CLOSING;
+		if (c->out == NULL && c->inflight == 0)
+			conn_close(c);
+	}
+}
+
+static void shard_bury(struct serve_shard *sh)
+{
+	while (sh->graveyard) {
+		struct serve_conn *c = sh->graveyard;
+		sh->graveyard = c->next;
+		free(c);
+	}
+}
+
+static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
+{
+	struct serve_conn *c = ev->data.ptr;
+
+	if (ev->data.ptr == &sh->lfd) {
+		shard_accept(sh);
+		return;
+	}
+	if (ev->data.ptr == &sh->evfd) {
+		shard_completions(sh);
+		return;
+	}
+	if (c->flags & CONN_DEAD)
+		return;
+	if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->flags |= CONN_PEER_SHUT;
+	if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		conn_input(c);
+	if (!(c->flags & CONN_DEAD))
+		conn_service(c);
+}
+
+void *serve_shard_run(void *arg)
+{
+	struct serve_shard *sh = arg;
+	struct serve_server *srv = sh->srv;
+	struct epoll_event evs[256];
+	int64_t stop_deadline = 0, next_sweep = 0;
+
+	for (;;) {
+		int i, n, stopping = atomic_load(&srv->stopping);
+
+		n = epoll_wait(sh->epfd, evs, 256, stopping ? 50 : 500);
+		sh->now_ms = now_ms();
+		update_date(sh);
+		for (i = 0; i < n; i++)
+			shard_event(sh, &evs[i]);
+		snapshot_drop(sh);
+		if (sh->now_ms >= next_sweep) {
+			shard_sweep(sh);
+			next_sweep = sh->now_ms + 250;
+		}
+		if (stopping) {
+			if (stop_deadline == 0)
+				stop_deadline = sh->now_ms + 10000;
+			shard_stop(sh);
+			if (sh->now_ms > stop_deadline) {
+				/* answers that will not drain: give up on them */
+				while (sh->conns.next != &sh->conns)
+					conn_close(sh->conns.next);
+			}
+			if (sh->nconns == 0 && sh->pending_commits == 0) {
+				shard_bury(sh);
+				break;
+			}
+		}
+		shard_bury(sh);
+	}
+	if (sh->snap)
+		keel_snapshot_close(sh->snap); /* before main's keel_close */
+	sh->snap = NULL;
+	return NULL;
+}
+
+int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
+                     int lfd)
+{
+	struct epoll_event ev;
+
+	memset(sh, 0, offsetof(struct serve_shard, scratch));
+	sh->srv = srv;
+	sh->id = id;
+	sh->lfd = lfd;
+	sh->conns.next = sh->conns.prev = &sh->conns;
+	sh->now_ms = now_ms();
+	sh->date_sec = -1;
+	update_date(sh);
+	pthread_mutex_init(&sh->lock, NULL);
+	sh->epfd = epoll_create1(EPOLL_CLOEXEC);
+	sh->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sh->epfd < 0 || sh->evfd < 0)
+		return -1;
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.ptr = &sh->lfd;
+	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, lfd, &ev) < 0)
+		return -1;
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.ptr = &sh->evfd;
+	return epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->evfd, &ev);
+}

@@ -1,0 +1,572 @@
+/*
+ * serve_req.c -- what each request does to the store, and the answers.
+ *
+ * Conditions (If-Match, If-None-Match) are checked against the shard's
+ * snapshot, renewed after the request's bytes were read, so any answer the
+ * client saw before sending is visible.  A conditional write then commits
+ * with the revision it saw as its expectation (keel checks it again under
+ * the commit lock), so a write that raced in between turns into 412, never
+ * into a lost update.
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALLOW_ALL "Allow: GET, HEAD, PUT, DELETE, OPTIONS\r\n"
+#define ALLOW_ROOT "Allow: GET, HEAD, OPTIONS\r\n"
+#define LIST_DEFAULT 100
+#define LIST_MAX 1000
+
+/* ---- response heads, built without printf (it shows in profiles) --------- */
+
+static char *put_str(char *p, const char *s)
+{
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/*
+ * Fills O's head.  LEN < 0 leaves Content-Length out (204, 304 and 1xx must
+ * not carry one); REV 0 leaves ETag out; EXTRA is more header lines.
+ * Everything here is bounded: status line ~40, Date 37, length and tag
+ * ~60, EXTRA at most ~60, Connection 19, so SERVE_HEAD_MAX holds it.
+ */
+static void head_fill(struct serve_out *o, struct serve_shard *sh, int status,
+                      int minor, int close, int64_t len, uint64_t rev,
+                      const char *extra)
+{
+	char *p = o->head;
+
+	p = put_str(p, "HTTP/1.1 ");
+	p = put_u64(p, (uint64_t)status);
+	*p++ = ' ';
+	p = put_str(p, http_reason(status));
+	p = put_str(p, "\r\nServer: keel\r\nDate: ");
+	p = put_str(p, sh->date);
+	p = put_str(p, "\r\n");
+	if (len >= 0) {
+		p = put_str(p, "Content-Length: ");
+		p = put_u64(p, (uint64_t)len);
+		p = put_str(p, "\r\n");
+	}
+	if (rev) {
+		p = put_str(p, "ETag: \"");
+		p = put_u64(p, rev);
+		p = put_str(p, "\"\r\n");
+	}
+	if (extra)
+		p = put_str(p, extra);
+	if (close)
+		p = put_str(p, "Connection: close\r\n");
+	else if (minor == 0)
+		p = put_str(p, "Connection: keep-alive\r\n");
+	p = put_str(p, "\r\n");
+	o->head_len = (uint16_t)(p - o->head);
+	o->close_after = (uint8_t)close;
+	o->ready = 1;
+}
+
+/* Error answers carry their reason as a short text body. */
+static void answer_status(struct serve_conn *c, int status, int minor,
+                          int close, int head_only, const char *extra)
+{
+	struct serve_out *o = serve_out_new(c);
+	const char *reason = http_reason(status);
+
+	if (o == NULL)
+		return; /* out of memory: the connection closes */
+	if (status == 204 || status == 304) {
+		head_fill(o, c->shard, status, minor, close, -1, 0, extra);
+		return;
+	}
+	head_fill(o, c->shard, status, minor, close, (int64_t)strlen(reason),
+	          0, extra);
+	if (!head_only) {
+		o->body = reason;
+		o->body_len = strlen(reason);
+	}
+}
+
+void serve_error(struct serve_conn *c, int status, int minor, int close)
+{
+	if (close)
+		c->flags |= CONN_CLOSING;
+	answer_status(c, status, minor, close, 0, NULL);
+	if (close && c->out_tail)
+		c->out_tail->close_after = SERVE_CLOSE_ERROR; /* linger */
+}
+
+size_t serve_busy_response(char *buf, size_t cap)
+{
+	static const char r[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	                        "Server: keel\r\nRetry-After: 1\r\n"
+	                        "Content-Length: 20\r\nConnection: close\r\n"
+	                        "\r\nService Unavailable";
+	size_t n = sizeof r - 1 < cap ? sizeof r - 1 : cap;
+
+	memcpy(buf, r, n);
+	return n;
+}
+
+/* ---- conditions ------------------------------------------------------------ */
+
+/*
+ * RFC 9110 section 13.2.2 order: If-Match, then If-None-Match.  CUR is the
+ * key's revision (0 = absent).  Returns 0 to go on, 412, or 304 (a GET or
+ * HEAD whose If-None-Match matched).
+ */
+static int conditions(const struct http_request *req, uint64_t cur, int read)
+{
+	const struct http_slice *m = &req->if_match, *nm = &req->if_none_match;
+
+	if (m->p && http_etag_match(m->p, m->n, cur, 0) != 1)
+		return 412;
+	if (nm->p && http_etag_match(nm->p, nm->n, cur, 1) == 1)
+		return read ? 304 : 412;
+	return 0;
+}
+
+/* The shard keeps one snapshot and renews it once per read burst: one
+ * atomic load when nothing was committed since (keel_snapshot_refresh). */
+static keel_snapshot *snapshot(struct serve_shard *sh)
+{
+	if (sh->snap_fresh)
+		return sh->snap;
+	if (sh->snap == NULL) {
+		if (keel_snapshot_open(sh->srv->db, &sh->snap) != KEEL_OK)
+			sh->snap = NULL;
+	} else if (keel_snapshot_refresh(&sh->snap) != KEEL_OK) {
+		return NULL; /* out of memory: the old state is stale */
+	}
+	sh->snap_fresh = sh->snap != NULL;
+	return sh->snap;
+}
+
+/* The revision of KEY now (0 = absent), or a keel error. */
+static int current_rev(struct serve_shard *sh, const char *key, size_t klen,
+                       uint64_t *rev)
+{
+	keel_snapshot *s = snapshot(sh);
+	keel_view v = {0};
+	int rc;
+
+	*rev = 0;
+	if (s == NULL)
+		return KEEL_EIO;
+	rc = keel_snapshot_get(s, key, klen, &v);
+	if (rc == KEEL_OK) {
+		*rev = v.rev;
+		keel_view_release(&v);
+	}
+	return rc == KEEL_ENOTFOUND ? KEEL_OK : rc;
+}
+
+static int status_of(int rc)
+{
+	switch (rc) {
+	case KEEL_ENOTFOUND: return 404;
+	case KEEL_ECONFLICT: return 412;
+	case KEEL_ETOOBIG: return 413;
+	case KEEL_EKEY: return 414;
+	case KEEL_ENOSPC: return 507;
+	case KEEL_EREADONLY: return 405;
+	}
+	return 500;
+}
+
+/* ---- GET and HEAD of one key ----------------------------------------------- */
+
+static void do_get(struct serve_conn *c, const struct http_request *req,
+                   const char *key, size_t klen, int close)
+{
+	struct serve_shard *sh = c->shard;
+	int head_only = req->method == HTTP_METHOD_HEAD, cond, rc;
+	keel_snapshot *s = snapshot(sh);
+	keel_view v = {0};
+	struct serve_out *o;
+
+	rc = s ? keel_snapshot_get(s, key, klen, &v) : KEEL_EIO;
+	if (rc != KEEL_OK && rc != KEEL_ENOTFOUND) {
+		answer_status(c, status_of(rc), req->minor, close, head_only, NULL);
+		return;
+	}
+	cond = conditions(req, rc == KEEL_OK ? v.rev : 0, 1);
+	if (cond || rc == KEEL_ENOTFOUND) {
+		uint64_t rev = rc == KEEL_OK ? v.rev : 0;
+		keel_view_release(&v);
+		if (cond == 304) {
+			o = serve_out_new(c);
+			if (o)
+				head_fill(o, sh, 304, req->minor, close, -1, rev, NULL);
+			return;
+		}
+		answer_status(c, cond ? cond : 404, req->minor, close, head_only,
+		              NULL);
+		return;
+	}
+	o = serve_out_new(c);
+	if (o == NULL) {
+		keel_view_release(&v);
+		return;
+	}
+	head_fill(o, sh, 200, req->minor, close, (int64_t)v.len, v.rev, NULL);
+	if (head_only) {
+		keel_view_release(&v);
+		return;
+	}
+	o->view = v; /* held until the last byte is written */
+	o->body = v.data;
+	o->body_len = v.len;
+}
+
+/* ---- the listing: GET /?prefix=P&after=K&limit=N ----------------------- */
+
+struct jbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void jb_put(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		char *np;
+		while (cap < b->len + n)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (np == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+/* Keys are bytes: '"', '\\', controls and non-ASCII bytes become \u00XX
+ * escapes (each byte on its own, so the key round-trips byte for byte). */
+static void jb_key(struct jbuf *b, const unsigned char *k, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char e[6] = {'\\', 'u', '0', '0', hex[k[i] >> 4], hex[k[i] & 15]};
+		if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '"' && k[i] != '\\')
+			jb_put(b, (const char *)k + i, 1);
+		else
+			jb_put(b, e, 6);
+	}
+}
+
+static int query_decoded(const struct http_request *req, const char *name,
+                         char *out, size_t *len)
+{
+	struct http_slice v;
+	ssize_t n;
+
+	*len = 0;
+	if (!http_query_param(req->query.p, req->query.n, name, &v))
+		return 0;
+	n = http_pct_decode(v.p, v.n, out, HTTP_KEY_MAX, 1);
+	if (n < 0)
+		return (int)n;
+	*len = (size_t)n;
+	return 1;
+}
+
+static int list_limit(const struct http_request *req)
+{
+	struct http_slice v;
+	long n = 0;
+	size_t i;
+
+	if (!http_query_param(req->query.p, req->query.n, "limit", &v))
+		return LIST_DEFAULT;
+	if (v.n == 0 || v.n > 6)
+		return -400;
+	for (i = 0; i < v.n; i++) {
+		if (v.p[i] < '0' || v.p[i] > '9')
+			return -400;
+		n = n * 10 + (v.p[i] - '0');
+	}
+	return n > LIST_MAX ? LIST_MAX : (int)n;
+}
+
+/* Walks the snapshot into B.  Returns 0 or a keel error. */
+static int list_walk(keel_snapshot *s, const char *prefix, size_t plen,
+                     const char *after, size_t alen, int has_after, int limit,
+                     struct jbuf *b)
+{
+	keel_iter *it;
+	int rc, n = 0;
+	char num[24];
+
+	rc = keel_iter_open(s, plen ? prefix : NULL, plen,
+	                    has_after ? after : NULL, alen, &it);
+	if (rc != KEEL_OK)
+		return rc;
+	jb_put(b, "{\"keys\":[", 9);
+	for (;;) {
+		const void *k;
+		size_t kl;
+		keel_view v;
+
+		rc = keel_iter_next(it, &k, &kl, &v);
+		if (rc != KEEL_OK)
+			break;
+		if (has_after && kl == alen && memcmp(k, after, alen) == 0)
+			continue; /* "after" is exclusive */
+		if (n == limit) {
+			jb_put(b, "],\"more\":true}\n", 15);
+			goto out_close;
+		}
+		jb_put(b, n ? ",{\"key\":\"" : "{\"key\":\"", n ? 9 : 8);
+		jb_key(b, k, kl);
+		jb_put(b, "\",\"rev\":", 8);
+		jb_put(b, num, (size_t)(put_u64(num, v.rev) - num));
+		jb_put(b, ",\"size\":", 8);
+		jb_put(b, num, (size_t)(put_u64(num, v.len) - num));
+		jb_put(b, "}", 1);
+		n++;
+	}
+	if (rc != KEEL_ENOTFOUND)
+		goto out_close;
+	rc = KEEL_OK;
+	jb_put(b, "],\"more\":false}\n", 16);
+out_close:
+	keel_iter_close(it);
+	return rc;
+}
+
+static void do_list(struct serve_conn *c, const struct http_request *req,
+                    int close)
+{
+	char prefix[HTTP_KEY_MAX], after[HTTP_KEY_MAX];
+	size_t plen, alen;
+	int has_after, limit, rc, head_only = req->method == HTTP_METHOD_HEAD;
+	struct jbuf b = {0};
+	struct serve_out *o;
+	keel_snapshot *s = snapshot(c->shard);
+
+	rc = query_decoded(req, "prefix", prefix, &plen);
+	has_after = rc >= 0 ? query_decoded(req, "after", after, &alen) : rc;
+	limit = list_limit(req);
+	if (rc < 0 || has_after < 0 || limit < 0) {
+		rc = rc < 0 ? rc : has_after < 0 ? has_after : limit;
+		answer_status(c, -rc, req->minor, close, head_only, NULL);
+		return;
+	}
+	rc = s ? list_walk(s, prefix, plen, after, alen, has_after, limit, &b)
+	       : KEEL_EIO;
+	if (rc != KEEL_OK || b.oom) {
+		free(b.p);
+		answer_status(c, 500, req->minor, close, head_only, NULL);
+		return;
+	}
+	o = serve_out_new(c);
+	if (o == NULL) {
+		free(b.p);
+		return;
+	}
+	head_fill(o, c->shard, 200, req->minor, close, (int64_t)b.len, 0,
+	          "Content-Type: application/json\r\n");
+	o->owned = b.p;
+	if (!head_only) {
+		o->body = b.p;
+		o->body_len = b.len;
+	}
+}
+
+/* ---- PUT and DELETE ------------------------------------------------------ */
+
+static void do_write(struct serve_conn *c, const struct http_request *req,
+                     const char *key, size_t klen, const char *body,
+                     size_t blen, int close)
+{
+	struct serve_shard *sh = c->shard;
+	struct serve_commit *cm = NULL;
+	keel_batch *batch = NULL;
+	uint64_t cur, expect = KEEL_REV_ANY;
+	int rc, st, put = req->method == HTTP_METHOD_PUT;
+
+	rc = current_rev(sh, key, klen, &cur);
+	if (rc != KEEL_OK)
+		goto out_status;
+	st = conditions(req, cur, 0);
+	if (st) {
+		answer_status(c, st, req->minor, close, 0, NULL);
+		return;
+	}
+	if (!put && cur == 0) {
+		answer_status(c, 404, req->minor, close, 0, NULL);
+		return;
+	}
+	if (req->if_match.p || req->if_none_match.p)
+		expect = cur ? cur : KEEL_REV_ABSENT;
+	rc = keel_batch_new(&batch);
+	if (rc != KEEL_OK)
+		goto out_status;
+	rc = put ? keel_batch_put(batch, key, klen, body, blen, expect)
+	         : keel_batch_del(batch, key, klen, expect);
+	if (rc != KEEL_OK)
+		goto out_free_batch;
+	rc = KEEL_ENOMEM;
+	cm = calloc(1, sizeof *cm);
+	if (cm == NULL)
+		goto out_free_batch;
+	cm->out = serve_out_new(c);
+	if (cm->out == NULL)
+		goto out_free_commit; /* the connection is closing */
+	cm->out->ready = 0;
+	cm->out->close_after = (uint8_t)close;
+	cm->conn = c;
+	cm->shard = sh;
+	cm->batch = batch;
+	cm->method = req->method;
+	cm->created = cur == 0;
+	cm->minor = req->minor;
+	c->inflight++;
+	sh->pending_commits++;
+	rc = keel_commit_async(sh->srv->db, batch, serve_commit_done, cm);
+	if (rc != KEEL_OK) {
+		/* CB will not run: answer here, as a completion would. */
+		cm->rc = rc;
+		serve_commit_finish(sh, cm);
+	}
+	return;
+
+out_free_commit:
+	free(cm);
+out_free_batch:
+	keel_batch_free(batch);
+out_status:
+	answer_status(c, status_of(rc), req->minor, close, 0, NULL);
+}
+
+void serve_commit_done(void *arg, int rc, uint64_t txid, size_t failed_index)
+{
+	struct serve_commit *cm = arg;
+	struct serve_shard *sh = cm->shard;
+	int was_empty;
+
+	(void)failed_index;
+	cm->rc = rc;
+	cm->txid = txid;
+	cm->next = NULL;
+	/* FIFO, in the order keel completes them.  Only the first completion
+	 * after the shard emptied the queue writes the eventfd: a group of 64
+	 * commits costs the engine thread one syscall, not 64. */
+	pthread_mutex_lock(&sh->lock);
+	was_empty = sh->done == NULL;
+	if (was_empty)
+		sh->done = cm;
+	else
+		sh->done_tail->next = cm;
+	sh->done_tail = cm;
+	pthread_mutex_unlock(&sh->lock);
+	if (was_empty)
+		serve_shard_wake(sh);
+}
+
+void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
+{
+	struct serve_conn *c = cm->conn;
+	int status;
+
+	sh->pending_commits--;
+	c->inflight--;
+	keel_batch_free(cm->batch);
+	if (c->flags & CONN_DEAD) {
+		/* cm->out went with the connection */
+		if (c->inflight == 0) {
+			c->next = sh->graveyard;
+			sh->graveyard = c;
+		}
+		free(cm);
+		return;
+	}
+	if (cm->rc == KEEL_OK)
+		status = cm->method == HTTP_METHOD_PUT && cm->created ? 201 : 204;
+	else
+		status = status_of(cm->rc);
+	if (status == 201)
+		head_fill(cm->out, sh, 201, cm->minor, cm->out->close_after,
+		          0, cm->txid, NULL);
+	else if (status == 204)
+		head_fill(cm->out, sh, 204, cm->minor, cm->out->close_after,
+		          -1, cm->method == HTTP_METHOD_PUT ? cm->txid : 0, NULL);
+	else {
+		const char *r = http_reason(status);
+		head_fill(cm->out, sh, status, cm->minor,
+		          cm->out->close_after, (int64_t)strlen(r), 0, NULL);
+		cm->out->body = r;
+		cm->out->body_len = strlen(r);
+	}
+	free(cm); /* the caller writes the answer (conn_service) */
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+void serve_handle(struct serve_conn *c, const struct http_request *req,
+                  const char *body, size_t blen)
+{
+	char key[HTTP_KEY_MAX];
+	ssize_t klen;
+	int close;
+
+	if (!req->keep_alive || atomic_load(&c->shard->srv->stopping))
+		c->flags |= CONN_CLOSING;
+	close = (c->flags & CONN_CLOSING) != 0;
+	klen = http_pct_decode(req->path.p + 1, req->path.n - 1, key, sizeof key,
+	                       0);
+	if (klen < 0) {
+		answer_status(c, (int)-klen, req->minor, close,
+		              req->method == HTTP_METHOD_HEAD, NULL);
+		return;
+	}
+	switch (req->method) {
+	case HTTP_METHOD_GET:
+	case HTTP_METHOD_HEAD:
+		if (klen == 0)
+			do_list(c, req, close);
+		else
+			do_get(c, req, key, (size_t)klen, close);
+		return;
+	case HTTP_METHOD_PUT:
+	case HTTP_METHOD_DELETE:
+		if (klen == 0)
+			break;
+		do_write(c, req, key, (size_t)klen, body, blen, close);
+		return;
+	case HTTP_METHOD_OPTIONS:
+		answer_status(c, 204, req->minor, close, 1,
+		              klen ? ALLOW_ALL : ALLOW_ROOT);
+		return;
+	default:
+		break;
+	}
+	answer_status(c, 405, req->minor, close, 0, klen ? ALLOW_ALL : ALLOW_ROOT);
+}
