@@ -256,9 +256,7 @@ static void lead_group(keel_db *db)
 		rc = group_finish_build(db, b, &base, &region, &head);
 	if (rc == KEEL_OK && !empty) {
 		keel_head_encode(head_buf, &head);
-		pthread_mutex_lock(&db->mu);
 		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE, &grew);
-		pthread_mutex_unlock(&db->mu);
 		if (rc == KEEL_OK)
 			rc = group_append(db, &region, head_buf, head.region_start);
 	}
@@ -362,13 +360,16 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		pthread_mutex_unlock(&db->mu);
 		goto out_reject;
 	}
-	if (cb && !db->committer_started) {
-		if (pthread_create(&db->committer, NULL, committer_main, db)) {
+	while (cb && db->committers < 2) {
+		if (pthread_create(&db->committer[db->committers], NULL,
+		                   committer_main, db)) {
+			if (db->committers > 0)
+				break; /* one is enough to make progress */
 			pthread_mutex_unlock(&db->mu);
 			rc = KEEL_ENOMEM;
 			goto out_reject;
 		}
-		db->committer_started = true;
+		db->committers++;
 	}
 	enqueue(db, w);
 	if (db->building) /* a leader waiting for its turn to sync absorbs it */
@@ -410,9 +411,9 @@ void commit_shutdown(keel_db *db)
 	db->closing = true;
 	while (db->queue_head || db->building || db->leaders > 0)
 		pthread_cond_wait(&db->published_cv, &db->mu);
-	bool started = db->committer_started;
+	int started = db->committers;
 	pthread_cond_broadcast(&db->committer_cv);
 	pthread_mutex_unlock(&db->mu);
-	if (started)
-		pthread_join(db->committer, NULL);
+	for (int i = 0; i < started; i++)
+		pthread_join(db->committer[i], NULL);
 }

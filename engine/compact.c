@@ -281,9 +281,9 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 		keel_super_encode(sb, &s);
 		nf->size = (w.pos + db_grow_step(w.pos) + 4095) & ~(uint64_t)4095;
 		int e = keel_io_pwrite_all(io, nf->fd, sb, sizeof(sb), 0);
-		if (e == 0)
-			e = io->fallocate(io->ctx, nf->fd, 0, nf->size);
 		rc = keel_err_from_errno(e);
+		if (rc == KEEL_OK)
+			rc = db_preallocate(io, nf->fd, w.pos, nf->size, db->flags);
 	}
 	if (rc == KEEL_OK)
 		rc = map_create(io, nf->fd, nf->size, &nf->map);
@@ -358,10 +358,10 @@ static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
 {
 	uint64_t size = (need + db_grow_step(need) + 4095) & ~(uint64_t)4095;
 	keel_map *m;
-	int e = db->io->fallocate(db->io->ctx, nf->fd, nf->size, size - nf->size);
-	if (e)
-		return keel_err_from_errno(e);
-	int rc = map_create(db->io, nf->fd, size, &m);
+	int rc = db_preallocate(db->io, nf->fd, nf->size, size, db->flags);
+	if (rc)
+		return rc;
+	rc = map_create(db->io, nf->fd, size, &m);
 	if (rc)
 		return rc;
 	map_release(nf->map);

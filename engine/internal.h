@@ -192,8 +192,10 @@ struct keel_db {
 	keel_head tail;       /* state after the newest APPENDED group       */
 	uint64_t appended_seq, published_seq;
 	pthread_cond_t published_cv;
-	pthread_t committer;  /* leads groups of async writers               */
-	bool committer_started;
+	/* Two threads lead groups of async writers, so one can build the next
+	 * group while the other syncs. */
+	pthread_t committer[2];
+	int committers;       /* started                                      */
 	pthread_cond_t committer_cv;
 	uint64_t hint_txid, hint_bytes; /* last hint written; bytes since   */
 	bool compacting;      /* keel_compact running (one at a time)         */
@@ -220,9 +222,14 @@ void compact_shutdown(keel_db *db);
 int keel_err_from_errno(int neg_errno);
 uint64_t keel_now_ns(void);
 
-/* Grows the file so [0, need) is allocated, remapping; caller holds mu.
- * Sets *grew when the size changed (the commit must fsync, not fdatasync). */
+/* Grows the file so [0, need) is allocated, remapping; called by the
+ * leader without mu.  Sets *grew when the size changed (the commit must
+ * fsync, not fdatasync). */
 int db_ensure_size(keel_db *db, uint64_t need, bool *grew);
+/* Allocates [from, to) of FD: zeros written, or fallocate when FLAGS has
+ * KEEL_PREALLOC_FALLOCATE. */
+int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
+                   unsigned flags);
 /* How much to preallocate beyond what a file of SIZE bytes needs. */
 uint64_t db_grow_step(uint64_t size);
 

@@ -97,6 +97,9 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
 #define KEEL_NOCREATE 0x2u /* fail with KEEL_ENOENT instead of creating       */
 #define KEEL_SALVAGE  0x4u /* open past damage: use newest head that checks   */
 #define KEEL_NOCOMPACT 0x8u /* turn the automatic compaction policy off       */
+#define KEEL_PREALLOC_FALLOCATE 0x10u /* grow with fallocate, not zeros:
+                                          cheaper growth, dearer syncs on
+                                          ext4/xfs (docs/engine.md)      */
 
 /*
  * Deliberately unsafe modes.  They exist ONLY so the torture harness can prove
