@@ -1,0 +1,374 @@
+/*
+ * options.c -- the flag table and its parsers (see options.h).
+ */
+#include "options.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keel.h"
+#include "value.h"
+
+typedef int (*flag_fn)(torture_options *o, const char *flag, const char *arg);
+
+typedef struct flag {
+	const char *name; /* "--kill-every"                         */
+	const char *meta; /* argument's name in --help; NULL: none  */
+	flag_fn parse;
+	const char *help;
+} flag_def;
+
+static int bad(const char *flag, const char *arg, const char *why)
+{
+	fprintf(stderr, "torture: %s %s: %s (see --help)\n", flag, arg, why);
+	return -1;
+}
+
+/* A whole decimal number, no sign, no spaces, no overflow. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	uint64_t n = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || n > (UINT64_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (uint64_t)(*s - '0');
+	}
+	*v = n;
+	return 0;
+}
+
+int options_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
+		{"m", 60000000000ull}, {"h", 3600000000000ull},
+	};
+	uint64_t whole = 0, frac = 0, scale = 1;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (whole > 1000000000ull)
+			return -1;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return -1;
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (scale < 1000000000ull) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				scale *= 10;
+			}
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		uint64_t u = units[i].ns;
+		if (strcmp(p, units[i].unit) != 0)
+			continue;
+		if (whole > UINT64_MAX / u / 2) /* about 292 years of ns */
+			return -1;
+		*ns = whole * u + (uint64_t)((double)frac / (double)scale *
+		                             (double)u);
+		return *ns ? 0 : -1;
+	}
+	return -1;
+}
+
+static int f_kill_every(torture_options *o, const char *f, const char *a)
+{
+	if (options_duration(a, &o->kill_every_ns) < 0)
+		return bad(f, a, "not a positive duration with a unit "
+		           "(ns, us, ms, s, m, h), e.g. 50ms");
+	return 0;
+}
+
+static int f_duration(torture_options *o, const char *f, const char *a)
+{
+	if (options_duration(a, &o->duration_ns) < 0)
+		return bad(f, a, "not a positive duration with a unit "
+		           "(ns, us, ms, s, m, h), e.g. 30s");
+	o->duration_given = 1;
+	return 0;
+}
+
+static int f_jitter(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (parse_u64(a, &v) < 0 || v > 90)
+		return bad(f, a, "want a whole percentage from 0 to 90");
+	o->jitter_pct = (unsigned)v;
+	return 0;
+}
+
+static int f_count(const char *f, const char *a, uint64_t max, uint64_t *v)
+{
+	char why[80];
+
+	if (parse_u64(a, v) < 0 || *v == 0 || *v > max) {
+		snprintf(why, sizeof(why), "want a whole number from 1 to %" PRIu64,
+		         max);
+		return bad(f, a, why);
+	}
+	return 0;
+}
+
+static int f_cycles(torture_options *o, const char *f, const char *a)
+{
+	return f_count(f, a, UINT64_MAX / 2, &o->cycles);
+}
+
+static int f_threads(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, TORTURE_THREADS_MAX, &v) < 0)
+		return -1;
+	o->threads = (uint32_t)v;
+	return 0;
+}
+
+static int f_keys(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, TORTURE_KEYS_MAX, &v) < 0)
+		return -1;
+	o->keys = (uint32_t)v;
+	return 0;
+}
+
+static int f_seed(torture_options *o, const char *f, const char *a)
+{
+	if (parse_u64(a, &o->seed) < 0)
+		return bad(f, a, "want a whole number");
+	o->seed_given = 1;
+	return 0;
+}
+
+static int f_value_size(torture_options *o, const char *f, const char *a)
+{
+	char buf[64], why[128];
+	const char *dash = strchr(a, '-');
+	uint64_t lo, hi;
+
+	if (strlen(a) >= sizeof(buf))
+		return bad(f, a, "want MIN-MAX or N, in bytes");
+	memcpy(buf, a, strlen(a) + 1);
+	if (dash)
+		buf[dash - a] = '\0';
+	if (parse_u64(buf, &lo) < 0 || parse_u64(dash ? buf + (dash - a) + 1 :
+	                                                 buf, &hi) < 0)
+		return bad(f, a, "want MIN-MAX or N, in bytes");
+	if (lo > hi)
+		return bad(f, a, "MIN is larger than MAX");
+	if (lo < VALUE_HEADER) {
+		snprintf(why, sizeof(why), "values must hold their %u-byte "
+		         "self-describing header; MIN must be at least %u",
+		         VALUE_HEADER, VALUE_HEADER);
+		return bad(f, a, why);
+	}
+	if (hi > KEEL_VALUE_MAX) {
+		snprintf(why, sizeof(why), "larger than the engine allows "
+		         "(KEEL_VALUE_MAX is %" PRIu64 " bytes)",
+		         (uint64_t)KEEL_VALUE_MAX);
+		return bad(f, a, why);
+	}
+	o->value_min = (uint32_t)lo;
+	o->value_max = (uint32_t)hi;
+	return 0;
+}
+
+static int f_dir(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty directory name");
+	o->dir = a;
+	return 0;
+}
+
+static int f_json(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty file name");
+	o->json = a;
+	return 0;
+}
+
+static int f_quiet(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->quiet = 1;
+	return 0;
+}
+
+static int f_unsafe(torture_options *o, const char *f, const char *a)
+{
+	if (strcmp(a, "ack-before-commit") == 0) {
+		o->unsafe |= TORTURE_UNSAFE_ACK_BEFORE_COMMIT;
+		return 0;
+	}
+	return bad(f, a, "unknown unsafe mode (known: ack-before-commit)");
+}
+
+static const flag_def flags[] = {
+	{"--kill-every", "DUR", f_kill_every,
+	 "SIGKILL each writer after DUR (50ms, 1s, ...); default 50ms"},
+	{"--jitter", "PCT", f_jitter,
+	 "vary each kill time by up to +-PCT percent; default 20"},
+	{"--duration", "DUR", f_duration, "run this long; default 30s"},
+	{"--cycles", "N", f_cycles,
+	 "run N kill/verify cycles (no time limit unless --duration)"},
+	{"--dir", "DIR", f_dir,
+	 "store directory; default a fresh temporary one, removed on\n"
+	 "                        success and kept on failure"},
+	{"--threads", "N", f_threads, "writer threads; default 4"},
+	{"--keys", "N", f_keys, "keys in the key space; default 1000"},
+	{"--value-size", "MIN-MAX", f_value_size,
+	 "value sizes in bytes (at least 44); default 64-4096"},
+	{"--seed", "N", f_seed, "workload seed; default from the clock"},
+	{"--json", "FILE", f_json, "write the summary as JSON to FILE"},
+	{"--quiet", NULL, f_quiet, "no progress lines"},
+	{"--unsafe", "MODE", f_unsafe,
+	 "deliberately unsafe writer, to prove torture catches it:\n"
+	 "                        ack-before-commit (acknowledge, then commit)"},
+	{"--help", NULL, NULL, "this text"},
+};
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+
+void options_usage(const char *prog)
+{
+	printf("usage: %s [flags]\n"
+	       "Kills a writer process that embeds keel at random points, "
+	       "recovers the store,\nand checks that every acknowledged write "
+	       "survived and nothing else appeared.\n"
+	       "Exit 0: no violation; 1: a violation (the store is kept); "
+	       "2: bad usage or set-up.\n\n", prog);
+	for (size_t i = 0; i < NFLAGS; i++) {
+		char left[40];
+		snprintf(left, sizeof(left), "%s%s%s", flags[i].name,
+		         flags[i].meta ? " " : "",
+		         flags[i].meta ? flags[i].meta : "");
+		printf("  %-22s%s\n", left, flags[i].help);
+	}
+}
+
+void options_default(torture_options *o)
+{
+	struct timespec ts;
+
+	memset(o, 0, sizeof(*o));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	o->kill_every_ns = 50000000ull;
+	o->jitter_pct = 20;
+	o->duration_ns = 30000000000ull;
+	o->threads = 4;
+	o->keys = 1000;
+	o->value_min = 64;
+	o->value_max = 4096;
+	o->seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec;
+	o->seed %= 1000000000ull; /* short enough to retype */
+}
+
+static const flag_def *find_flag(const char *arg, size_t len)
+{
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (strlen(flags[i].name) == len &&
+		    strncmp(flags[i].name, arg, len) == 0)
+			return &flags[i];
+	return NULL;
+}
+
+/* Flags that only make sense together are checked once all are read. */
+static int check_together(torture_options *o)
+{
+	if (o->keys < o->threads) {
+		fprintf(stderr, "torture: --keys %u is fewer than --threads %u: "
+		        "every thread needs a key of its own\n", o->keys,
+		        o->threads);
+		return -1;
+	}
+	if (o->cycles && !o->duration_given)
+		o->duration_ns = 0; /* --cycles alone: no time limit */
+	return 0;
+}
+
+int options_parse(torture_options *o, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq = strchr(arg, '=');
+		size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+		const flag_def *f = strncmp(arg, "--", 2) == 0 ?
+		                find_flag(arg, len) : NULL;
+		const char *val = NULL;
+
+		if (!f) {
+			fprintf(stderr, "torture: unknown argument '%s' (see "
+			        "--help)\n", arg);
+			return -1;
+		}
+		if (!f->parse) { /* --help */
+			options_usage(argv[0]);
+			return 1;
+		}
+		if (f->meta && eq) {
+			val = eq + 1;
+		} else if (f->meta) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "torture: %s needs %s (see "
+				        "--help)\n", f->name, f->meta);
+				return -1;
+			}
+			val = argv[++i];
+		} else if (eq) {
+			fprintf(stderr, "torture: %s takes no value\n", f->name);
+			return -1;
+		}
+		if (f->parse(o, f->name, val ? val : "") < 0)
+			return -1;
+	}
+	return check_together(o);
+}
+
+/* The shortest exact spelling of a duration. */
+static void show_duration(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns % 1000000000ull == 0)
+		snprintf(buf, cap, "%" PRIu64 "s", (uint64_t)(ns / 1000000000u));
+	else if (ns % 1000000ull == 0)
+		snprintf(buf, cap, "%" PRIu64 "ms", (uint64_t)(ns / 1000000u));
+	else if (ns % 1000ull == 0)
+		snprintf(buf, cap, "%" PRIu64 "us", (uint64_t)(ns / 1000u));
+	else
+		snprintf(buf, cap, "%" PRIu64 "ns", ns);
+}
+
+void options_reproducer(const torture_options *o, char *buf, unsigned cap)
+{
+	char kill[32], dur[32] = "";
+	int n;
+
+	show_duration(o->kill_every_ns, kill, sizeof(kill));
+	if (o->duration_ns) {
+		memcpy(dur, " --duration ", 13);
+		show_duration(o->duration_ns, dur + 12, sizeof(dur) - 12);
+	}
+	n = snprintf(buf, cap, "--kill-every %s --jitter %u%s --threads %u "
+	             "--keys %u --value-size %u-%u --seed %" PRIu64, kill,
+	             o->jitter_pct, dur, o->threads, o->keys, o->value_min,
+	             o->value_max, o->seed);
+	if (n > 0 && (unsigned)n < cap && o->cycles)
+		n += snprintf(buf + n, cap - (unsigned)n, " --cycles %" PRIu64,
+		              o->cycles);
+	if (n > 0 && (unsigned)n < cap &&
+	    (o->unsafe & TORTURE_UNSAFE_ACK_BEFORE_COMMIT))
+		snprintf(buf + n, cap - (unsigned)n, " --unsafe ack-before-commit");
+}

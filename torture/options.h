@@ -1,0 +1,65 @@
+/*
+ * options.h -- torture's command line: one table of flags, each with its
+ * parser, so later modes (the fault simulator's --power-loss, --device,
+ * --fail, --fsync-profile, --enumerate; --target http) add a row and a field.
+ *
+ * options_parse fills a torture_options from argv and never touches the file
+ * system; bad input returns -1 after printing a message that names the flag
+ * and the problem (the caller exits 2).
+ */
+#ifndef TORTURE_OPTIONS_H
+#define TORTURE_OPTIONS_H
+
+#include <stdint.h>
+
+struct keel_io;
+
+#define TORTURE_THREADS_MAX 64u
+#define TORTURE_KEYS_MAX 100000000u /* key numbers have eight digits */
+
+/* --unsafe modes: deliberate bugs that torture must catch. */
+#define TORTURE_UNSAFE_ACK_BEFORE_COMMIT 0x1u
+
+typedef struct torture_options {
+	uint64_t kill_every_ns;  /* --kill-every: mean time a writer lives     */
+	unsigned jitter_pct;     /* --jitter: +- this percent around it        */
+	uint64_t duration_ns;    /* --duration: stop after (0: no time limit)  */
+	int duration_given;      /* --duration was on the command line        */
+	uint64_t cycles;         /* --cycles: stop after (0: no cycle limit)   */
+	const char *dir;         /* --dir; NULL = a fresh temporary directory  */
+	uint32_t threads;        /* --threads: writer threads                  */
+	uint32_t keys;           /* --keys: key space size                     */
+	uint32_t value_min;      /* --value-size MIN-MAX, whole value bytes    */
+	uint32_t value_max;
+	uint64_t seed;           /* --seed                                     */
+	int seed_given;          /* --seed was on the command line             */
+	const char *json;        /* --json FILE, or NULL                       */
+	int quiet;               /* --quiet: no progress lines                 */
+	unsigned unsafe;         /* TORTURE_UNSAFE_* bits                      */
+	/* Seams for the fault simulator: engine flags and I/O backend the
+	 * writer opens the store with (writer_open_store). */
+	unsigned engine_flags;   /* extra keel_options.flags                  */
+	const struct keel_io *io;/* keel_options.io; NULL = POSIX             */
+} torture_options;
+
+/* Defaults: --kill-every 50ms --jitter 20 --duration 30s --threads 4
+ * --keys 1000 --value-size 64-4096, a seed from the clock.  --cycles alone
+ * lifts the time limit; with both, whichever comes first stops the run. */
+void options_default(torture_options *o);
+
+/* 0 on success; 1 when --help was printed (exit 0); -1 on bad input (the
+ * message is printed; exit 2). */
+int options_parse(torture_options *o, int argc, char **argv);
+
+/* Prints the usage text to stdout. */
+void options_usage(const char *prog);
+
+/* Parses a duration with a unit: "50ms", "1.5s", "2m", "250us", "1h".
+ * 0 and *ns, or -1 (malformed, no unit, zero or negative, too large). */
+int options_duration(const char *s, uint64_t *ns);
+
+/* Writes the flags that reproduce this run's workload (seed included) into
+ * BUF, e.g. "--kill-every 50ms --jitter 20 --threads 4 ... --seed 7". */
+void options_reproducer(const torture_options *o, char *buf, unsigned cap);
+
+#endif /* TORTURE_OPTIONS_H */

@@ -1,0 +1,213 @@
+/*
+ * report.c -- progress line, summary and JSON (see report.h).
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#define TTY_EVERY_NS 250000000ull
+#define PLAIN_EVERY_NS 5000000000ull
+
+uint64_t report_violations(const report *r)
+{
+	uint64_t n = r->structure + r->writer;
+
+	for (int i = 0; i < ORACLE_KINDS; i++)
+		n += r->violations[i];
+	return n;
+}
+
+void report_violation(report *r, const char *kind, const char *what)
+{
+	if (r->tty)
+		fputs("\r\033[K", stderr); /* do not write over the status line */
+	fprintf(stderr, "torture: cycle %" PRIu64 ": %s: %s\n", r->cycles + 1,
+	        kind, what);
+	if (r->first[0])
+		return;
+	snprintf(r->first, sizeof(r->first), "%s: %s", kind, what);
+	r->first_cycle = r->cycles + 1;
+}
+
+static double seconds(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static double per_second(uint64_t n, uint64_t ns)
+{
+	return ns ? (double)n / seconds(ns) : 0.0;
+}
+
+/* "12.3s/30s" or "245/1000 cycles" */
+static void show_elapsed(const report *r, const torture_options *o,
+                         char *buf, size_t cap)
+{
+	if (o->duration_ns)
+		snprintf(buf, cap, "%.1fs/%.0fs", seconds(r->elapsed_ns),
+		         seconds(o->duration_ns));
+	else
+		snprintf(buf, cap, "%.1fs", seconds(r->elapsed_ns));
+}
+
+void report_progress(report *r, const torture_options *o, uint64_t now_ns,
+                     int force)
+{
+	uint64_t every = r->tty ? TTY_EVERY_NS : PLAIN_EVERY_NS;
+	char when[48], cycles[48];
+
+	if (o->quiet || (!force && now_ns - r->last_progress_ns < every))
+		return;
+	r->last_progress_ns = now_ns;
+	show_elapsed(r, o, when, sizeof(when));
+	if (o->cycles)
+		snprintf(cycles, sizeof(cycles), "%" PRIu64 "/%" PRIu64,
+		         r->cycles, o->cycles);
+	else
+		snprintf(cycles, sizeof(cycles), "%" PRIu64, r->cycles);
+	fprintf(stderr, "%s%s  cycles %s  kills %" PRIu64 "  acked %" PRIu64
+	        "  verified %" PRIu64 "  lost %" PRIu64 "  %.1f cycles/s%s",
+	        r->tty ? "\r\033[K" : "torture: ", when, cycles, r->kills,
+	        r->acked, r->verified, r->violations[ORACLE_LOST],
+	        per_second(r->cycles, r->elapsed_ns), r->tty ? "" : "\n");
+	fflush(stderr);
+}
+
+static void show_latency(FILE *out, const char *what, samples *s)
+{
+	if (!s->n) {
+		fprintf(out, "  %-22s not measured\n", what);
+		return;
+	}
+	fprintf(out, "  %-22s p50 %.2f ms  p99 %.2f ms  max %.2f ms  (%zu "
+	        "samples)\n", what, samples_pct(s, 50) / 1e6,
+	        samples_pct(s, 99) / 1e6, samples_pct(s, 100) / 1e6, s->n);
+}
+
+void report_summary(report *r, const torture_options *o, const char *prog,
+                    FILE *out)
+{
+	uint64_t bad = report_violations(r);
+	char repro[400];
+
+	if (r->tty && !o->quiet)
+		fputs("\r\033[K", stderr);
+	fprintf(out, "torture: %s -- %" PRIu64 " cycles in %.1fs (%.1f "
+	        "cycles/s), %" PRIu64 " kills%s\n", bad ? "FAIL" : "PASS",
+	        r->cycles, seconds(r->elapsed_ns),
+	        per_second(r->cycles, r->elapsed_ns), r->kills,
+	        r->interrupted ? ", interrupted" : "");
+	fprintf(out, "  acknowledged writes    %" PRIu64 " operations (%" PRIu64
+	        " changes), %.0f/s; %" PRIu64 " issued\n", r->acked,
+	        r->acked_changes, per_second(r->acked, r->elapsed_ns),
+	        r->issued);
+	fprintf(out, "  keys verified          %" PRIu64 "\n", r->verified);
+	fprintf(out, "  violations             lost %" PRIu64 "  phantom %"
+	        PRIu64 "  hole %" PRIu64 "  order %" PRIu64 "  structure %"
+	        PRIu64 "  writer %" PRIu64 "\n", r->violations[ORACLE_LOST],
+	        r->violations[ORACLE_PHANTOM], r->violations[ORACLE_HOLE],
+	        r->violations[ORACLE_ORDER], r->structure, r->writer);
+	show_latency(out, "recovery (verify open)", &r->recovery_ns);
+	show_latency(out, "recovery (writer open)", &r->writer_open_ns);
+	fprintf(out, "  torn tails cut         %" PRIu64 " of %zu writer opens\n",
+	        r->tails_cut, r->writer_open_ns.n);
+	show_latency(out, "fdatasync before", &r->sync_before);
+	show_latency(out, "fdatasync after", &r->sync_after);
+	fprintf(out, "  seed                   %" PRIu64 "\n", o->seed);
+	fprintf(out, "  store                  %s (%s)\n", r->dir,
+	        r->dir_kept ? "kept" : "removed");
+	if (!bad)
+		return;
+	options_reproducer(o, repro, sizeof(repro));
+	fprintf(out, "  first violation        cycle %" PRIu64 ": %s\n",
+	        r->first_cycle, r->first);
+	fprintf(out, "  reproduce with         %s %s\n", prog, repro);
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped. */
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_latency(FILE *f, const char *name, samples *s)
+{
+	fprintf(f, "  \"%s\": {\"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f, "
+	        "\"samples\": %zu},\n", name, samples_pct(s, 50) / 1e6,
+	        samples_pct(s, 99) / 1e6, samples_pct(s, 100) / 1e6, s->n);
+}
+
+int report_json(report *r, const torture_options *o, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	char repro[400];
+	int rc;
+
+	if (!f)
+		return -1;
+	options_reproducer(o, repro, sizeof(repro));
+	fprintf(f, "{\n  \"result\": \"%s\",\n", report_violations(r) ?
+	        "fail" : "pass");
+	fprintf(f, "  \"cycles\": %" PRIu64 ",\n  \"kills\": %" PRIu64 ",\n"
+	        "  \"acked_writes\": %" PRIu64 ",\n  \"acked_changes\": %" PRIu64
+	        ",\n  \"issued\": %" PRIu64 ",\n  \"keys_verified\": %" PRIu64
+	        ",\n", r->cycles, r->kills, r->acked, r->acked_changes,
+	        r->issued, r->verified);
+	fprintf(f, "  \"lost\": %" PRIu64 ",\n  \"phantom\": %" PRIu64 ",\n"
+	        "  \"holes\": %" PRIu64 ",\n  \"order\": %" PRIu64 ",\n"
+	        "  \"structure_errors\": %" PRIu64 ",\n  \"writer_errors\": %"
+	        PRIu64 ",\n  \"tails_cut\": %" PRIu64 ",\n",
+	        r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
+	        r->violations[ORACLE_HOLE], r->violations[ORACLE_ORDER],
+	        r->structure, r->writer, r->tails_cut);
+	fprintf(f, "  \"elapsed_s\": %.3f,\n  \"cycles_per_second\": %.2f,\n"
+	        "  \"acked_per_second\": %.1f,\n", seconds(r->elapsed_ns),
+	        per_second(r->cycles, r->elapsed_ns),
+	        per_second(r->acked, r->elapsed_ns));
+	json_latency(f, "recovery_ms", &r->recovery_ns);
+	json_latency(f, "writer_open_ms", &r->writer_open_ns);
+	json_latency(f, "fdatasync_before_ms", &r->sync_before);
+	json_latency(f, "fdatasync_after_ms", &r->sync_after);
+	fprintf(f, "  \"kill_every_ms\": %.3f,\n  \"jitter_pct\": %u,\n"
+	        "  \"threads\": %u,\n  \"keys\": %u,\n  \"value_size\": [%u, %u],"
+	        "\n  \"unsafe\": %s,\n  \"interrupted\": %s,\n",
+	        o->kill_every_ns / 1e6, o->jitter_pct, o->threads, o->keys,
+	        o->value_min, o->value_max,
+	        o->unsafe ? "\"ack-before-commit\"" : "null",
+	        r->interrupted ? "true" : "false");
+	fprintf(f, "  \"seed\": %" PRIu64 ",\n  \"dir\": ", o->seed);
+	json_string(f, r->dir);
+	fprintf(f, ",\n  \"dir_kept\": %s,\n  \"first_violation\": ",
+	        r->dir_kept ? "true" : "false");
+	if (r->first[0])
+		json_string(f, r->first);
+	else
+		fputs("null", f);
+	fputs(",\n  \"reproducer\": ", f);
+	json_string(f, repro);
+	fputs("\n}\n", f);
+	rc = ferror(f) ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc;
+}
+
+void report_free(report *r)
+{
+	samples_free(&r->recovery_ns);
+	samples_free(&r->writer_open_ns);
+	samples_free(&r->sync_before);
+	samples_free(&r->sync_after);
+}

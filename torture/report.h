@@ -1,0 +1,68 @@
+/*
+ * report.h -- what a torture run tells its user: the progress line while it
+ * runs, the summary at the end, and the same summary as JSON (--json).
+ *
+ * Progress goes to stderr: on a terminal one line rewritten in place every
+ * quarter second; otherwise a plain line every five seconds.  The summary
+ * goes to stdout.
+ */
+#ifndef TORTURE_REPORT_H
+#define TORTURE_REPORT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "options.h"
+#include "oracle.h"
+#include "samples.h"
+
+typedef struct report {
+	uint64_t cycles;        /* kill/recover/verify cycles finished       */
+	uint64_t kills;         /* writers ended by our SIGKILL              */
+	uint64_t acked;         /* operations acknowledged (puts, deletes and
+	                           batches; a batch counts once)             */
+	uint64_t acked_changes; /* changes inside acknowledged operations    */
+	uint64_t issued;        /* operations begun                          */
+	uint64_t verified;      /* keys checked after recovery, all cycles   */
+	uint64_t violations[ORACLE_KINDS]; /* lost, phantom, hole, order     */
+	uint64_t structure;     /* keel_check problems, failed opens or reads */
+	uint64_t tails_cut;     /* writer opens whose recovery cut a torn tail */
+	uint64_t writer;        /* writer errors: failed commits, crashes    */
+	samples recovery_ns;    /* first open after each crash (read-only)   */
+	samples writer_open_ns; /* each writer's open (recovery that writes) */
+	samples sync_before;    /* fdatasync latency before the run          */
+	samples sync_after;     /* and after it                              */
+	uint64_t start_ns;      /* monotonic clock at the first cycle        */
+	uint64_t elapsed_ns;    /* run time so far                           */
+	char dir[PATH_MAX];     /* the store's directory                     */
+	int dir_kept;           /* the directory stays after the run         */
+	char first[600];        /* the first violation, in words             */
+	uint64_t first_cycle;   /* the cycle it was found in                 */
+	int interrupted;        /* stopped early by SIGINT or SIGTERM        */
+	/* progress line state */
+	int tty;                /* stderr is a terminal                      */
+	uint64_t last_progress_ns;
+} report;
+
+/* Total violations of every kind, structure and writer errors included. */
+uint64_t report_violations(const report *r);
+
+/* Prints a violation line to stderr ("torture: cycle N: KIND: WHAT") and
+ * keeps the first one's words for the summary.  Counting is the caller's. */
+void report_violation(report *r, const char *kind, const char *what);
+
+/* Prints the progress line if it is due (or FORCE). */
+void report_progress(report *r, const torture_options *o, uint64_t now_ns,
+                     int force);
+
+/* Prints the summary; PROG and the options make the reproducer line. */
+void report_summary(report *r, const torture_options *o, const char *prog,
+                    FILE *out);
+
+/* Writes the summary as one JSON object to PATH.  0, or -1 with errno. */
+int report_json(report *r, const torture_options *o, const char *path);
+
+void report_free(report *r);
+
+#endif /* TORTURE_REPORT_H */

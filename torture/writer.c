@@ -1,0 +1,261 @@
+/*
+ * writer.c -- the writer process and its threads (see writer.h).
+ */
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "value.h"
+
+typedef struct wthread {
+	const writer_plan *plan;
+	keel_db *db;
+	int fd;            /* record pipe                               */
+	uint32_t t;        /* thread number                             */
+	uint32_t nkeys;    /* keys owned: t, t + T, t + 2T, ...         */
+	uint64_t seq;      /* next operation number                     */
+	uint64_t rng;      /* workload generator state                  */
+	uint8_t *present;  /* per owned key: it exists                  */
+	uint64_t *rev;     /* per owned key: its revision               */
+	uint8_t *buf;      /* one value                                  */
+	keel_batch *batch;
+} wthread;
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int writer_open_store(const torture_options *opt, const char *path,
+                      keel_db **out)
+{
+	keel_options ko;
+
+	memset(&ko, 0, sizeof(ko));
+	ko.flags = opt->engine_flags | KEEL_NOCREATE;
+	ko.io = opt->io;
+	ko.lock_timeout_ms = 0; /* the last writer is dead: nobody holds it */
+	return keel_open(path, &ko, out);
+}
+
+/* Chooses the operation: mostly single puts, some deletes of present keys,
+ * about one in ten a batch of distinct keys.  Fills REC's changes. */
+static void choose(wthread *w, proto_rec *rec)
+{
+	const torture_options *o = w->plan->opt;
+	uint32_t count = 1, span = o->value_max - o->value_min + 1;
+	uint64_t r = rnd(&w->rng);
+
+	if (r % 10 == 0 && w->nkeys >= 2)
+		count = 2 + (uint32_t)(rnd(&w->rng) %
+		                       ((w->nkeys < PROTO_BATCH_MAX ?
+		                         w->nkeys : PROTO_BATCH_MAX) - 1));
+	rec->count = 0;
+	while (rec->count < count) {
+		uint32_t i = (uint32_t)(rnd(&w->rng) % w->nkeys), dup = 0;
+		uint32_t k = w->t + i * o->threads;
+		for (uint32_t j = 0; j < rec->count; j++)
+			dup |= rec->change[j].key == k;
+		if (dup)
+			continue;
+		rec->change[rec->count].key = k;
+		rec->change[rec->count].len = w->present[i] &&
+		                              rnd(&w->rng) % 5 == 0 ? 0 :
+		        o->value_min + (uint32_t)(rnd(&w->rng) % span);
+		rec->count++;
+	}
+}
+
+static void make_value(wthread *w, uint32_t k, uint32_t index, uint32_t len)
+{
+	value_id id = {
+		.key = k, .thread = w->t, .index = index, .seq = w->seq,
+		.nonce = oracle_nonce(w->plan->model), .len = len,
+	};
+	value_encode(&id, w->buf);
+}
+
+/* Commits REC's changes; returns a keel_err and *txid (0 when the engine
+ * does not say, as keel_del does not). */
+static int commit(wthread *w, const proto_rec *rec, uint64_t *txid)
+{
+	const proto_change *c = rec->change;
+	uint32_t T = w->plan->opt->threads;
+	char key[VALUE_KEY_MAX];
+	size_t klen;
+	int rc = KEEL_OK;
+
+	*txid = 0;
+	if (rec->count == 1) {
+		uint32_t i = c[0].key / T;
+		klen = value_key(c[0].key, key);
+		if (c[0].len == 0)
+			return keel_del(w->db, key, klen, w->rev[i]);
+		make_value(w, c[0].key, 0, c[0].len);
+		return keel_put(w->db, key, klen, w->buf, c[0].len,
+		                w->present[i] ? w->rev[i] : KEEL_REV_ABSENT,
+		                txid);
+	}
+	keel_batch_clear(w->batch);
+	for (uint32_t n = 0; n < rec->count && rc == KEEL_OK; n++) {
+		uint32_t i = c[n].key / T;
+		klen = value_key(c[n].key, key);
+		if (c[n].len == 0) {
+			rc = keel_batch_del(w->batch, key, klen, w->rev[i]);
+			continue;
+		}
+		make_value(w, c[n].key, n, c[n].len);
+		rc = keel_batch_put(w->batch, key, klen, w->buf, c[n].len,
+		                    w->present[i] ? w->rev[i] :
+		                                    KEEL_REV_ABSENT);
+	}
+	return rc == KEEL_OK ? keel_commit(w->db, w->batch, txid, NULL) : rc;
+}
+
+static void *thread_main(void *arg)
+{
+	wthread *w = arg;
+	int ack_first = (w->plan->opt->unsafe &
+	                 TORTURE_UNSAFE_ACK_BEFORE_COMMIT) != 0;
+
+	for (;; w->seq++) {
+		proto_rec rec;
+		uint64_t txid;
+
+		memset(&rec, 0, sizeof(rec));
+		rec.kind = PROTO_INTENT;
+		rec.thread = w->t;
+		rec.seq = w->seq;
+		choose(w, &rec);
+		if (proto_send(w->fd, &rec) < 0)
+			break;
+		if (ack_first) { /* the deliberate bug: say "stored" too soon */
+			rec.kind = PROTO_ACK;
+			if (proto_send(w->fd, &rec) < 0)
+				break;
+		}
+		rec.rc = commit(w, &rec, &txid);
+		rec.kind = PROTO_DONE;
+		rec.rev = txid;
+		if (proto_send(w->fd, &rec) < 0 || rec.rc != KEEL_OK)
+			break;
+		for (uint32_t n = 0; n < rec.count; n++) {
+			uint32_t i = rec.change[n].key / w->plan->opt->threads;
+			w->present[i] = rec.change[n].len != 0;
+			w->rev[i] = txid;
+		}
+	}
+	return NULL;
+}
+
+/* Sets thread T up from the inherited model; -1 when memory ran out. */
+static int thread_init(wthread *w, const writer_plan *p, keel_db *db, int fd,
+                       uint32_t t)
+{
+	uint32_t T = p->opt->threads;
+
+	w->plan = p;
+	w->db = db;
+	w->fd = fd;
+	w->t = t;
+	w->nkeys = (p->opt->keys - t + T - 1) / T;
+	w->seq = oracle_next_seq(p->model, t);
+	w->rng = p->seed ^ ((uint64_t)t << 48);
+	rnd(&w->rng);
+	w->present = calloc(w->nkeys, 1);
+	w->rev = calloc(w->nkeys, sizeof(*w->rev));
+	w->buf = malloc(p->opt->value_max);
+	if (!w->present || !w->rev || !w->buf ||
+	    keel_batch_new(&w->batch) != KEEL_OK)
+		return -1;
+	for (uint32_t i = 0; i < w->nkeys; i++) {
+		const oracle_key_state *s = oracle_key(p->model, t + i * T);
+		w->present[i] = (uint8_t)s->present;
+		w->rev[i] = s->rev;
+	}
+	return 0;
+}
+
+/* The child's whole life: open, report, write until killed. */
+static void __attribute__((noreturn)) writer_main(const writer_plan *p,
+                                                   int fd)
+{
+	uint32_t T = p->opt->threads;
+	wthread *w = calloc(T, sizeof(*w));
+	pthread_t *tid = calloc(T, sizeof(*tid));
+	proto_rec rec;
+	keel_stats st;
+	keel_recovery ri;
+	keel_db *db = NULL;
+	uint64_t t0 = now_ns();
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = PROTO_OPENED;
+	rec.rc = writer_open_store(p->opt, p->path, &db);
+	rec.ns = now_ns() - t0;
+	if (rec.rc == KEEL_OK && keel_stat(db, &st) == KEEL_OK)
+		rec.rev = st.txid;
+	if (rec.rc == KEEL_OK && keel_recovery_info(db, &ri) == KEEL_OK)
+		rec.count = (uint32_t)ri.status;
+	if (proto_send(fd, &rec) < 0 || rec.rc != KEEL_OK || !w || !tid)
+		_exit(3);
+	for (uint32_t t = 0; t < T; t++)
+		if (thread_init(&w[t], p, db, fd, t) < 0 ||
+		    pthread_create(&tid[t], NULL, thread_main, &w[t]) != 0)
+			_exit(4);
+	for (uint32_t t = 0; t < T; t++)
+		pthread_join(tid[t], NULL);
+	/* Every thread stopped on an error (or the harness went away):
+	 * nothing more to say.  No cleanup: the harness owns the store. */
+	_exit(keel_close(db) == KEEL_OK ? 0 : 5);
+}
+
+int writer_spawn(const writer_plan *plan, pid_t *pid, int *fd)
+{
+	int p[2];
+	pid_t child, parent = getpid();
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	child = fork();
+	if (child < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		errno = e;
+		return -1;
+	}
+	if (child == 0) {
+		/* Die with the harness: an orphaned writer would keep the
+		 * store's lock and keep writing. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent) /* it died before prctl */
+			_exit(1);
+		close(p[0]);
+		writer_main(plan, p[1]);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	*pid = child;
+	*fd = p[0];
+	return 0;
+}
