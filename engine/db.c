@@ -628,10 +628,13 @@ int keel_put(keel_db *db, const void *key, size_t klen, const void *val,
 	return commit_submit_ops(db, &op, 1, NULL, NULL, NULL, rev, NULL);
 }
 
-int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect)
+int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect,
+             uint64_t *txid)
 {
 	int rc;
 
+	if (txid)
+		*txid = 0;
 	if (!db)
 		return KEEL_EINVAL;
 	if ((rc = batch_check_key(key, klen)))
@@ -639,7 +642,7 @@ int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect)
 	if (expect == KEEL_REV_ABSENT)
 		return KEEL_EINVAL; /* deleting what must not exist means nothing */
 	tree_op op = {.key = key, .klen = klen, .val = NULL, .expect = expect};
-	return commit_submit_ops(db, &op, 1, NULL, NULL, NULL, NULL, NULL);
+	return commit_submit_ops(db, &op, 1, NULL, NULL, NULL, txid, NULL);
 }
 
 /* Turns the batch's arena offsets into pointers, in a new array. */

@@ -216,17 +216,20 @@ void keel_iter_close(keel_iter *it);
 /* ---- writing -------------------------------------------------------------- */
 /*
  * keel_put / keel_del - one change, committed and durable on return.
- * EXPECT is KEEL_REV_ANY, KEEL_REV_ABSENT or an exact revision.  *REV (may be
- * NULL) receives the new revision (the commit's transaction id).
+ * EXPECT is KEEL_REV_ANY, KEEL_REV_ABSENT (puts only) or an exact revision.
+ * *REV / *TXID (may be NULL) receives the commit's transaction id, which is
+ * the key's new revision after a put.
  * Errors: KEEL_EKEY, KEEL_ETOOBIG, KEEL_EINVAL, KEEL_ECONFLICT,
  * KEEL_ENOTFOUND (keel_del of a missing key with KEEL_REV_ANY), KEEL_EIO /
  * KEEL_ENOSPC (this commit or an earlier one failed: the handle is FAILED
  * and answers every later write the same until reopened), KEEL_EREADONLY.
- * Revisions are per commit group: batches that share a sync share a txid.
+ * Commits that share a sync (group commit) share one head and so one txid:
+ * revisions are per commit group, not per call.
  */
 int keel_put(keel_db *db, const void *key, size_t klen, const void *val,
              size_t vlen, uint64_t expect, uint64_t *rev);
-int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect);
+int keel_del(keel_db *db, const void *key, size_t klen, uint64_t expect,
+             uint64_t *txid);
 
 /*
  * A batch is a list of puts and deletes committed atomically: either every

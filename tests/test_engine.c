@@ -71,9 +71,9 @@ static void put_get_delete_round_trip(void **state)
 	assert_int_equal(keel_put(f->db, "b", 1, "", 0, KEEL_REV_ANY, NULL), KEEL_OK);
 	check_value(f->db, "a", "one");
 	check_value(f->db, "b", "");
-	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
 	check_value(f->db, "a", NULL);
-	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY), KEEL_ENOTFOUND);
+	assert_int_equal(keel_del(f->db, "a", 1, KEEL_REV_ANY, NULL), KEEL_ENOTFOUND);
 	reopen(f);
 	check_value(f->db, "a", NULL);
 	check_value(f->db, "b", "");
@@ -168,14 +168,14 @@ static void revisions_and_conflicts(void **state)
 	assert_int_equal(keel_put(f->db, "k", 1, "2", 1, r1, &r2), KEEL_OK);
 	assert_true(r2 > r1);
 	assert_int_equal(keel_put(f->db, "k", 1, "3", 1, r1, NULL), KEEL_ECONFLICT);
-	assert_int_equal(keel_del(f->db, "k", 1, r1), KEEL_ECONFLICT);
-	assert_int_equal(keel_del(f->db, "k", 1, KEEL_REV_ABSENT), KEEL_EINVAL);
+	assert_int_equal(keel_del(f->db, "k", 1, r1, NULL), KEEL_ECONFLICT);
+	assert_int_equal(keel_del(f->db, "k", 1, KEEL_REV_ABSENT, NULL), KEEL_EINVAL);
 	check_value(f->db, "k", "2");
 	keel_view v;
 	assert_int_equal(keel_get(f->db, "k", 1, &v), KEEL_OK);
 	assert_int_equal(v.rev, r2);
 	keel_view_release(&v);
-	assert_int_equal(keel_del(f->db, "k", 1, r2), KEEL_OK);
+	assert_int_equal(keel_del(f->db, "k", 1, r2, NULL), KEEL_OK);
 	check_value(f->db, "k", NULL);
 }
 
@@ -305,7 +305,7 @@ static void maximal_keys_keep_the_tree_valid(void **state)
 	for (int i = 0; i < 3000; i += 2) {
 		memset(key, 'k', sizeof(key));
 		snprintf((char *)key + 1000, 24, "%08d", i);
-		assert_int_equal(keel_del(f->db, key, sizeof(key), KEEL_REV_ANY), KEEL_OK);
+		assert_int_equal(keel_del(f->db, key, sizeof(key), KEEL_REV_ANY, NULL), KEEL_OK);
 	}
 	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
 	assert_int_equal(cr.keys, 1500);
@@ -733,7 +733,7 @@ static void compaction_keeps_everything_and_shrinks_the_file(void **state)
 	for (int i = 0; i < 300; i++) {
 		char k[32];
 		snprintf(k, sizeof(k), "c%05d", i);
-		assert_int_equal(keel_del(f->db, k, strlen(k), KEEL_REV_ANY), KEEL_OK);
+		assert_int_equal(keel_del(f->db, k, strlen(k), KEEL_REV_ANY, NULL), KEEL_OK);
 	}
 	assert_int_equal(keel_compact(f->db), KEEL_OK);
 	reopen(f);

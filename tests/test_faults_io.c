@@ -107,7 +107,7 @@ static void a_failed_fdatasync_is_fail_stop_and_acked_writes_survive(void **stat
 	fired = 0;
 	assert_int_equal(fiu_enable_external("keel/io/pwrite", 1, NULL, 0, never_fail_count), 0);
 	assert_int_equal(keel_put(f->db, "after", 5, "x", 1, KEEL_REV_ANY, NULL), KEEL_EIO);
-	assert_int_equal(keel_del(f->db, "acked1", 6, KEEL_REV_ANY), KEEL_EIO);
+	assert_int_equal(keel_del(f->db, "acked1", 6, KEEL_REV_ANY, NULL), KEEL_EIO);
 	keel_batch *b;
 	keel_batch_new(&b);
 	keel_batch_put(b, "b", 1, "v", 1, KEEL_REV_ANY);

@@ -245,7 +245,7 @@ static int cmd_del(int argc, char **argv)
 	}
 	if ((rc = open_db(a.pos[0], 0, &db)))
 		return fail(rc, "open", a.pos[0]);
-	rc = keel_del(db, a.pos[1], strlen(a.pos[1]), expect);
+	rc = keel_del(db, a.pos[1], strlen(a.pos[1]), expect, NULL);
 	int crc = keel_close(db);
 	if (rc)
 		return fail(rc, "del", a.pos[1]);

@@ -109,7 +109,7 @@ static int commit(wthread *w, const proto_rec *rec, uint64_t *txid)
 		uint32_t i = c[0].key / T;
 		klen = value_key(c[0].key, key);
 		if (c[0].len == 0)
-			return keel_del(w->db, key, klen, w->rev[i]);
+			return keel_del(w->db, key, klen, w->rev[i], NULL);
 		make_value(w, c[0].key, 0, c[0].len);
 		return keel_put(w->db, key, klen, w->buf, c[0].len,
 		                w->present[i] ? w->rev[i] : KEEL_REV_ABSENT,
