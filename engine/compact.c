@@ -314,11 +314,8 @@ static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
 			c = 1;
 		else if (rb != KEEL_OK)
 			c = -1;
-		else {
-			c = memcmp(ea.key, eb.key, ea.klen < eb.klen ? ea.klen : eb.klen);
-			if (c == 0)
-				c = ea.klen < eb.klen ? -1 : ea.klen > eb.klen;
-		}
+		else
+			c = keel_key_cmp(ea.key, ea.klen, eb.key, eb.klen);
 		if (c == 0 && ea.voff == eb.voff && ea.rev == eb.rev) {
 			ra = tree_cursor_next(&ca, &ea);
 			rb = tree_cursor_next(&cb, &eb);

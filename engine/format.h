@@ -193,6 +193,16 @@ static inline void keel_st16(void *p, uint16_t v)
 static inline void keel_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void keel_st64(void *p, uint64_t v) { memcpy(p, &v, 8); }
 
+/* The key order: unsigned bytes, a shorter key first on a tie. */
+static inline int keel_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
+                               size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
 /* Record size on disk, padding included. */
 static inline uint64_t keel_rec_size(uint64_t payload_len)
 {

@@ -28,14 +28,6 @@
 #include "crc32c.h"
 #include "internal.h"
 
-static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-	if (c)
-		return c;
-	return alen < blen ? -1 : alen > blen;
-}
-
 /* ---- reading ---------------------------------------------------------- */
 
 /* The structure check a node passes once, with its CRC, before any read
@@ -75,21 +67,20 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
 	return rec ? rec + KEEL_REC_HDR : NULL;
 }
 
-/* Entry I of a node that passed node_valid. */
-static const uint8_t *entry_at(const uint8_t *p, uint32_t plen, unsigned i,
+/* Entry I of a node that passed node_valid (so it lies inside the node). */
+static const uint8_t *entry_at(const uint8_t *p, unsigned i,
                                const uint8_t **key, uint16_t *klen)
 {
-	(void)plen; /* node_valid checked every entry against it */
 	const uint8_t *e = p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
 	*klen = keel_ld16(e);
 	*key = e + (node_level(p) ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY);
 	return e;
 }
 
-/* Index of the last entry with key <= KEY (0 if none); -1 on damage.
- * For leaves *exact tells whether that entry equals KEY. */
-static int node_search(const uint8_t *p, uint32_t plen, const void *key,
-                       size_t klen, bool *exact)
+/* Index of the last entry with key <= KEY (0 if none) in a valid node;
+ * *exact tells whether that entry equals KEY. */
+static int node_search(const uint8_t *p, const void *key, size_t klen,
+                       bool *exact)
 {
 	int lo = 0, hi = node_count(p) - 1, ans = 0;
 	*exact = false;
@@ -97,9 +88,8 @@ static int node_search(const uint8_t *p, uint32_t plen, const void *key,
 		int mid = (lo + hi) / 2;
 		const uint8_t *k;
 		uint16_t kl;
-		if (!entry_at(p, plen, (unsigned)mid, &k, &kl))
-			return -1;
-		int c = key_cmp(k, kl, key, klen);
+		entry_at(p, (unsigned)mid, &k, &kl);
+		int c = keel_key_cmp(k, kl, key, klen);
 		if (c == 0) {
 			*exact = true;
 			return mid;
@@ -139,12 +129,12 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 		const uint8_t *p = node_get(m, off, crc, &plen);
 		if (!p)
 			return KEEL_ECORRUPT;
-		int i = node_search(p, plen, key, klen, &exact);
+		int i = node_search(p, key, klen, &exact);
 		if (i < 0)
 			return KEEL_ECORRUPT;
 		const uint8_t *k;
 		uint16_t kl;
-		const uint8_t *e = entry_at(p, plen, (unsigned)i, &k, &kl);
+		const uint8_t *e = entry_at(p, (unsigned)i, &k, &kl);
 		if (node_level(p) == 0) {
 			if (!exact)
 				return KEEL_ENOTFOUND;
@@ -186,16 +176,13 @@ static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
 		return KEEL_ECORRUPT;
 	int i = 0;
 	if (!leftmost) {
-		i = node_search(p, plen, start, slen, &exact);
-		if (i < 0)
-			return KEEL_ECORRUPT;
+		i = node_search(p, start, slen, &exact);
 		/* In a leaf, an entry below START is skipped. */
 		if (node_level(p) == 0 && !exact) {
 			const uint8_t *k;
 			uint16_t kl;
-			if (!entry_at(p, plen, (unsigned)i, &k, &kl))
-				return KEEL_ECORRUPT;
-			if (key_cmp(k, kl, start, slen) < 0)
+			entry_at(p, (unsigned)i, &k, &kl);
+			if (keel_key_cmp(k, kl, start, slen) < 0)
 				i++;
 		}
 	}
@@ -212,13 +199,9 @@ static int cursor_descend(tree_cursor *c, const void *start, size_t slen,
 {
 	while (node_level(c->node[c->depth - 1]) > 0) {
 		int d = c->depth - 1;
-		const uint8_t *p = c->node[d];
-		uint32_t plen = (uint32_t)(c->m->len - (size_t)(p - c->m->base));
 		const uint8_t *k;
 		uint16_t kl;
-		const uint8_t *e = entry_at(p, plen, c->index[d], &k, &kl);
-		if (!e)
-			return KEEL_ECORRUPT;
+		const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
 		int rc = cursor_push(c, keel_ld64(e + 8), keel_ld32(e + 4), start,
 		                     slen, leftmost);
 		if (rc)
@@ -266,13 +249,9 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 			return rc;
 	}
 	int d = c->depth - 1;
-	const uint8_t *p = c->node[d];
-	uint32_t plen = (uint32_t)(c->m->len - (size_t)(p - c->m->base));
 	const uint8_t *k;
 	uint16_t kl;
-	const uint8_t *e = entry_at(p, plen, c->index[d], &k, &kl);
-	if (!e)
-		return KEEL_ECORRUPT;
+	const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
 	leaf_decode(e, k, kl, out);
 	c->index[d]++;
 	return KEEL_OK;
@@ -430,9 +409,7 @@ static int cow(tree_builder *b, tref *ref, tnode **out)
 		return KEEL_ENOMEM;
 	for (unsigned i = 0; i < count; i++) {
 		tent *t = &n->ents[i];
-		const uint8_t *e = entry_at(p, plen, i, &t->key, &t->klen);
-		if (!e)
-			return KEEL_ECORRUPT;
+		const uint8_t *e = entry_at(p, i, &t->key, &t->klen);
 		if (n->level == 0) {
 			t->u.leaf.vlen = keel_ld32(e + 4);
 			t->u.leaf.voff = keel_ld64(e + 8);
@@ -460,7 +437,7 @@ static uint32_t tnode_search(const tnode *n, const uint8_t *key, size_t klen,
 	*exact = false;
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
-		int c = key_cmp(n->ents[mid].key, n->ents[mid].klen, key, klen);
+		int c = keel_key_cmp(n->ents[mid].key, n->ents[mid].klen, key, klen);
 		if (c == 0) {
 			*exact = true;
 			return (uint32_t)mid;
@@ -566,7 +543,7 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 		} else {
 			uint32_t at = i;
 			if (n->count > 0 &&
-			    key_cmp(n->ents[i].key, n->ents[i].klen, key, klen) < 0)
+			    keel_key_cmp(n->ents[i].key, n->ents[i].klen, key, klen) < 0)
 				at = i + 1;
 			if ((rc = tnode_insert(b, n, at, &e)))
 				return rc;

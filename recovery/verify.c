@@ -35,14 +35,6 @@ static void problem(verifier *v, uint64_t off, const char *fmt, ...)
 		v->report(v->arg, off, what);
 }
 
-static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-	if (c)
-		return c;
-	return alen < blen ? -1 : alen > blen;
-}
-
 /* Checks the record at OFF: header, type, CRC against EXPECT.  Returns the
  * payload or NULL (after reporting). */
 static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
@@ -120,11 +112,11 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 				continue;
 			}
 			node(v, coff, keel_ld32(e + 4), level - 1, &cf, &cfl);
-			if (cf && key_cmp(cf, cfl, key, klen) != 0)
+			if (cf && keel_key_cmp(cf, cfl, key, klen) != 0)
 				problem(v, off, "entry %u key differs from its child's first key", i);
 			continue;
 		}
-		if (v->last_key && key_cmp(v->last_key, v->last_klen, key, klen) >= 0)
+		if (v->last_key && keel_key_cmp(v->last_key, v->last_klen, key, klen) >= 0)
 			problem(v, off, "entry %u key out of order", i);
 		v->last_key = key;
 		v->last_klen = klen;
