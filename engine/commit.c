@@ -101,6 +101,7 @@ static void group_finish(keel_db *db, commit_writer *group, int group_rc,
 	while (group) {
 		commit_writer *w = group;
 		group = w->next;
+		db->inflight--;
 		if (group_rc)
 			w->rc = group_rc;
 		if (w->rc == KEEL_OK)
@@ -177,25 +178,70 @@ static int group_apply(tree_builder *b, commit_writer *w)
 	return KEEL_OK;
 }
 
+/* Takes the whole queue into the group; returns the writers taken. */
+static commit_writer *absorb_queue(keel_db *db, commit_writer **last,
+                                   uint64_t *size)
+{
+	commit_writer *more = db->queue_head;
+	db->queue_head = db->queue_tail = NULL;
+	(*last)->next = more;
+	while ((*last)->next) {
+		*last = (*last)->next;
+		(*size)++;
+	}
+	return more;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Absorbs writers that queue up while the previous group syncs, until that
- * group has published: this is what makes groups grow with load.  Called
- * and returns with mu held. */
+ * group has published: this is what makes groups grow with load.  Then, if
+ * several writers have been committing at once lately (WANT, the recent
+ * peak of writers in flight), it waits a little longer -- until that many
+ * are in the group, or a quarter of a sync time has passed (at most 1 ms):
+ * the writers the previous group just woke are about to commit again, and
+ * without the wait they would form a group of their own and pay a sync of
+ * their own.  SIZE counts the group's writers.  Called and returns with mu
+ * held. */
 static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
-                        commit_writer **last, uint64_t *absorbed)
+                        uint64_t want, commit_writer **last, uint64_t *size)
 {
 	int rc = KEEL_OK;
-	while (db->published_seq != seq - 1 && !db->failed) {
-		commit_writer *more = db->queue_head;
-		if (!more || *absorbed >= GROUP_MAX_WRITERS) {
-			pthread_cond_wait(&db->published_cv, &db->mu);
+	uint64_t deadline = 0;
+	for (;;) {
+		bool published = db->published_seq == seq - 1;
+		if (db->failed)
+			break;
+		if (published && !deadline) {
+			if (want <= 1 || *size >= want)
+				break;
+			uint64_t wait = db->sync_ns_avg / 4;
+			deadline = mono_ns() + (wait < 1000000 ? wait : 1000000);
+		}
+		if (deadline && (*size >= want || mono_ns() >= deadline))
+			break;
+		if (!db->queue_head || *size >= GROUP_MAX_WRITERS) {
+			if (!deadline) {
+				pthread_cond_wait(&db->published_cv, &db->mu);
+			} else {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				uint64_t left = deadline - mono_ns();
+				if ((int64_t)left <= 0)
+					break;
+				uint64_t ns = (uint64_t)ts.tv_nsec + left;
+				ts.tv_sec += (time_t)(ns / 1000000000u);
+				ts.tv_nsec = (long)(ns % 1000000000u);
+				pthread_cond_timedwait(&db->published_cv, &db->mu, &ts);
+			}
 			continue;
 		}
-		db->queue_head = db->queue_tail = NULL;
-		(*last)->next = more;
-		while ((*last)->next) {
-			*last = (*last)->next;
-			(*absorbed)++;
-		}
+		commit_writer *more = absorb_queue(db, last, size);
 		pthread_mutex_unlock(&db->mu);
 		if (rc == KEEL_OK)
 			rc = group_apply(b, more);
@@ -227,10 +273,14 @@ static void lead_group(keel_db *db)
 	tree_builder *b = NULL;
 	tree_region region = {0};
 	uint8_t head_buf[KEEL_HEAD_SIZE];
-	uint64_t absorbed = 0;
+	uint64_t size = 0;
 	bool grew = false, empty = true;
 	int rc;
 
+	for (commit_writer *w = group; w; w = w->next)
+		size++;
+	uint64_t want = db->inflight_peak; /* recent concurrency */
+	db->inflight_peak = db->inflight;
 	db->queue_head = db->queue_tail = NULL;
 	db->building = true;
 	db->leaders++;
@@ -246,7 +296,7 @@ static void lead_group(keel_db *db)
 	if (rc == KEEL_OK)
 		rc = group_apply(b, group);
 	pthread_mutex_lock(&db->mu);
-	int arc = group_absorb(db, b, seq, &last, &absorbed);
+	int arc = group_absorb(db, b, seq, want, &last, &size);
 	if (rc == KEEL_OK)
 		rc = arc;
 	if (rc == KEEL_OK && db->failed)
@@ -276,8 +326,11 @@ static void lead_group(keel_db *db)
 		rc = db->failed; /* (3)(4): an earlier group failed */
 	if (rc == KEEL_OK && !empty) {
 		pthread_mutex_unlock(&db->mu);
+		uint64_t t0 = mono_ns();
 		rc = group_sync(db, grew);
+		uint64_t took = mono_ns() - t0;
 		pthread_mutex_lock(&db->mu);
+		db->sync_ns_avg = (db->sync_ns_avg * 7 + took) / 8;
 		if (rc) {
 			db->failed = rc;
 		} else {
@@ -372,6 +425,9 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		db->committers++;
 	}
 	enqueue(db, w);
+	db->inflight++;
+	if (db->inflight > db->inflight_peak)
+		db->inflight_peak = db->inflight;
 	if (db->building) /* a leader waiting for its turn to sync absorbs it */
 		pthread_cond_broadcast(&db->published_cv);
 	if (cb) {

@@ -189,6 +189,9 @@ struct keel_db {
 	commit_writer *queue_head, *queue_tail; /* waiting writers, FIFO      */
 	bool building;        /* a leader is building/appending a group      */
 	int leaders;          /* leaders not yet finished (close waits)      */
+	uint64_t inflight;    /* writers submitted and not yet answered      */
+	uint64_t inflight_peak; /* most in flight since the last group began */
+	uint64_t sync_ns_avg; /* moving average of a sync's duration         */
 	keel_head tail;       /* state after the newest APPENDED group       */
 	uint64_t appended_seq, published_seq;
 	pthread_cond_t published_cv;
