@@ -6,8 +6,10 @@
  * keel_put per put: each is one durable commit; concurrent puts from many
  * threads share the engine's group commit.  Reads: a snapshot reader uses
  * keel_snapshot_get from one snapshot per thread (as an LMDB reader keeps one
- * read transaction); a fresh reader uses keel_get, which sees the newest
- * commit every time.  Every view is released after its bytes are touched.
+ * read transaction); a fresh reader renews its snapshot with
+ * keel_snapshot_refresh before every read (as LMDB's fresh reader renews its
+ * read transaction with mdb_txn_renew), so it sees the newest commit every
+ * time.  Every view is released after its bytes are touched.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +111,7 @@ static int keel_bench_thread_open(void *db, bench_role role, void **out)
 		return bench_fail(KEEL_NAME, "out of memory");
 	t->db = db;
 	t->role = role;
-	if (role == BENCH_READ_SNAPSHOT) {
+	if (role == BENCH_READ_SNAPSHOT || role == BENCH_READ_FRESH) {
 		rc = keel_snapshot_open(t->db, &t->snap);
 		if (rc) {
 			free(t);
@@ -146,6 +148,8 @@ static int keel_bench_get(void *ctx, const void *key, size_t klen,
 	int rc;
 
 	memset(&v, 0, sizeof(v));
+	if (t->role == BENCH_READ_FRESH && (rc = keel_snapshot_refresh(&t->snap)))
+		return keel_bench_err("refresh", rc);
 	if (t->snap)
 		rc = keel_snapshot_get(t->snap, key, klen, &v);
 	else

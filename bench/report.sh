@@ -184,7 +184,7 @@ END {
 	# ---- reads and scans --------------------------------------------------
 	if (nrt) {
 		printf "### Random point reads over %s keys (16-byte values; ops/s, median of rounds)\n\n", rkeys
-		print "`snapshot`: keel_snapshot_get from one snapshot per thread vs one LMDB read transaction per thread.  `fresh`: keel_get (newest state every call) vs mdb_txn_renew + mdb_get + mdb_txn_reset per read.  Each value'\''s bytes are read.\n"
+		print "`snapshot`: keel_snapshot_get from one snapshot per thread vs one LMDB read transaction per thread.  `fresh`: keel_snapshot_refresh + keel_snapshot_get (newest state every call) vs mdb_txn_renew + mdb_get + mdb_txn_reset per read.  Each value'\''s bytes are read.\n"
 		print "| threads | mode | keel | lmdb | keel/lmdb (median of per-round ratios) |"
 		print "|---:|---|---:|---:|---:|"
 		for (b = 1; b <= nrt; b++) for (mi = 1; mi <= 2; mi++) {
