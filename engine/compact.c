@@ -34,7 +34,7 @@
 #include "internal.h"
 
 #define COMPACT_BUF ((size_t)1 << 20)
-#define FILL (KEEL_NODE_MAX * 3 / 4) /* pack nodes to this much payload */
+#define FILL(level) (KEEL_NODE_MAX(level) * 3 / 4) /* pack nodes this full */
 #define AUTO_MIN_END ((uint64_t)512 << 10)
 
 /* ---- a sequential writer for the new file ---------------------------------- */
@@ -174,7 +174,7 @@ static int loader_add(loader *l, int level, const pentry *e)
 {
 	plevel *p = &l->lv[level];
 	uint32_t add = 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
-	if (p->count >= 2 && p->size + add > FILL) { /* >= 2: fanout shrinks */
+	if (p->count >= 2 && p->size + add > FILL(level)) { /* >= 2: fanout */
 		if (level + 1 >= TREE_MAX_DEPTH)
 			return KEEL_ETOOBIG;
 		int rc = level_flush(l, level, false);
@@ -259,7 +259,7 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 		return keel_err_from_errno(nf->fd);
 	w.fd = nf->fd;
 	w.buf = malloc(COMPACT_BUF);
-	l.node = malloc(KEEL_REC_HDR + KEEL_NODE_MAX + 4096);
+	l.node = malloc(KEEL_REC_HDR + KEEL_BRANCH_MAX + 4096);
 	rc = (w.buf && l.node) ? bulk_load(m, s0, &w, &l) : KEEL_ENOMEM;
 	if (rc == KEEL_OK) {
 		keel_head *h = &nf->head;

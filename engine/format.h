@@ -129,7 +129,11 @@
 #define KEEL_NODE_HDR 8u
 #define KEEL_LEAF_ENTRY 28u
 #define KEEL_BRANCH_ENTRY 16u
-#define KEEL_NODE_MAX 1024u   /* split above this payload, when >= 4 entries */
+#define KEEL_LEAF_MAX 1024u   /* a leaf splits above this payload ...       */
+#define KEEL_BRANCH_MAX 4096u /* ... a branch above this; both when >= 4
+                                 entries.  Small leaves keep the bytes a put
+                                 copies low; wide branches keep trees shallow */
+#define KEEL_NODE_MAX(level) ((level) ? KEEL_BRANCH_MAX : KEEL_LEAF_MAX)
 #define KEEL_ALIGN8(x) (((x) + 7u) & ~(uint64_t)7u)
 
 enum keel_rec_type {

@@ -15,7 +15,8 @@
  *  A commit group gets one tree_builder.  Ops descend from the root, copying
  *  each clean (on-disk) node on the path into a dirty in-memory node; dirty
  *  nodes are then modified in place.  Nodes split eagerly when their payload
- *  exceeds KEEL_NODE_MAX and they hold four entries or more (so a branch
+ *  exceeds KEEL_NODE_MAX (1 KiB leaves, 4 KiB branches) and they hold four
+ *  entries or more (so a branch
  *  always keeps two children, even with 1 KiB keys), and merge with a
  *  sibling when under a quarter of it.
  *  Values are laid out in the region as ops are applied (so their offsets are
@@ -571,7 +572,7 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 	}
 	/* Four entries at least, so both halves keep two: with keys of up to
 	 * 1 KiB a branch must never end up with a single child. */
-	if (n->size > KEEL_NODE_MAX && n->count >= 4) {
+	if (n->size > KEEL_NODE_MAX(n->level) && n->count >= 4) {
 		*split = tnode_split(b, n, appended);
 		if (!*split)
 			return KEEL_ENOMEM;
@@ -583,7 +584,7 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 {
 	tnode *c = n->ents[i].u.child.dirty;
-	if (c->size >= KEEL_NODE_MAX / 4 || n->count < 2)
+	if (c->size >= KEEL_NODE_MAX(c->level) / 4 || n->count < 2)
 		return KEEL_OK;
 	uint32_t l = i + 1 < n->count ? i : i - 1; /* merge entries l and l+1 */
 	tnode *left, *right;
@@ -595,7 +596,7 @@ static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 	memcpy(&left->ents[left->count], right->ents, right->count * sizeof(tent));
 	left->count += right->count;
 	left->size += right->size - KEEL_NODE_HDR;
-	if (left->size <= KEEL_NODE_MAX || left->count < 4) {
+	if (left->size <= KEEL_NODE_MAX(left->level) || left->count < 4) {
 		tnode_remove(n, l + 1);
 		return KEEL_OK;
 	}
