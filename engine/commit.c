@@ -351,6 +351,12 @@ static void lead_group(keel_db *db)
 	pthread_cond_broadcast(&db->published_cv); /* for commit_shutdown */
 }
 
+static bool compact_lagging(const keel_db *db)
+{
+	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
+	return end > ((uint64_t)1 << 20) && end > db->tail.live_bytes / 2 * 5;
+}
+
 static void enqueue(keel_db *db, commit_writer *w)
 {
 	if (db->queue_tail)
@@ -424,6 +430,12 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		}
 		db->committers++;
 	}
+	/* Backpressure: when compaction cannot keep up (the file is over 2.5x
+	 * its live bytes while one runs), synchronous writers wait for it, so
+	 * space stays bounded.  Async writers never block. */
+	while (!cb && db->compacting && !db->failed && !db->closing &&
+	       compact_lagging(db))
+		pthread_cond_wait(&db->published_cv, &db->mu);
 	enqueue(db, w);
 	db->inflight++;
 	if (db->inflight > db->inflight_peak)
