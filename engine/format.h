@@ -197,13 +197,26 @@ static inline void keel_st16(void *p, uint16_t v)
 static inline void keel_st32(void *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void keel_st64(void *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* The key order: unsigned bytes, a shorter key first on a tie. */
+/* The key order: unsigned bytes, a shorter key first on a tie.  Compares
+ * eight bytes at a time (as big-endian words): keys are short and this runs
+ * at every step of every search. */
 static inline int keel_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
                                size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-	if (c)
-		return c;
+	size_t n = alen < blen ? alen : blen, i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y) {
+			x = __builtin_bswap64(x);
+			y = __builtin_bswap64(y);
+			return x < y ? -1 : 1;
+		}
+	}
+	for (; i < n; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
 	return alen < blen ? -1 : alen > blen;
 }
 
