@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 
 #include "format.h"
 #include "keel.h"
@@ -80,6 +81,31 @@ static void record_header_checks_magic_and_type(void **state)
 	assert_int_equal(keel_rec_size(0), 16);
 }
 
+
+static int sign(int x) { return (x > 0) - (x < 0); }
+
+/* The word-at-a-time compare must order exactly as memcmp-then-length. */
+static void key_order_matches_bytewise_order_at_every_length(void **state)
+{
+	uint8_t a[40], b[40];
+	(void)state;
+	srand(3);
+	for (int round = 0; round < 20000; round++) {
+		size_t alen = (size_t)rand() % 40, blen = (size_t)rand() % 40;
+		for (size_t i = 0; i < 40; i++)
+			a[i] = b[i] = (uint8_t)(rand() % 3 ? 'k' : 0xff);
+		if (rand() % 2 && alen)
+			a[(size_t)rand() % alen] ^= (uint8_t)(1u << (rand() % 8));
+		size_t n = alen < blen ? alen : blen;
+		int want = memcmp(a, b, n);
+		if (want == 0)
+			want = alen < blen ? -1 : alen > blen;
+		assert_int_equal(sign(keel_key_cmp(a, alen, b, blen)), sign(want));
+	}
+	assert_true(keel_key_cmp((const uint8_t *)"ab", 2, (const uint8_t *)"abc", 3) < 0);
+	assert_true(keel_key_cmp((const uint8_t *)"\x80", 1, (const uint8_t *)"\x7f", 1) > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -87,6 +113,7 @@ int main(void)
 		cmocka_unit_test(head_round_trips_and_every_bit_flip_is_caught),
 		cmocka_unit_test(hint_round_trips),
 		cmocka_unit_test(record_header_checks_magic_and_type),
+		cmocka_unit_test(key_order_matches_bytewise_order_at_every_length),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
