@@ -43,7 +43,8 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 KEEL_CLI_SRCS = tools/keel.c
 TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/writer.c torture/oracle.c torture/value.c torture/proto.c \
-	torture/report.c torture/samples.c torture/synclat.c
+	torture/report.c torture/samples.c torture/synclat.c torture/faults.c \
+	torture/http_target.c torture/http_client.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c
 LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = bench/fsync_probe.c bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
@@ -63,7 +64,7 @@ TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe = bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh
+TEST_SCRIPTS = tests/cli.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <errno.h>
 
+#include "faults.h"
 #include "options.h"
 #include "report.h"
 #include "run.h"
@@ -44,6 +45,9 @@ int main(int argc, char **argv)
 	rc = options_parse(&opt, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : RUN_SETUP;
+	/* the simulator's shared memory must exist before the first fork */
+	if (faults_setup(&opt) < 0)
+		return RUN_SETUP;
 	catch_stop_signals();
 	memset(&r, 0, sizeof(r));
 	rc = run_torture(&opt, &r);
@@ -58,5 +62,6 @@ int main(int argc, char **argv)
 		}
 	}
 	report_free(&r);
+	faults_free(opt.faults);
 	return rc;
 }

@@ -4,11 +4,13 @@
 #include "options.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "faultsim.h"
 #include "keel.h"
 #include "value.h"
 
@@ -132,6 +134,7 @@ static int f_threads(torture_options *o, const char *f, const char *a)
 	if (f_count(f, a, TORTURE_THREADS_MAX, &v) < 0)
 		return -1;
 	o->threads = (uint32_t)v;
+	o->threads_given = 1;
 	return 0;
 }
 
@@ -210,13 +213,125 @@ static int f_quiet(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+/* --unsafe modes, each a deliberate bug torture must catch. */
+static const struct {
+	const char *name;
+	unsigned bit;
+} unsafe_modes[] = {
+	{"ack-before-commit", TORTURE_UNSAFE_ACK_BEFORE_COMMIT},
+	{"no-sync", TORTURE_UNSAFE_NO_SYNC},
+	{"trust-head", TORTURE_UNSAFE_TRUST_HEAD},
+	{"retry-fsync", TORTURE_UNSAFE_RETRY_FSYNC},
+};
+#define NUNSAFE (sizeof(unsafe_modes) / sizeof(unsafe_modes[0]))
+
 static int f_unsafe(torture_options *o, const char *f, const char *a)
 {
-	if (strcmp(a, "ack-before-commit") == 0) {
-		o->unsafe |= TORTURE_UNSAFE_ACK_BEFORE_COMMIT;
-		return 0;
-	}
-	return bad(f, a, "unknown unsafe mode (known: ack-before-commit)");
+	for (size_t i = 0; i < NUNSAFE; i++)
+		if (strcmp(a, unsafe_modes[i].name) == 0) {
+			o->unsafe |= unsafe_modes[i].bit;
+			return 0;
+		}
+	return bad(f, a, "unknown unsafe mode (known: ack-before-commit, "
+	           "no-sync, trust-head, retry-fsync)");
+}
+
+void options_unsafe_names(const torture_options *o, char *buf, unsigned cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NUNSAFE && n < cap; i++)
+		if (o->unsafe & unsafe_modes[i].bit)
+			n += (size_t)snprintf(buf + n, cap - n, "%s%s",
+			                      n ? "," : "", unsafe_modes[i].name);
+}
+
+static int f_power_loss(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->power_loss = 1;
+	return 0;
+}
+
+static int f_device(torture_options *o, const char *f, const char *a)
+{
+	faultsim_device d;
+
+	if (faultsim_device_parse(a, &d) < 0)
+		return bad(f, a, "unknown device model (known: ordered, "
+		           "reorder, torn, garbage)");
+	o->device = (int)d;
+	o->device_given = 1;
+	return 0;
+}
+
+static int f_sector(torture_options *o, const char *f, const char *a)
+{
+	if (strcmp(a, "512") && strcmp(a, "4096"))
+		return bad(f, a, "want 512 or 4096");
+	o->sector = (unsigned)atoi(a);
+	o->sector_given = 1;
+	return 0;
+}
+
+/* The spec is only stored here; faults.c parses it with the simulator's
+ * own parser (before anything is created) and names what is wrong. */
+static int f_fail(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty fault spec (want OP:ERROR[:TRIGGER])");
+	if (o->nfail >= TORTURE_FAIL_MAX)
+		return bad(f, a, "too many --fail specs (at most 16)");
+	o->fail[o->nfail++] = a;
+	return 0;
+}
+
+static int f_fsync_profile(torture_options *o, const char *f, const char *a)
+{
+	faultsim_profile p;
+
+	if (faultsim_profile_parse(a, &p) < 0 || p == FAULTSIM_PROFILE_KEEP)
+		return bad(f, a, "unknown fsync profile (known: ext4, xfs, "
+		           "btrfs)");
+	o->profile = (int)p;
+	o->profile_given = 1;
+	return 0;
+}
+
+static int f_enumerate(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->enumerate = 1;
+	return 0;
+}
+
+static int f_compact_every(torture_options *o, const char *f, const char *a)
+{
+	if (options_duration(a, &o->compact_every_ns) < 0)
+		return bad(f, a, "not a positive duration with a unit "
+		           "(ns, us, ms, s, m, h), e.g. 20ms");
+	return 0;
+}
+
+/* --target: what torture kills.  "embedded" is the default writer process;
+ * "http" is keel-serve, written to over HTTP (http_target.h). */
+static int f_target(torture_options *o, const char *f, const char *a)
+{
+	if (strcmp(a, "embedded") != 0 && strcmp(a, "http") != 0)
+		return bad(f, a, "unknown target (known: embedded, http)");
+	o->target_http = strcmp(a, "http") == 0;
+	return 0;
+}
+
+static int f_serve(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty file name");
+	o->serve = a;
+	return 0;
 }
 
 static const flag_def flags[] = {
@@ -237,9 +352,35 @@ static const flag_def flags[] = {
 	{"--seed", "N", f_seed, "workload seed; default from the clock"},
 	{"--json", "FILE", f_json, "write the summary as JSON to FILE"},
 	{"--quiet", NULL, f_quiet, "no progress lines"},
+	{"--compact-every", "DUR", f_compact_every,
+	 "the writer also calls keel_compact every DUR"},
+	{"--power-loss", NULL, f_power_loss,
+	 "each kill is also a power cut (fault simulator)"},
+	{"--device", "MODEL", f_device,
+	 "what a power cut leaves of unsynced writes: ordered,\n"
+	 "                        reorder, torn (default), garbage"},
+	{"--sector", "N", f_sector, "sector size for torn/garbage: 512 "
+	 "(default) or 4096"},
+	{"--fail", "SPEC", f_fail,
+	 "inject faults, OP:ERROR[:TRIGGER], e.g. fdatasync:EIO:p=0.1,\n"
+	 "                        pwrite:ENOSPC:nth=20 (repeatable; "
+	 "docs/faults.md)"},
+	{"--fsync-profile", "FS", f_fsync_profile,
+	 "what a failed sync does to the cache: ext4 (default),\n"
+	 "                        xfs, btrfs"},
+	{"--enumerate", NULL, f_enumerate,
+	 "run a fixed workload once per I/O step, crashing after\n"
+	 "                        that step, and check every crash state"},
 	{"--unsafe", "MODE", f_unsafe,
 	 "deliberately unsafe writer, to prove torture catches it:\n"
-	 "                        ack-before-commit (acknowledge, then commit)"},
+	 "                        ack-before-commit (acknowledge, then commit),"
+	 "\n                        no-sync, trust-head, retry-fsync (engine "
+	 "flags)"},
+	{"--target", "WHAT", f_target,
+	 "what is killed: embedded (a writer embedding keel; default) or\n"
+	 "                        http (keel-serve, written to over HTTP)"},
+	{"--serve", "PATH", f_serve,
+	 "keel-serve for --target http; default the one beside torture"},
 	{"--help", NULL, NULL, "this text"},
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -274,6 +415,10 @@ void options_default(torture_options *o)
 	o->keys = 1000;
 	o->value_min = 64;
 	o->value_max = 4096;
+	o->device = FAULTSIM_DEVICE_TORN; /* sector-atomic, any order: the
+	                                     widest model short of garbage */
+	o->sector = 512;
+	o->profile = FAULTSIM_PROFILE_EXT4;
 	o->seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec;
 	o->seed %= 1000000000ull; /* short enough to retype */
 }
@@ -287,6 +432,53 @@ static const flag_def *find_flag(const char *arg, size_t len)
 	return NULL;
 }
 
+static int refuse(const char *why)
+{
+	fprintf(stderr, "torture: %s (see --help)\n", why);
+	return -1;
+}
+
+/* The fault simulator's flags: what needs what, and the engine flags the
+ * --unsafe modes stand for. */
+static int check_faults(torture_options *o)
+{
+	int cuts = o->power_loss || o->enumerate;
+
+	if ((o->device_given || o->sector_given) && !cuts)
+		return refuse("--device and --sector describe a power cut: "
+		              "they need --power-loss or --enumerate");
+	if (o->profile_given && !o->nfail)
+		return refuse("--fsync-profile says what a failed sync does: "
+		              "it needs a --fail spec");
+	if (o->enumerate && o->compact_every_ns)
+		return refuse("--enumerate runs a fixed workload without "
+		              "compaction; drop --compact-every");
+	if (o->enumerate && o->threads_given && o->threads != 1)
+		return refuse("--enumerate runs one writer thread (its I/O "
+		              "steps must repeat exactly); drop --threads");
+	if (o->target_http && (options_faultsim(o) || o->compact_every_ns ||
+	                       (o->unsafe & ~TORTURE_UNSAFE_ACK_BEFORE_COMMIT)))
+		return refuse("--target http runs keel-serve, which does not "
+		              "take the fault simulator, --compact-every or "
+		              "engine --unsafe modes");
+	if (o->enumerate)
+		o->threads = 1;
+	if (o->unsafe & TORTURE_UNSAFE_NO_SYNC)
+		o->engine_flags |= KEEL_UNSAFE_NO_SYNC;
+	if (o->unsafe & TORTURE_UNSAFE_TRUST_HEAD)
+		o->engine_flags |= KEEL_UNSAFE_TRUST_HEAD;
+	if (o->unsafe & TORTURE_UNSAFE_RETRY_FSYNC)
+		o->engine_flags |= KEEL_UNSAFE_RETRY_FSYNC;
+	if (o->enumerate) /* compaction would make the steps vary */
+		o->engine_flags |= KEEL_NOCOMPACT;
+	return 0;
+}
+
+int options_faultsim(const torture_options *o)
+{
+	return o->power_loss || o->enumerate || o->nfail;
+}
+
 /* Flags that only make sense together are checked once all are read. */
 static int check_together(torture_options *o)
 {
@@ -298,7 +490,12 @@ static int check_together(torture_options *o)
 	}
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
-	return 0;
+	if (o->serve && !o->target_http) {
+		fprintf(stderr, "torture: --serve names keel-serve for "
+		        "--target http, which is not given\n");
+		return -1;
+	}
+	return check_faults(o);
 }
 
 int options_parse(torture_options *o, int argc, char **argv)
@@ -351,24 +548,70 @@ static void show_duration(uint64_t ns, char *buf, size_t cap)
 		snprintf(buf, cap, "%" PRIu64 "ns", ns);
 }
 
+/* Appends to BUF (N bytes used of CAP); keeps N at CAP once full. */
+static size_t append(char *buf, size_t n, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t n, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (n >= cap)
+		return cap;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + n, cap - n, fmt, ap);
+	va_end(ap);
+	return k < 0 || (size_t)k >= cap - n ? cap : n + (size_t)k;
+}
+
+/* The fault simulator's part of a reproducer. */
+static size_t reproduce_faults(const torture_options *o, char *buf,
+                               size_t n, size_t cap)
+{
+	char d[32];
+
+	if (o->compact_every_ns) {
+		show_duration(o->compact_every_ns, d, sizeof(d));
+		n = append(buf, n, cap, " --compact-every %s", d);
+	}
+	if (o->power_loss)
+		n = append(buf, n, cap, " --power-loss");
+	if (o->enumerate)
+		n = append(buf, n, cap, " --enumerate");
+	if (o->power_loss || o->enumerate)
+		n = append(buf, n, cap, " --device %s --sector %u",
+		           faultsim_device_name((faultsim_device)o->device),
+		           o->sector);
+	for (unsigned i = 0; i < o->nfail; i++)
+		n = append(buf, n, cap, " --fail %s", o->fail[i]);
+	if (o->nfail)
+		n = append(buf, n, cap, " --fsync-profile %s",
+		           faultsim_profile_name((faultsim_profile)o->profile));
+	return n;
+}
+
 void options_reproducer(const torture_options *o, char *buf, unsigned cap)
 {
 	char kill[32], dur[32] = "";
-	int n;
+	size_t n;
 
 	show_duration(o->kill_every_ns, kill, sizeof(kill));
 	if (o->duration_ns) {
 		memcpy(dur, " --duration ", 13);
 		show_duration(o->duration_ns, dur + 12, sizeof(dur) - 12);
 	}
-	n = snprintf(buf, cap, "--kill-every %s --jitter %u%s --threads %u "
-	             "--keys %u --value-size %u-%u --seed %" PRIu64, kill,
-	             o->jitter_pct, dur, o->threads, o->keys, o->value_min,
-	             o->value_max, o->seed);
-	if (n > 0 && (unsigned)n < cap && o->cycles)
-		n += snprintf(buf + n, cap - (unsigned)n, " --cycles %" PRIu64,
-		              o->cycles);
-	if (n > 0 && (unsigned)n < cap &&
-	    (o->unsafe & TORTURE_UNSAFE_ACK_BEFORE_COMMIT))
-		snprintf(buf + n, cap - (unsigned)n, " --unsafe ack-before-commit");
+	n = append(buf, 0, cap, "--kill-every %s --jitter %u%s --threads %u "
+	           "--keys %u --value-size %u-%u --seed %" PRIu64, kill,
+	           o->jitter_pct, dur, o->threads, o->keys, o->value_min,
+	           o->value_max, o->seed);
+	if (o->cycles)
+		n = append(buf, n, cap, " --cycles %" PRIu64, o->cycles);
+	n = reproduce_faults(o, buf, n, cap);
+	if (o->target_http)
+		n = append(buf, n, cap, " --target http%s%s",
+		           o->serve ? " --serve " : "", o->serve ? o->serve : "");
+	for (size_t i = 0; i < NUNSAFE; i++)
+		if (o->unsafe & unsafe_modes[i].bit)
+			n = append(buf, n, cap, " --unsafe %s",
+			           unsafe_modes[i].name);
 }

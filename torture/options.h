@@ -1,7 +1,8 @@
 /*
  * options.h -- torture's command line: one table of flags, each with its
- * parser, so later modes (the fault simulator's --power-loss, --device,
- * --fail, --fsync-profile, --enumerate; --target http) add a row and a field.
+ * parser; each mode (the fault simulator's --power-loss, --device, --fail,
+ * --fsync-profile, --enumerate; --compact-every; --target http) is a row
+ * and a field.
  *
  * options_parse fills a torture_options from argv and never touches the file
  * system; bad input returns -1 after printing a message that names the flag
@@ -13,12 +14,20 @@
 #include <stdint.h>
 
 struct keel_io;
+struct torture_faults;
 
 #define TORTURE_THREADS_MAX 64u
 #define TORTURE_KEYS_MAX 100000000u /* key numbers have eight digits */
 
 /* --unsafe modes: deliberate bugs that torture must catch. */
 #define TORTURE_UNSAFE_ACK_BEFORE_COMMIT 0x1u
+#define TORTURE_UNSAFE_NO_SYNC 0x2u     /* KEEL_UNSAFE_NO_SYNC             */
+#define TORTURE_UNSAFE_TRUST_HEAD 0x4u  /* KEEL_UNSAFE_TRUST_HEAD, also on
+                                           the verifying open             */
+#define TORTURE_UNSAFE_RETRY_FSYNC 0x8u /* KEEL_UNSAFE_RETRY_FSYNC         */
+
+#define TORTURE_FAIL_MAX 16u /* --fail specs (FAULTSIM_MAX_SPECS)         */
+#define TORTURE_ENUMERATE_OPS 40u /* operations of the --enumerate workload */
 
 typedef struct torture_options {
 	uint64_t kill_every_ns;  /* --kill-every: mean time a writer lives     */
@@ -36,10 +45,28 @@ typedef struct torture_options {
 	const char *json;        /* --json FILE, or NULL                       */
 	int quiet;               /* --quiet: no progress lines                 */
 	unsigned unsafe;         /* TORTURE_UNSAFE_* bits                      */
+	/* The fault simulator (faults.h): any of these puts the writer on
+	 * faultsim's I/O backend. */
+	int power_loss;          /* --power-loss: each kill is a power cut    */
+	int device;              /* --device: a faultsim_device               */
+	int device_given;
+	unsigned sector;         /* --sector: 512 or 4096                     */
+	int sector_given;
+	const char *fail[TORTURE_FAIL_MAX]; /* --fail specs, in order        */
+	unsigned nfail;
+	int profile;             /* --fsync-profile: a faultsim_profile       */
+	int profile_given;
+	int enumerate;           /* --enumerate: crash after every I/O step   */
+	int threads_given;       /* --threads was on the command line        */
+	uint64_t compact_every_ns; /* --compact-every: keel_compact period; 0 off */
 	/* Seams for the fault simulator: engine flags and I/O backend the
 	 * writer opens the store with (writer_open_store). */
 	unsigned engine_flags;   /* extra keel_options.flags                  */
 	const struct keel_io *io;/* keel_options.io; NULL = POSIX             */
+	struct torture_faults *faults; /* faults_setup; NULL = no simulator   */
+	/* --target http (http_target.h): kill keel-serve, write over HTTP. */
+	int target_http;        /* --target http                              */
+	const char *serve;       /* --serve PATH; NULL = beside this program   */
 } torture_options;
 
 /* Defaults: --kill-every 50ms --jitter 20 --duration 30s --threads 4
@@ -57,6 +84,12 @@ void options_usage(const char *prog);
 /* Parses a duration with a unit: "50ms", "1.5s", "2m", "250us", "1h".
  * 0 and *ns, or -1 (malformed, no unit, zero or negative, too large). */
 int options_duration(const char *s, uint64_t *ns);
+
+/* True when the writer runs on the fault simulator's backend. */
+int options_faultsim(const torture_options *o);
+
+/* The --unsafe modes set, comma-separated ("no-sync,trust-head"), or "". */
+void options_unsafe_names(const torture_options *o, char *buf, unsigned cap);
 
 /* Writes the flags that reproduce this run's workload (seed included) into
  * BUF, e.g. "--kill-every 50ms --jitter 20 --threads 4 ... --seed 7". */

@@ -86,11 +86,33 @@ static void show_latency(FILE *out, const char *what, samples *s)
 	        samples_pct(s, 99) / 1e6, samples_pct(s, 100) / 1e6, s->n);
 }
 
+/* The fault simulator's and compaction's lines, when they took part. */
+static void summary_faults(const report *r, const torture_options *o,
+                           FILE *out)
+{
+	if (o->enumerate)
+		fprintf(out, "  crash states           %" PRIu64 " of %" PRIu64
+		        " I/O steps checked, %.1f/s\n", r->cycles,
+		        r->enum_steps, per_second(r->cycles, r->elapsed_ns));
+	if (o->power_loss || o->enumerate)
+		fprintf(out, "  power cuts             %" PRIu64 " (unsynced "
+		        "writes lost %" PRIu64 ", torn %" PRIu64 ", namespace "
+		        "ops undone %" PRIu64 ")\n", r->power_cuts, r->cut_lost,
+		        r->cut_torn, r->cut_undone);
+	if (o->nfail)
+		fprintf(out, "  faults injected        %" PRIu64 " (commits that "
+		        "reported one %" PRIu64 ", writer opens %" PRIu64 ")\n",
+		        r->faults_fired, r->failed_commits, r->failed_opens);
+	if (o->compact_every_ns)
+		fprintf(out, "  kills in compaction    %" PRIu64 " of %" PRIu64
+		        " kills\n", r->compact_kills, r->kills);
+}
+
 void report_summary(report *r, const torture_options *o, const char *prog,
                     FILE *out)
 {
 	uint64_t bad = report_violations(r);
-	char repro[400];
+	char repro[1200];
 
 	if (r->tty && !o->quiet)
 		fputs("\r\033[K", stderr);
@@ -113,6 +135,7 @@ void report_summary(report *r, const torture_options *o, const char *prog,
 	show_latency(out, "recovery (writer open)", &r->writer_open_ns);
 	fprintf(out, "  torn tails cut         %" PRIu64 " of %zu writer opens\n",
 	        r->tails_cut, r->writer_open_ns.n);
+	summary_faults(r, o, out);
 	show_latency(out, "fdatasync before", &r->sync_before);
 	show_latency(out, "fdatasync after", &r->sync_after);
 	fprintf(out, "  seed                   %" PRIu64 "\n", o->seed);
@@ -149,10 +172,26 @@ static void json_latency(FILE *f, const char *name, samples *s)
 	        samples_pct(s, 99) / 1e6, samples_pct(s, 100) / 1e6, s->n);
 }
 
+/* The fault simulator's figures; zeros when it took no part. */
+static void json_faults(FILE *f, const report *r, const torture_options *o)
+{
+	fprintf(f, "  \"power_loss\": %s,\n  \"enumerate\": %s,\n"
+	        "  \"fail_specs\": %u,\n  \"power_cuts\": %" PRIu64 ",\n"
+	        "  \"crash_states\": %" PRIu64 ",\n  \"enum_steps\": %" PRIu64
+	        ",\n  \"faults_fired\": %" PRIu64 ",\n  \"failed_commits\": %"
+	        PRIu64 ",\n  \"failed_opens\": %" PRIu64 ",\n"
+	        "  \"compact_every_ms\": %.3f,\n  \"compact_kills\": %" PRIu64
+	        ",\n", o->power_loss ? "true" : "false",
+	        o->enumerate ? "true" : "false", o->nfail, r->power_cuts,
+	        o->enumerate ? r->cycles : 0, r->enum_steps, r->faults_fired,
+	        r->failed_commits, r->failed_opens, o->compact_every_ns / 1e6,
+	        r->compact_kills);
+}
+
 int report_json(report *r, const torture_options *o, const char *path)
 {
 	FILE *f = fopen(path, "w");
-	char repro[400];
+	char repro[1200], unsafe[80];
 	int rc;
 
 	if (!f)
@@ -182,11 +221,16 @@ int report_json(report *r, const torture_options *o, const char *path)
 	json_latency(f, "fdatasync_after_ms", &r->sync_after);
 	fprintf(f, "  \"kill_every_ms\": %.3f,\n  \"jitter_pct\": %u,\n"
 	        "  \"threads\": %u,\n  \"keys\": %u,\n  \"value_size\": [%u, %u],"
-	        "\n  \"unsafe\": %s,\n  \"interrupted\": %s,\n",
-	        o->kill_every_ns / 1e6, o->jitter_pct, o->threads, o->keys,
-	        o->value_min, o->value_max,
-	        o->unsafe ? "\"ack-before-commit\"" : "null",
-	        r->interrupted ? "true" : "false");
+	        "\n  \"unsafe\": ", o->kill_every_ns / 1e6, o->jitter_pct,
+	        o->threads, o->keys, o->value_min, o->value_max);
+	options_unsafe_names(o, unsafe, sizeof(unsafe));
+	if (o->unsafe)
+		json_string(f, unsafe);
+	else
+		fputs("null", f);
+	fprintf(f, ",\n  \"interrupted\": %s,\n", r->interrupted ? "true" :
+	        "false");
+	json_faults(f, r, o);
 	fprintf(f, "  \"seed\": %" PRIu64 ",\n  \"dir\": ", o->seed);
 	json_string(f, r->dir);
 	fprintf(f, ",\n  \"dir_kept\": %s,\n  \"first_violation\": ",

@@ -29,6 +29,16 @@ typedef struct report {
 	uint64_t structure;     /* keel_check problems, failed opens or reads */
 	uint64_t tails_cut;     /* writer opens whose recovery cut a torn tail */
 	uint64_t writer;        /* writer errors: failed commits, crashes    */
+	/* the fault simulator (faults.h) */
+	uint64_t power_cuts;    /* faultsim_cache_crash calls                */
+	uint64_t cut_lost;      /* unsynced records a cut dropped            */
+	uint64_t cut_torn;      /* writes a cut tore or filled with garbage  */
+	uint64_t cut_undone;    /* creates/renames/unlinks a cut undid       */
+	uint64_t faults_fired;  /* --fail faults injected                    */
+	uint64_t failed_commits;/* commits that reported an injected fault   */
+	uint64_t failed_opens;  /* writer opens that did                     */
+	uint64_t compact_kills; /* kills that left PATH.compact behind       */
+	uint64_t enum_steps;    /* --enumerate: I/O steps of the workload    */
 	samples recovery_ns;    /* first open after each crash (read-only)   */
 	samples writer_open_ns; /* each writer's open (recovery that writes) */
 	samples sync_before;    /* fdatasync latency before the run          */

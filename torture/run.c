@@ -10,16 +10,20 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "faults.h"
 #include "keel.h"
 #include "oracle.h"
 #include "proto.h"
 #include "setup.h"
 #include "synclat.h"
+#include "http_target.h"
 #include "writer.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -76,6 +80,7 @@ typedef struct cycle {
 	oracle *model;
 	report *r;
 	int errors;       /* violations reported this cycle          */
+	int no_cut;       /* --enumerate's reference run: no power cut */
 } cycle;
 
 static void cycle_violation(cycle *c, uint64_t *counter, const char *kind,
@@ -95,6 +100,13 @@ static void cycle_violation(cycle *c, uint64_t *counter, const char *kind,
 	report_violation(c->r, kind, what);
 }
 
+/* Under --fail an error the engine reports for an injected fault is the
+ * engine doing its job: the operation is simply not acknowledged. */
+static int injected(const cycle *c, int rc)
+{
+	return c->opt->nfail && rc != KEEL_OK && faults_expected_error(rc);
+}
+
 /* One record from the writer: into the oracle, and into the counters. */
 static void take_record(cycle *c, const proto_rec *rec)
 {
@@ -111,6 +123,8 @@ static void take_record(cycle *c, const proto_rec *rec)
 		if (rec->rc == KEEL_OK) {
 			samples_add(&c->r->writer_open_ns, rec->ns);
 			c->r->tails_cut += rec->count == KEEL_RECOVERY_TRUNCATED;
+		} else if (injected(c, rec->rc)) {
+			c->r->failed_opens++;
 		} else {
 			cycle_violation(c, &c->r->structure, "structure",
 			                "the writer's keel_open failed after a "
@@ -128,6 +142,8 @@ static void take_record(cycle *c, const proto_rec *rec)
 		if (rec->rc == KEEL_OK && !unsafe) {
 			c->r->acked++;
 			c->r->acked_changes += rec->count;
+		} else if (injected(c, rec->rc)) {
+			c->r->failed_commits++; /* not acknowledged: fine */
 		} else if (rec->rc != KEEL_OK) {
 			cycle_violation(c, &c->r->writer, "writer",
 			                "thread %u op seq %" PRIu64 ": commit "
@@ -155,13 +171,65 @@ static int pump(cycle *c, proto_reader *rd, int fd)
 	}
 }
 
+/* How long an --enumerate writer may take to finish or kill itself. */
+#define ENUMERATE_WATCHDOG_NS 60000000000ull
+
+/* Writer exit statuses that follow an injected fault (writer.c): 3 its
+ * open failed, 0 or 5 every thread stopped on a failed commit. */
+static int stopped_by_fault(const cycle *c, int status)
+{
+	return c->opt->nfail && WIFEXITED(status) &&
+	       (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3 ||
+	        WEXITSTATUS(status) == 5);
+}
+
+/* Was the way the writer ended the way it should have ended? */
+static void judge_end(cycle *c, int status, int eof)
+{
+	int sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+
+	if (sigkill && (!eof || c->opt->enumerate)) {
+		c->r->kills++; /* ours, or its own at the --enumerate step */
+		return;
+	}
+	if (c->opt->enumerate && WIFEXITED(status) && !WEXITSTATUS(status))
+		return; /* the workload ran to its end */
+	if (c->opt->enumerate && sigkill)
+		cycle_violation(c, &c->r->writer, "writer", "the writer "
+		                "neither finished nor killed itself in 60 s");
+	else if (!c->errors && !stopped_by_fault(c, status))
+		cycle_violation(c, &c->r->writer, "writer", "the writer ended "
+		                "before it was killed (%s %d)",
+		                WIFSIGNALED(status) ? "signal" : "exit status",
+		                WIFSIGNALED(status) ? WTERMSIG(status) :
+		                                      WEXITSTATUS(status));
+}
+
+/* The writer is reaped: note a kill inside a compaction (its half-built
+ * file is still there), then let the simulator cut the power or not.
+ * -1 when the simulator failed (a set-up error). */
+static int after_writer(cycle *c, const setup *s, uint64_t cycle_no)
+{
+	char compact[sizeof(s->path) + 16];
+	struct stat st;
+
+	snprintf(compact, sizeof(compact), "%s.compact", s->path);
+	if (c->opt->compact_every_ns && stat(compact, &st) == 0)
+		c->r->compact_kills++;
+	if (!c->opt->faults || c->no_cut)
+		return 0;
+	return faults_after_writer(c->opt->faults, cycle_no, c->r);
+}
+
 /* Lets the writer run until its kill time, kills it, reaps it and drains
- * its pipe.  0, or -1 when the writer could not be started. */
+ * its pipe.  0, or -1 when the writer could not be started or the fault
+ * simulator failed. */
 static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 {
 	writer_plan plan = {
 		.opt = c->opt, .model = c->model, .path = s->path,
-		.seed = mix(c->opt->seed ^ mix(cycle_no)),
+		/* --enumerate repeats one workload, crash after crash */
+		.seed = mix(c->opt->seed ^ mix(c->opt->enumerate ? 0 : cycle_no)),
 	};
 	proto_reader rd = {.have = 0};
 	struct pollfd pfd;
@@ -169,12 +237,15 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 	int status = 0, eof = 0, fd;
 	pid_t pid;
 
-	if (writer_spawn(&plan, &pid, &fd) < 0) {
+	if ((c->opt->target_http ? /* then pid is keel-serve's */
+	     http_target_spawn(&plan, cycle_no == 0, &pid, &fd) :
+	     writer_spawn(&plan, &pid, &fd)) < 0) {
 		fprintf(stderr, "torture: cannot start a writer: %s\n",
 		        strerror(errno));
 		return -1;
 	}
-	deadline = now_ns() + kill_delay(c->opt, cycle_no);
+	deadline = now_ns() + (c->opt->enumerate ? ENUMERATE_WATCHDOG_NS :
+	                       kill_delay(c->opt, cycle_no));
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	while (!eof) {
@@ -190,6 +261,11 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 	kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	/* --target http: the client outlives the server, to read the answers
+	 * it wrote before dying; the pipe is complete once the client ends. */
+	if (c->opt->target_http && http_target_reap() < 0 && !c->errors)
+		cycle_violation(c, &c->r->writer, "writer", "the HTTP client "
+		                "process failed (see above)");
 	/* The writer is gone; everything it wrote is still in the pipe. */
 	fcntl(fd, F_SETFL, 0);
 	pump(c, &rd, fd);
@@ -197,15 +273,8 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 	if (proto_pending(&rd))
 		cycle_violation(c, &c->r->writer, "harness", "a torn record "
 		                "in the pipe (%zu bytes)", proto_pending(&rd));
-	if (!eof && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-		c->r->kills++;
-	else if (!c->errors)
-		cycle_violation(c, &c->r->writer, "writer", "the writer ended "
-		                "before it was killed (%s %d)",
-		                WIFSIGNALED(status) ? "signal" : "exit status",
-		                WIFSIGNALED(status) ? WTERMSIG(status) :
-		                                      WEXITSTATUS(status));
-	return 0;
+	judge_end(c, status, eof);
+	return after_writer(c, s, cycle_no);
 }
 
 static void oracle_says(void *arg, int kind, const char *what)
@@ -232,9 +301,12 @@ static void check_says(void *arg, uint64_t offset, const char *what)
  * image.  (Under the fault simulator's power-loss mode the post-crash file
  * is built first; this open then reads it like any other.)
  */
-static int verify_open(const setup *s, keel_db **db)
+static int verify_open(const torture_options *o, const setup *s,
+                       keel_db **db)
 {
-	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+	/* trust-head is a recovery bug: the open that verifies must have it */
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE |
+	                   (o->engine_flags & KEEL_UNSAFE_TRUST_HEAD)};
 	return keel_open(s->path, &ko, db);
 }
 
@@ -284,7 +356,7 @@ static void verify(cycle *c, const setup *s)
 
 	signal(SIGALRM, on_watchdog);
 	alarm(VERIFY_WATCHDOG_S);
-	rc = verify_open(s, &db);
+	rc = verify_open(c->opt, s, &db);
 	samples_add(&c->r->recovery_ns, now_ns() - t0);
 	if (rc != KEEL_OK) {
 		alarm(0);
@@ -312,6 +384,117 @@ static int budget_left(const torture_options *o, const report *r)
 	return !o->duration_ns || r->elapsed_ns < o->duration_ns;
 }
 
+/* The store's bytes before --enumerate's first writer, and putting them
+ * back before each crash point (the cache is empty then: nothing it
+ * records is changed behind its back). */
+static int image_read(const char *path, uint8_t **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	*buf = NULL;
+	if (!f || fseek(f, 0, SEEK_END) < 0 || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) < 0 || !(*buf = malloc((size_t)n + 1)) ||
+	    fread(*buf, 1, (size_t)n, f) != (size_t)n) {
+		if (f)
+			fclose(f);
+		free(*buf);
+		return -1;
+	}
+	*len = (size_t)n;
+	return fclose(f);
+}
+
+static int image_restore(const char *path, const uint8_t *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	int rc = fd < 0 ? -1 : 0;
+
+	if (rc == 0 && (write(fd, buf, len) != (ssize_t)len || fsync(fd) < 0))
+		rc = -1;
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* One crash point: the initial store, a fresh model, a writer that kills
+ * itself right after its Nth I/O step, the power cut, the verdict.
+ * -1 on a set-up error (message printed). */
+static int enumerate_point(cycle *c, const setup *s, uint64_t n,
+                           const uint8_t *img, size_t len)
+{
+	const torture_options *o = c->opt;
+	oracle *fresh;
+
+	if (image_restore(s->path, img, len) < 0) {
+		fprintf(stderr, "torture: --enumerate: cannot restore %s: %s\n",
+		        s->path, strerror(errno));
+		return -1;
+	}
+	if (oracle_new(o->keys, o->threads, oracle_nonce(c->model),
+	               &fresh) < 0) {
+		fprintf(stderr, "torture: out of memory\n");
+		return -1;
+	}
+	oracle_free(c->model);
+	c->model = fresh;
+	c->errors = 0;
+	faults_kill_after(o->faults, n);
+	if (run_writer(c, s, n) < 0)
+		return -1;
+	verify(c, s);
+	return 0;
+}
+
+/*
+ * --enumerate: run the fixed workload once to the end to learn its number
+ * of I/O steps (and check the finished store), then for every step N run
+ * it again from the same initial store, crash right after step N, and
+ * check that crash state.  A cycle is one crash state.
+ */
+static int run_enumerate(cycle *c, const setup *s)
+{
+	const torture_options *o = c->opt;
+	report *r = c->r;
+	uint8_t *img = NULL;
+	size_t len = 0;
+	int rc = RUN_PASS;
+
+	for (uint32_t k = 0; k < o->keys; k++)
+		if (oracle_key(c->model, k)->present) {
+			fprintf(stderr, "torture: --enumerate starts from an "
+			        "empty store; %s holds one\n", s->path);
+			return RUN_SETUP;
+		}
+	if (image_read(s->path, &img, &len) < 0) {
+		fprintf(stderr, "torture: --enumerate: cannot read %s: %s\n",
+		        s->path, strerror(errno));
+		return RUN_SETUP;
+	}
+	c->no_cut = 1; /* the reference run ends cleanly, everything kept */
+	faults_kill_after(o->faults, 0);
+	rc = run_writer(c, s, 0) < 0 ? RUN_SETUP : RUN_PASS;
+	c->no_cut = 0;
+	r->enum_steps = faults_steps(o->faults);
+	faults_forget(o->faults);
+	if (rc == RUN_PASS)
+		verify(c, s);
+	if (rc == RUN_PASS && c->errors)
+		rc = RUN_FAIL;
+	for (uint64_t n = 1; rc == RUN_PASS && n <= r->enum_steps &&
+	     budget_left(o, r); n++) {
+		if (enumerate_point(c, s, n, img, len) < 0)
+			rc = RUN_SETUP;
+		r->cycles++;
+		r->elapsed_ns = now_ns() - r->start_ns;
+		report_progress(r, o, now_ns(), 0);
+		if (rc == RUN_PASS && (c->errors || report_violations(r)))
+			rc = RUN_FAIL;
+	}
+	free(img);
+	return rc;
+}
+
 static void measure_sync(const setup *s, samples *out, const char *when)
 {
 	if (synclat_measure(s->dir, SYNCLAT_SAMPLES, out) < 0)
@@ -327,6 +510,7 @@ int run_torture(const torture_options *o, report *r)
 	uint64_t nonce = mix(o->seed ^ (uint64_t)time(NULL) ^
 	                     ((uint64_t)getpid() << 32));
 	int rc = RUN_PASS;
+	char unsafe[80];
 
 	r->tty = isatty(STDERR_FILENO);
 	if (oracle_new(o->keys, o->threads, nonce, &model) < 0) {
@@ -334,21 +518,25 @@ int run_torture(const torture_options *o, report *r)
 		return RUN_SETUP;
 	}
 	c.model = model;
-	if (setup_prepare(o, model, &s) < 0) {
+	if ((o->target_http && http_target_check(o) < 0) ||
+	    setup_prepare(o, model, &s) < 0) {
 		oracle_free(model);
 		return RUN_SETUP;
 	}
 	snprintf(r->dir, sizeof(r->dir), "%s", s.dir);
+	options_unsafe_names(o, unsafe, sizeof(unsafe));
 	if (!o->quiet) /* where to look, should the run be cut short */
 		fprintf(stderr, "torture: seed %" PRIu64 ", store %s, kill "
 		        "every %.1f ms +-%u%%, %u threads, %u keys, values "
-		        "%u-%u bytes%s\n", o->seed, s.path,
+		        "%u-%u bytes%s%s\n", o->seed, s.path,
 		        (double)o->kill_every_ns / 1e6, o->jitter_pct,
 		        o->threads, o->keys, o->value_min, o->value_max,
-		        o->unsafe ? ", UNSAFE ack-before-commit" : "");
+		        o->unsafe ? ", UNSAFE " : "", unsafe);
 	measure_sync(&s, &r->sync_before, "before");
 	r->start_ns = now_ns();
-	while (budget_left(o, r)) {
+	if (o->enumerate) /* its own loop: one crash state per cycle */
+		rc = run_enumerate(&c, &s);
+	while (!o->enumerate && budget_left(o, r)) {
 		c.errors = 0;
 		if (run_writer(&c, &s, r->cycles) < 0) {
 			rc = RUN_SETUP;
@@ -369,6 +557,6 @@ int run_torture(const torture_options *o, report *r)
 	r->dir_kept = rc != RUN_PASS || !s.temporary;
 	if (!r->dir_kept)
 		setup_remove(&s);
-	oracle_free(model);
+	oracle_free(c.model); /* --enumerate replaces the model */
 	return rc;
 }

@@ -7,6 +7,8 @@
  *      intent and acknowledgement through a pipe while the harness reads;
  *   2. SIGKILL it after --kill-every (+- --jitter), reap it, and drain the
  *      pipe: what the writer wrote before dying is still there;
+ *      on the fault simulator (faults.h) the power is then cut, or the
+ *      pages a failed sync dropped are evicted;
  *   3. open the store READ-ONLY (so the file stays exactly as the crash left
  *      it: the crash image is what a failed run keeps), iterate a snapshot
  *      into the oracle, run keel_check, close;
@@ -15,6 +17,8 @@
  *      recovery for real (cutting a torn tail), timed on its side.
  *   The harness never holds the store open while a writer runs: the engine
  *   allows one writer process.
+ *   --enumerate runs its own loop (run_enumerate): one fixed workload per
+ *   I/O step, each crashing right after that step.
  */
 #ifndef TORTURE_RUN_H
 #define TORTURE_RUN_H

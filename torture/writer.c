@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "faults.h"
 #include "proto.h"
 #include "value.h"
 
@@ -94,8 +96,8 @@ static void make_value(wthread *w, uint32_t k, uint32_t index, uint32_t len)
 	value_encode(&id, w->buf);
 }
 
-/* Commits REC's changes; returns a keel_err and *txid (0 when the engine
- * does not say, as keel_del does not). */
+/* Commits REC's changes; returns a keel_err and *txid (the commit's txid,
+ * for puts, deletes and batches alike). */
 static int commit(wthread *w, const proto_rec *rec, uint64_t *txid)
 {
 	const proto_change *c = rec->change;
@@ -109,7 +111,7 @@ static int commit(wthread *w, const proto_rec *rec, uint64_t *txid)
 		uint32_t i = c[0].key / T;
 		klen = value_key(c[0].key, key);
 		if (c[0].len == 0)
-			return keel_del(w->db, key, klen, w->rev[i], NULL);
+			return keel_del(w->db, key, klen, w->rev[i], txid);
 		make_value(w, c[0].key, 0, c[0].len);
 		return keel_put(w->db, key, klen, w->buf, c[0].len,
 		                w->present[i] ? w->rev[i] : KEEL_REV_ABSENT,
@@ -140,6 +142,11 @@ static void *thread_main(void *arg)
 	for (;; w->seq++) {
 		proto_rec rec;
 		uint64_t txid;
+
+		/* --enumerate: a fixed workload, so every run makes the
+		 * same I/O steps (a fresh model starts at seq 0) */
+		if (w->plan->opt->enumerate && w->seq >= TORTURE_ENUMERATE_OPS)
+			break;
 
 		memset(&rec, 0, sizeof(rec));
 		rec.kind = PROTO_INTENT;
@@ -195,6 +202,36 @@ static int thread_init(wthread *w, const writer_plan *p, keel_db *db, int fd,
 	return 0;
 }
 
+/*
+ * --compact-every: the writer's main thread compacts while the others
+ * commit, so kills (and power cuts) land inside compactions.  Returns when
+ * a compaction failed for an injected fault (the handle is failed; the
+ * threads stop too); any other failure is reported by exit status 6.
+ */
+static void compact_loop(const writer_plan *p, keel_db *db)
+{
+	uint64_t ns = p->opt->compact_every_ns;
+	struct timespec ts = {(time_t)(ns / 1000000000u),
+	                      (long)(ns % 1000000000u)};
+	int rc;
+
+	for (;;) {
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		ts.tv_sec = (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		rc = keel_compact(db);
+		if (rc == KEEL_OK)
+			continue;
+		if (p->opt->nfail && faults_expected_error(rc))
+			return;
+		/* the harness reports status 6; this says why */
+		fprintf(stderr, "torture: writer: keel_compact failed: %s\n",
+		        keel_strerror(rc));
+		_exit(6);
+	}
+}
+
 /* The child's whole life: open, report, write until killed. */
 static void __attribute__((noreturn)) writer_main(const writer_plan *p,
                                                    int fd)
@@ -222,6 +259,8 @@ static void __attribute__((noreturn)) writer_main(const writer_plan *p,
 		if (thread_init(&w[t], p, db, fd, t) < 0 ||
 		    pthread_create(&tid[t], NULL, thread_main, &w[t]) != 0)
 			_exit(4);
+	if (p->opt->compact_every_ns)
+		compact_loop(p, db);
 	for (uint32_t t = 0; t < T; t++)
 		pthread_join(tid[t], NULL);
 	/* Every thread stopped on an error (or the harness went away):

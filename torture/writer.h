@@ -10,6 +10,11 @@
  * after it a DONE record with the txid (proto.h); with --unsafe
  * ack-before-commit it sends an ACK before committing instead of relying on
  * DONE.  After an error a thread stops: the handle is FAILED anyway.
+ * With --compact-every the main thread calls keel_compact every period
+ * (exit status 6 when one fails other than for an injected fault); with
+ * --enumerate the one thread stops after TORTURE_ENUMERATE_OPS operations
+ * and the writer closes the store and exits 0.  Exit statuses: 3 the open
+ * failed, 4 no memory for a thread, 0 or 5 every thread stopped.
  *
  * The process is forked from the harness (no exec), so it inherits the
  * oracle's start state and sequence numbers: it starts exactly where the

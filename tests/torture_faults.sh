@@ -1,0 +1,145 @@
+#!/bin/sh
+# torture_faults.sh BUILD_DIR -- torture on the fault simulator, end to end:
+# short runs of every mode that must pass (power loss under each device
+# model, faults on demand, faults during recovery, --enumerate,
+# --compact-every), the three engine positive controls that must be caught
+# (exit 1) on a few seeds each, and bad input that must exit 2 and touch
+# nothing.  Bounded: about 40 seconds.
+set -u
+B=${1:-build}
+TORTURE=$B/torture
+T=$(mktemp -d /tmp/keel-torture-faults.XXXXXX)
+fails=0
+checks=0
+trap 'rm -rf "$T"' EXIT
+mkdir "$T/tmp"
+export TMPDIR="$T/tmp"
+
+ok() { checks=$((checks + 1)); echo "ok   $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+expect() { # expect NAME WANT GOT
+	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want [$2] got [$3]"; fi
+}
+contains() { # contains NAME FILE PATTERN
+	if grep -qE -e "$3" "$2"; then ok "$1"; else
+		bad "$1: no /$3/ in:"; head -c 1500 "$2"; echo; fi
+}
+json_num() { # json_num FILE FIELD
+	sed -n "s/^ *\"$2\": \([0-9.]*\),*$/\1/p" "$1"
+}
+at_least() { # at_least NAME FILE FIELD MIN
+	v=$(json_num "$2" "$3")
+	[ "${v:-0}" -ge "$4" ] 2>/dev/null && ok "$1: $3 $v" ||
+		bad "$1: $3 ${v:-none} < $4"
+}
+# passes NAME ARGS...: the run must exit 0; its JSON is $T/NAME.json
+passes() {
+	name=$1
+	shift
+	"$TORTURE" --quiet --json "$T/$name.json" "$@" >"$T/$name.out" 2>&1
+	rc=$?
+	expect "$name exits 0" 0 $rc
+	[ $rc = 0 ] || tail -n 20 "$T/$name.out"
+}
+# caught NAME PATTERN ARGS...: the run must exit 1, and its reproducer
+# line must match PATTERN (the flags that made the run what it was)
+caught() {
+	name=$1 pattern=$2
+	shift 2
+	"$TORTURE" --quiet --kill-every 50ms --duration 10s "$@" \
+		>"$T/$name.out" 2>&1
+	expect "$name caught (exit 1)" 1 $?
+	contains "$name: reproducer has the flags" "$T/$name.out" \
+		"reproduce with .*torture .*$pattern"
+	rm -rf "$T"/tmp/keel-torture.*
+}
+
+# ---- power loss under every device model -----------------------------------
+for dev in ordered reorder "torn --sector 4096" garbage; do
+	n=power-$(echo "$dev" | cut -d' ' -f1)
+	# shellcheck disable=SC2086
+	passes "$n" --power-loss --device $dev --duration 2s
+	at_least "$n" "$T/$n.json" power_cuts 10
+	at_least "$n" "$T/$n.json" acked_writes 100
+done
+
+# ---- faults on demand: expected failures, nothing acknowledged lost ---------
+passes fail-fsync --fail fdatasync:EIO --fsync-profile ext4 --duration 2s
+at_least fail-fsync "$T/fail-fsync.json" faults_fired 5
+at_least fail-fsync "$T/fail-fsync.json" failed_commits 5
+passes fail-pwrite --power-loss --fail pwrite:ENOSPC:p=0.01 \
+	--fail pwrite:short:p=0.01 --fail sync:EIO:p=0.01 \
+	--fsync-profile xfs --duration 2s
+at_least fail-pwrite "$T/fail-pwrite.json" faults_fired 5
+at_least fail-pwrite "$T/fail-pwrite.json" acked_writes 100
+
+# ---- faults during recovery: the writer's open fails cleanly -----------------
+# ENOSPC on cutting the tail (the writer's open truncates and syncs).
+passes recovery-enospc --power-loss --fail ftruncate:ENOSPC:p=0.5 \
+	--duration 2s
+at_least recovery-enospc "$T/recovery-enospc.json" failed_opens 3
+at_least recovery-enospc "$T/recovery-enospc.json" acked_writes 100
+# EIO on the first read of every writer's open: every open fails cleanly,
+# the verifying open (no faults) still recovers.
+passes recovery-eio --fail pread:EIO:nth=1 --cycles 20
+at_least recovery-eio "$T/recovery-eio.json" failed_opens 20
+
+# ---- --enumerate: a crash after every I/O step ------------------------------
+passes enumerate --enumerate --seed 5
+at_least enumerate "$T/enumerate.json" crash_states 50
+expect "enumerate checked every step" "$(json_num "$T/enumerate.json" \
+	enum_steps)" "$(json_num "$T/enumerate.json" crash_states)"
+passes enumerate-reorder --enumerate --device reorder --seed 6
+contains "enumerate summary" "$T/enumerate.out" \
+	'crash states +[0-9]+ of [0-9]+ I/O steps checked'
+
+# ---- --compact-every: kills and power cuts inside compactions ----------------
+passes compact --compact-every 10ms --power-loss --duration 3s
+at_least compact "$T/compact.json" compact_kills 1
+passes compact-kill --compact-every 10ms --duration 2s
+
+# ---- positive controls ---------------------------------------------------------
+for s in 1 2 3; do
+	caught "no-sync-$s" "--seed $s --power-loss --device torn .*--unsafe no-sync" \
+		--seed $s --power-loss --unsafe no-sync
+	caught "trust-head-$s" "--power-loss --device reorder .*--unsafe trust-head" \
+		--seed $s --power-loss --device reorder --unsafe trust-head
+	caught "retry-fsync-$s" \
+		"--fail fdatasync:EIO --fsync-profile ext4 --unsafe retry-fsync" \
+		--seed $s --fail fdatasync:EIO --fsync-profile ext4 \
+		--unsafe retry-fsync
+done
+caught enumerate-no-sync "--threads 1 .*--enumerate --device torn --sector 512 --unsafe no-sync" \
+	--seed 5 --enumerate --unsafe no-sync
+
+# ---- bad input: exit 2, a message naming the problem, nothing made ------------
+mkdir "$T/empty"
+bad_input() { # bad_input NAME PATTERN ARGS...
+	name=$1 pattern=$2
+	shift 2
+	TMPDIR=$T/empty "$TORTURE" "$@" >"$T/bad.out" 2>&1
+	expect "$name exits 2" 2 $?
+	contains "$name names the problem" "$T/bad.out" "$pattern"
+}
+bad_input "unknown device" "--device flash: unknown device model" \
+	--power-loss --device flash
+bad_input "bad sector" "--sector 1000: want 512 or 4096" --power-loss \
+	--sector 1000
+bad_input "device without power loss" "need --power-loss" --device torn
+bad_input "unknown fault op" "--fail fdatsync:EIO: unknown operation" \
+	--fail fdatsync:EIO
+bad_input "bad probability" "--fail fdatasync:EIO:p=1.5: bad probability" \
+	--fail fdatasync:EIO:p=1.5
+bad_input "unknown profile" "--fsync-profile zfs: unknown fsync profile" \
+	--fail fdatasync:EIO --fsync-profile zfs
+bad_input "profile without --fail" "needs a --fail" --fsync-profile ext4
+bad_input "enumerate with compaction" "drop --compact-every" --enumerate \
+	--compact-every 10ms
+bad_input "enumerate with threads" "drop --threads" --enumerate --threads 4
+bad_input "zero compact period" "--compact-every 0ms" --compact-every 0ms
+bad_input "unknown unsafe mode" "unknown unsafe mode.*retry-fsync" \
+	--unsafe fast
+expect "nothing made in TMPDIR" "" "$(ls -A "$T/empty")"
+
+echo "torture_faults.sh: $checks checks, $fails failed"
+[ $fails -eq 0 ]
