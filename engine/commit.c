@@ -299,8 +299,9 @@ static void lead_group(keel_db *db)
 	int arc = group_absorb(db, b, seq, want, &last, &size);
 	if (rc == KEEL_OK)
 		rc = arc;
-	if (rc == KEEL_OK && db->failed)
-		rc = db->failed; /* (3)(4): never append behind a failed group */
+	if (db->failed) /* (3)(4): never append behind a failed group, and say
+	                 * why: its failure, not what building on it ran into */
+		rc = db->failed;
 	pthread_mutex_unlock(&db->mu);
 	if (rc == KEEL_OK && !(empty = tree_builder_empty(b)))
 		rc = group_finish_build(db, b, &base, &region, &head);

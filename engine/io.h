@@ -69,8 +69,9 @@ typedef struct keel_io {
 /* The default backend: plain POSIX calls with the libfiu points above. */
 const keel_io *keel_io_posix(void);
 
-/* Helpers that loop over short transfers; return 0 or a negative errno
- * (-EIO for a short write or an unexpected end of file). */
+/* Helpers that loop over short transfers; return 0 or a negative errno:
+ * -EIO for a short write, -ENODATA when the file ends before LEN bytes were
+ * read (so callers can tell a short file from a failing device). */
 int keel_io_pwrite_all(const keel_io *io, int fd, const void *buf, size_t len,
                        uint64_t off);
 int keel_io_pread_all(const keel_io *io, int fd, void *buf, size_t len,

@@ -252,7 +252,7 @@ int keel_io_pread_all(const keel_io *io, int fd, void *buf, size_t len,
 			return (int)n;
 		}
 		if (n == 0)
-			return -EIO;
+			return -ENODATA; /* the file ends first: not an I/O error */
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;

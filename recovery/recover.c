@@ -41,7 +41,7 @@ static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
 		want = (size_t)(r->file_size - off);
 	int e = keel_io_pread_all(r->io, r->fd, r->buf, want, off);
 	if (e) {
-		*err = KEEL_EIO;
+		*err = e == -ENODATA ? 0 : KEEL_EIO; /* shrank under us: the end */
 		r->len = 0;
 		return NULL;
 	}
@@ -87,7 +87,7 @@ int recovery_read_head(const keel_io *io, int fd, uint64_t off, keel_head *out)
 		return KEEL_ECORRUPT;
 	int e = keel_io_pread_all(io, fd, buf, sizeof(buf), off);
 	if (e)
-		return e == -EIO ? KEEL_ECORRUPT : KEEL_EIO; /* -EIO: past the end */
+		return e == -ENODATA ? KEEL_ECORRUPT : KEEL_EIO; /* past the end */
 	int rc = keel_head_decode(buf, out);
 	out->off = off;
 	return rc;
@@ -266,7 +266,9 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 	return rc;
 }
 
-/* The newer of the two hints whose head and region check out. */
+/* The newer of the two hints whose head and region check out: KEEL_OK,
+ * KEEL_ENOTFOUND (no usable hint), or KEEL_EIO -- a failing read is never
+ * mistaken for a bad hint. */
 static int start_from_hint(const keel_io *io, int fd, uint64_t file_id,
                            keel_head *out, uint64_t *bytes_read)
 {
@@ -277,18 +279,28 @@ static int start_from_hint(const keel_io *io, int fd, uint64_t file_id,
 		uint8_t buf[KEEL_HINT_SIZE];
 		keel_hint hint;
 		keel_head h, prev;
-		if (keel_io_pread_all(io, fd, buf, sizeof(buf), KEEL_HINT_OFF(slot)))
+		int e = keel_io_pread_all(io, fd, buf, sizeof(buf), KEEL_HINT_OFF(slot));
+		if (e && e != -ENODATA)
+			return KEEL_EIO;
+		if (e)
 			continue;
 		*bytes_read += sizeof(buf);
 		if (keel_hint_decode(buf, &hint) != KEEL_OK ||
 		    (found && hint.txid <= best.txid) || hint.txid == 0)
 			continue;
-		if (recovery_read_head(io, fd, hint.head_off, &h) != KEEL_OK ||
-		    h.txid != hint.txid || h.file_id != file_id ||
-		    recovery_read_head(io, fd, h.prev_head, &prev) != KEEL_OK ||
-		    !head_follows(&h, &prev) ||
-		    recovery_check_region(io, fd, &h, prev.chain_crc,
-		                          bytes_read) != KEEL_OK)
+		int rc = recovery_read_head(io, fd, hint.head_off, &h);
+		if (rc == KEEL_OK && h.txid == hint.txid && h.file_id == file_id)
+			rc = recovery_read_head(io, fd, h.prev_head, &prev);
+		else if (rc == KEEL_OK)
+			rc = KEEL_ECORRUPT;
+		if (rc == KEEL_OK)
+			rc = head_follows(&h, &prev)
+			             ? recovery_check_region(io, fd, &h, prev.chain_crc,
+			                                     bytes_read)
+			             : KEEL_ECORRUPT;
+		if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
+			return rc;
+		if (rc)
 			continue;
 		*bytes_read += 2 * KEEL_HEAD_SIZE;
 		best = h;
@@ -318,8 +330,10 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 		return rc;
 
 	keel_head start;
-	if (start_from_hint(io, fd, out->super.file_id, &start,
-	                    &out->bytes_read) != KEEL_OK) {
+	rc = start_from_hint(io, fd, out->super.file_id, &start, &out->bytes_read);
+	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
+		return rc;
+	if (rc != KEEL_OK) {
 		/* No usable hint: a young store, or both hints damaged.  Start
 		 * from the first head, trusted as the superblock says. */
 		const keel_super *super = &out->super;

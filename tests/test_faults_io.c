@@ -233,6 +233,43 @@ static void a_failed_mapping_fails_the_open(void **state)
 }
 
 
+
+static int countdown;
+
+/* Fails exactly the Nth call (countdown reaches zero) with EIO. */
+static int fail_nth(const char *name, int *failnum, void **failinfo,
+                    unsigned int *flags)
+{
+	(void)name;
+	(void)failnum;
+	(void)flags;
+	*failinfo = (void *)(intptr_t)EIO;
+	return --countdown == 0;
+}
+
+/* Whichever read of recovery fails, the open says I/O error -- never that a
+ * healthy store is corrupt -- and the next open works. */
+static void a_failing_read_at_any_step_of_recovery_is_an_io_error(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_close(f->db);
+	f->db = NULL;
+	for (int n = 1; n <= 12; n++) {
+		countdown = n;
+		assert_int_equal(fiu_enable_external("keel/io/pread", 1, NULL, 0, fail_nth), 0);
+		int rc = keel_open(f->path, NULL, &db);
+		fiu_disable("keel/io/pread");
+		if (rc == KEEL_OK) { /* recovery made fewer than N reads */
+			assert_true(countdown > 0);
+			keel_close(db);
+			break;
+		}
+		assert_int_equal(rc, KEEL_EIO);
+		assert_acked_present(f->path);
+	}
+}
+
 /* ---- a crash at each step of compaction ------------------------------------ */
 
 static const char *const all_points[] = {
@@ -333,6 +370,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(enospc_on_write_is_reported_and_sticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_short_write_leaves_a_torn_tail_that_recovery_cuts, setup, teardown),
 		cmocka_unit_test_setup_teardown(eio_while_recovering_fails_the_open_cleanly, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failing_read_at_any_step_of_recovery_is_an_io_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
