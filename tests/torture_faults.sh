@@ -83,6 +83,14 @@ at_least recovery-enospc "$T/recovery-enospc.json" acked_writes 100
 # the verifying open (no faults) still recovers.
 passes recovery-eio --fail pread:EIO:nth=1 --cycles 20
 at_least recovery-eio "$T/recovery-eio.json" failed_opens 20
+# EIO on a head read deeper in recovery: still an I/O error, never "corrupt".
+passes recovery-eio-head --fail pread:EIO:nth=4 --cycles 10
+at_least recovery-eio-head "$T/recovery-eio-head.json" failed_opens 10
+# btrfs reverts a failed sync's pages at once: later commits must report the
+# handle's I/O error, not what building on reverted pages ran into.
+passes fail-btrfs --fail fdatasync:EIO:nth=20 --fsync-profile btrfs \
+	--duration 2s --seed 3
+at_least fail-btrfs "$T/fail-btrfs.json" failed_commits 1
 
 # ---- --enumerate: a crash after every I/O step ------------------------------
 passes enumerate --enumerate --seed 5
