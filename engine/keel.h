@@ -191,7 +191,9 @@ void keel_snapshot_close(keel_snapshot *s);
  * way to read fresh data in a loop (like renewing an LMDB read transaction).
  * Costs one atomic load when nothing changed.  Views taken from the old state
  * stay valid; *SP may be replaced by a new snapshot when such views exist.
- * Must not be called after keel_close of its db.  KEEL_OK or KEEL_ENOMEM. */
+ * Must not be called after keel_close of its db, nor while another thread
+ * uses the same snapshot (snapshots are per reader).  KEEL_OK or
+ * KEEL_ENOMEM. */
 int keel_snapshot_refresh(keel_snapshot **sp);
 uint64_t keel_snapshot_txid(const keel_snapshot *s);
 /* Like keel_get, from the snapshot; the view pins the snapshot's mapping. */
