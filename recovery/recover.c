@@ -125,14 +125,18 @@ int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
  * durable: that is damage behind a durable head.  A head alone beyond FROM
  * proves nothing: under power loss a commit's own head may reach the disk
  * while part of its region does not (a torn tail).  The search ends at the
- * written data's end (a zero 4 KiB block). */
-static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
+ * written data's end (a zero 4 KiB block).  Returns 1 (damage behind a
+ * durable head), 0 (a torn tail) or KEEL_EIO: a failed read never leads to
+ * a cut. */
+static int later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 {
-	int err;
+	int err = 0;
 	for (uint64_t off = KEEL_ALIGN8(from); off + KEEL_HEAD_SIZE <= r->file_size;
 	     off += 8) {
 		if (off % KEEL_BLOCK == 0) {
 			const uint8_t *blk = rbuf_get(r, off, KEEL_BLOCK, &err);
+			if (err)
+				return err; /* unsure: never cut on a failed read */
 			bool zero = blk != NULL;
 			for (unsigned i = 0; blk && i < KEEL_BLOCK; i += 8)
 				if (keel_ld64(blk + i)) {
@@ -140,11 +144,11 @@ static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 					break;
 				}
 			if (zero)
-				return false;
+				return 0;
 		}
 		const uint8_t *p = rbuf_get(r, off, KEEL_HEAD_SIZE, &err);
 		if (!p)
-			return false;
+			return err;
 		keel_head h2, h1;
 		if (keel_ld32(p) != KEEL_REC_MAGIC || p[4] != KEEL_REC_HEAD ||
 		    keel_head_decode(p, &h2) != KEEL_OK || h2.txid <= after->txid ||
@@ -152,12 +156,14 @@ static bool later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 		    h2.prev_head >= off)
 			continue;
 		p = rbuf_get(r, h2.prev_head, KEEL_HEAD_SIZE, &err);
+		if (err)
+			return err;
 		if (p && keel_head_decode(p, &h1) == KEEL_OK && h1.txid < h2.txid &&
 		    h1.txid > after->txid && h1.file_id == after->file_id)
-			return true;
+			return 1;
 		/* rbuf_get moved the window; the scan re-reads from OFF on. */
 	}
-	return false;
+	return 0;
 }
 
 /* Under KEEL_UNSAFE_TRUST_HEAD: finds the next head after CUR anywhere
@@ -258,8 +264,13 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 		pos = cur.off + KEEL_HEAD_SIZE;
 		*why = NULL;
 	}
-	if (rc == KEEL_OK && *why && later_head_exists(&r, pos, &cur))
-		rc = KEEL_ECORRUPT; /* damage behind a durable head */
+	if (rc == KEEL_OK && *why) {
+		int later = later_head_exists(&r, pos, &cur);
+		if (later < 0)
+			rc = later;
+		else if (later)
+			rc = KEEL_ECORRUPT; /* damage behind a durable head */
+	}
 	*newest = cur;
 	*stop = pos;
 	free(r.buf);
