@@ -119,19 +119,18 @@ static void group_finish(keel_db *db, commit_writer *group, int group_rc,
 	}
 }
 
-/* Writes the region and the head.  Returns 0 or a keel error. */
-static int group_append(keel_db *db, const tree_region *r, const uint8_t *head,
-                        uint64_t at)
+int commit_write_region(const keel_io *io, int fd, const tree_region *r,
+                        const uint8_t head[KEEL_HEAD_SIZE], uint64_t at)
 {
 	for (size_t i = 0; i < r->iovcnt; i++) {
-		int e = keel_io_pwrite_all(db->io, db->fd, r->iov[i].iov_base,
+		int e = keel_io_pwrite_all(io, fd, r->iov[i].iov_base,
 		                           r->iov[i].iov_len, at);
 		if (e)
 			return keel_err_from_errno(e);
 		at += r->iov[i].iov_len;
 	}
-	int e = keel_io_pwrite_all(db->io, db->fd, head, KEEL_HEAD_SIZE, at);
-	return keel_err_from_errno(e);
+	return keel_err_from_errno(keel_io_pwrite_all(io, fd, head,
+	                                              KEEL_HEAD_SIZE, at));
 }
 
 static int group_sync(keel_db *db, bool grew)
@@ -309,7 +308,8 @@ static void lead_group(keel_db *db)
 		keel_head_encode(head_buf, &head);
 		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE, &grew);
 		if (rc == KEEL_OK)
-			rc = group_append(db, &region, head_buf, head.region_start);
+			rc = commit_write_region(db->io, db->fd, &region, head_buf,
+			                         head.region_start);
 	}
 	tree_builder_free(b);
 	map_release(map);

@@ -395,16 +395,8 @@ static int newfile_catch_up(keel_db *db, keel_map *m, const keel_head *s0,
 		head.file_id = nf->file_id;
 		head.time_ns = keel_now_ns();
 		keel_head_encode(hb, &head);
-		uint64_t at = head.region_start;
-		for (size_t i = 0; i < region.iovcnt && rc == KEEL_OK; i++) {
-			int e = keel_io_pwrite_all(db->io, nf->fd, region.iov[i].iov_base,
-			                           region.iov[i].iov_len, at);
-			rc = keel_err_from_errno(e);
-			at += region.iov[i].iov_len;
-		}
-		if (rc == KEEL_OK)
-			rc = keel_err_from_errno(
-			        keel_io_pwrite_all(db->io, nf->fd, hb, sizeof(hb), at));
+		rc = commit_write_region(db->io, nf->fd, &region, hb,
+		                         head.region_start);
 		if (rc == KEEL_OK)
 			nf->head = head;
 	}

@@ -216,6 +216,10 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
                       tree_op *owned, keel_commit_cb cb, void *arg,
                       uint64_t *txid, size_t *failed_index);
 void commit_shutdown(keel_db *db);
+/* Writes a serialized region and then its head record, starting at AT.
+ * Returns 0 or a keel error (a short write is KEEL_EIO). */
+int commit_write_region(const keel_io *io, int fd, const tree_region *r,
+                        const uint8_t head[KEEL_HEAD_SIZE], uint64_t at);
 /* Signals whoever should lead the next group (after building ends). */
 void commit_wake_front(keel_db *db);
 /* The automatic compaction policy: called after a publish, with mu held. */
