@@ -24,6 +24,9 @@ typedef struct rbuf {
 	uint8_t *buf;
 	uint64_t at;   /* file offset of buf[0]  */
 	size_t len;    /* valid bytes in buf     */
+	size_t ahead;  /* bytes the next refill reads: 64 KiB, doubling up to
+	                  RBUF_SIZE, so a walk that finds one small commit (a
+	                  reader's refresh, a clean open) reads little */
 	uint64_t *bytes_read;
 } rbuf;
 
@@ -36,7 +39,9 @@ static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
 		return NULL;
 	if (off >= r->at && off + len <= r->at + r->len)
 		return r->buf + (off - r->at);
-	size_t want = RBUF_SIZE;
+	size_t want = len > r->ahead ? len : r->ahead;
+	if (r->ahead < RBUF_SIZE)
+		r->ahead *= 2;
 	if (off + want > r->file_size)
 		want = (size_t)(r->file_size - off);
 	int e = keel_io_pread_all(r->io, r->fd, r->buf, want, off);
@@ -75,6 +80,7 @@ static int rbuf_init(rbuf *r, const keel_io *io, int fd, uint64_t file_size,
 	r->file_size = file_size;
 	r->at = 0;
 	r->len = 0;
+	r->ahead = (size_t)64 << 10;
 	r->bytes_read = bytes_read;
 	r->buf = malloc(RBUF_SIZE);
 	return r->buf ? KEEL_OK : KEEL_ENOMEM;
