@@ -15,18 +15,7 @@ trap 'rm -rf "$T"' EXIT
 mkdir "$T/tmp"
 export TMPDIR="$T/tmp"
 
-ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
-expect() { # expect NAME WANT GOT
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want [$2] got [$3]"; fi
-}
-contains() { # contains NAME FILE PATTERN
-	if grep -qE -e "$3" "$2"; then ok "$1"; else
-		bad "$1: no /$3/ in:"; head -c 1500 "$2"; echo; fi
-}
-json_num() { # json_num FILE FIELD
-	sed -n "s/^ *\"$2\": \([0-9.]*\),*$/\1/p" "$1"
-}
+. "$(dirname "$0")/lib.sh"
 at_least() { # at_least NAME FILE FIELD MIN
 	v=$(json_num "$2" "$3")
 	[ "${v:-0}" -ge "$4" ] 2>/dev/null && ok "$1: $3 $v" ||
