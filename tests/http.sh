@@ -162,8 +162,14 @@ senders=""
 for i in $(seq 24); do
 	(
 		exec 3<>/dev/tcp/127.0.0.1/$PORT || exit 0
-		[ $((i % 2)) -eq 0 ] && printf 'PUT /doc HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n' >&3
-		head -c $((RANDOM % 3000 + 1)) /dev/urandom >&3 2>/dev/null
+		if [ $((i % 2)) -eq 0 ]; then
+			# no CR or LF after the head, so the random bytes can never
+			# end it and become a real 5-byte PUT body (a leading LF would)
+			printf 'PUT /doc HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n' >&3
+			head -c $((RANDOM % 3000 + 1)) /dev/urandom | tr -d '\r\n' >&3 2>/dev/null
+		else
+			head -c $((RANDOM % 3000 + 1)) /dev/urandom >&3 2>/dev/null
+		fi
 		timeout 2 cat <&3 >/dev/null
 	) &
 	senders="$senders $!"
