@@ -33,7 +33,10 @@
 #include "crc32c.h"
 #include "internal.h"
 
-#define COMPACT_BUF ((size_t)1 << 20)
+/* The new file is written in pieces that end on 2 MiB boundaries, so the
+ * page cache holds it in 2 MiB folios that the mapping can use as huge pages
+ * (io_posix.c), as the zero-filled growth of a live file does (db.c). */
+#define COMPACT_BUF ((size_t)2 << 20)
 #define FILL(level) (KEEL_NODE_MAX(level) * 3 / 4) /* pack nodes this full */
 #define AUTO_MIN_END ((uint64_t)512 << 10)
 
@@ -66,12 +69,14 @@ static void seqw_append(seqw *w, const void *p, size_t len)
 	w->crc = keel_crc32c(w->crc, p, len);
 	w->pos += len;
 	while (len > 0 && !w->err) {
-		size_t n = COMPACT_BUF - w->used < len ? COMPACT_BUF - w->used : len;
+		/* this piece ends at the next 2 MiB boundary of the file */
+		size_t room = COMPACT_BUF - (size_t)(w->flushed % COMPACT_BUF) - w->used;
+		size_t n = room < len ? room : len;
 		memcpy(w->buf + w->used, b, n);
 		w->used += n;
 		b += n;
 		len -= n;
-		if (w->used == COMPACT_BUF)
+		if (n == room)
 			seqw_flush(w);
 	}
 }
@@ -79,10 +84,19 @@ static void seqw_append(seqw *w, const void *p, size_t len)
 /* ---- bulk loading a tree bottom-up ---------------------------------------- */
 typedef struct pentry {
 	const uint8_t *key;
+	const uint8_t *inl; /* leaf: the inline value, or NULL */
 	uint16_t klen;
 	uint32_t vlen, crc;
 	uint64_t off, rev;
 } pentry;
+
+/* Bytes entry E takes in a node of LEVEL, its slot included. */
+static uint32_t pentry_size(int level, const pentry *e)
+{
+	if (level)
+		return 2u + KEEL_BRANCH_ENTRY + e->klen;
+	return 2u + keel_leaf_ent_size(e->klen, e->inl != NULL, e->vlen);
+}
 
 typedef struct plevel {
 	pentry *e;
@@ -115,7 +129,7 @@ static int level_push(loader *l, int level, const pentry *e)
 	if (p->count == 0)
 		p->size = KEEL_NODE_HDR;
 	p->e[p->count++] = *e;
-	p->size += 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
+	p->size += pentry_size(level, e);
 	if (level > l->top)
 		l->top = level;
 	return KEEL_OK;
@@ -137,16 +151,14 @@ static int level_flush(loader *l, int level, bool root)
 		const pentry *e = &p->e[i];
 		uint8_t *d = pl + eo;
 		keel_st16(pl + KEEL_NODE_HDR + 2 * i, (uint16_t)eo);
-		keel_st16(d, e->klen);
-		keel_st16(d + 2, 0);
 		if (level == 0) {
-			keel_st32(d + 4, e->vlen);
-			keel_st64(d + 8, e->off);
-			keel_st64(d + 16, e->rev);
-			keel_st32(d + 24, e->crc);
-			memcpy(d + KEEL_LEAF_ENTRY, e->key, e->klen);
-			eo += KEEL_LEAF_ENTRY + e->klen;
+			keel_leaf_ent le = {.key = e->key, .klen = e->klen,
+			                    .inl = e->inl, .vlen = e->vlen,
+			                    .voff = e->off, .vcrc = e->crc, .rev = e->rev};
+			eo += keel_leaf_ent_encode(d, &le);
 		} else {
+			keel_st16(d, e->klen);
+			keel_st16(d + 2, 0);
 			keel_st32(d + 4, e->crc);
 			keel_st64(d + 8, e->off);
 			memcpy(d + KEEL_BRANCH_ENTRY, e->key, e->klen);
@@ -173,7 +185,7 @@ static int level_flush(loader *l, int level, bool root)
 static int loader_add(loader *l, int level, const pentry *e)
 {
 	plevel *p = &l->lv[level];
-	uint32_t add = 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + e->klen;
+	uint32_t add = pentry_size(level, e);
 	if (p->count >= 2 && p->size + add > FILL(level)) { /* >= 2: fanout */
 		if (level + 1 >= TREE_MAX_DEPTH)
 			return KEEL_ETOOBIG;
@@ -217,12 +229,30 @@ static int bulk_load(keel_map *m, const keel_head *s0, seqw *w, loader *l)
 	while (rc == KEEL_OK && (rc = tree_cursor_next(&cur, &e)) == KEEL_OK) {
 		if ((rc = tree_value(m, &e, &data)))
 			break;
-		/* The record is position-independent: copy it whole. */
 		pentry pe = {.key = e.key, .klen = e.klen, .vlen = e.vlen,
-		             .crc = e.vcrc, .off = w->pos, .rev = e.rev};
-		uint64_t size = keel_rec_size(e.vlen);
-		seqw_append(w, data - KEEL_REC_HDR, size);
-		l->live += size;
+		             .rev = e.rev};
+		if (e.vlen <= KEEL_INLINE_MAX) { /* the writers' rule */
+			pe.inl = data;
+		} else if (e.inl) {
+			/* Inlined by another writer's rule: give it a record. */
+			uint8_t hdr[KEEL_REC_HDR];
+			static const uint8_t zeros[8];
+			uint64_t size = keel_rec_size(e.vlen);
+			keel_rec_encode(hdr, KEEL_REC_VALUE, data, e.vlen);
+			pe.crc = keel_ld32(hdr + 12);
+			pe.off = w->pos;
+			seqw_append(w, hdr, sizeof(hdr));
+			seqw_append(w, data, e.vlen);
+			seqw_append(w, zeros, size - KEEL_REC_HDR - e.vlen);
+			l->live += size;
+		} else {
+			/* The record is position-independent: copy it whole. */
+			uint64_t size = keel_rec_size(e.vlen);
+			pe.crc = e.vcrc;
+			pe.off = w->pos;
+			seqw_append(w, data - KEEL_REC_HDR, size);
+			l->live += size;
+		}
 		l->keys++;
 		rc = loader_add(l, 0, &pe);
 	}
@@ -279,7 +309,7 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 		                .file_id = nf->file_id, .data_start = KEEL_DATA_START,
 		                .base_txid = s0->txid, .first_head = nf->head.off};
 		keel_super_encode(sb, &s);
-		nf->size = (w.pos + db_grow_step(w.pos) + 4095) & ~(uint64_t)4095;
+		nf->size = db_grow_size(w.pos, db_grow_step(w.pos));
 		int e = keel_io_pwrite_all(io, nf->fd, sb, sizeof(sb), 0);
 		rc = keel_err_from_errno(e);
 		if (rc == KEEL_OK)
@@ -353,7 +383,7 @@ static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
  * catch-up is serialized: nothing reads the map it replaces any more. */
 static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
 {
-	uint64_t size = (need + db_grow_step(need) + 4095) & ~(uint64_t)4095;
+	uint64_t size = db_grow_size(need, db_grow_step(need));
 	keel_map *m;
 	int rc = db_preallocate(db->io, nf->fd, nf->size, size, db->flags);
 	if (rc)

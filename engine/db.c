@@ -278,6 +278,14 @@ uint64_t db_grow_step(uint64_t size)
  * fdatasync also commit the extent conversion, which cost 40% of the sync
  * rate on this project's machines (docs/engine.md).  KEEL_PREALLOC_FALLOCATE
  * asks for fallocate instead (cheaper to grow, dearer to sync). */
+#define DB_HUGE ((uint64_t)2 << 20)
+
+uint64_t db_grow_size(uint64_t need, uint64_t step)
+{
+	uint64_t size = (need + step + KEEL_BLOCK - 1) & ~(uint64_t)(KEEL_BLOCK - 1);
+	return size > DB_HUGE ? (size + DB_HUGE - 1) & ~(DB_HUGE - 1) : size;
+}
+
 int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
                    unsigned flags)
 {
@@ -285,16 +293,20 @@ int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
 		return KEEL_OK;
 	if (flags & KEEL_PREALLOC_FALLOCATE)
 		return keel_err_from_errno(io->fallocate(io->ctx, fd, from, to - from));
-	size_t chunk = (size_t)1 << 20;
-	if (to - from < chunk)
-		chunk = (size_t)(to - from);
-	uint8_t *zeros = calloc(1, chunk);
+	/* Writes of 2 MiB at 2 MiB boundaries, so the page cache holds the
+	 * file in 2 MiB folios that a mapping can use as huge pages (one TLB
+	 * entry for 2 MiB of tree: io_posix.c). */
+	const uint64_t chunk = DB_HUGE;
+	size_t blen = to - from < chunk ? (size_t)(to - from) : (size_t)chunk;
+	uint8_t *zeros = calloc(1, blen);
 	if (!zeros)
 		return KEEL_ENOMEM;
 	int e = 0;
-	for (uint64_t at = from; at < to && !e; at += chunk) {
-		size_t n = to - at < chunk ? (size_t)(to - at) : chunk;
-		e = keel_io_pwrite_all(io, fd, zeros, n, at);
+	for (uint64_t at = from; at < to && !e;) {
+		uint64_t end = (at / chunk + 1) * chunk;
+		end = end < to ? end : to;
+		e = keel_io_pwrite_all(io, fd, zeros, (size_t)(end - at), at);
+		at = end;
 	}
 	free(zeros);
 	return keel_err_from_errno(e);
@@ -309,7 +321,7 @@ int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
 	uint64_t step = db->grow_step ? db->grow_step : db_grow_step(db->file_size);
 	if (!(db->flags & KEEL_PREALLOC_FALLOCATE) && step > ZERO_STEP_MAX)
 		step = ZERO_STEP_MAX; /* writing zeros: keep each growth short */
-	uint64_t size = (need + step + KEEL_BLOCK - 1) & ~(uint64_t)(KEEL_BLOCK - 1);
+	uint64_t size = db_grow_size(need, step);
 	int rc = db_preallocate(db->io, db->fd, db->file_size, size, db->flags);
 	if (rc)
 		return rc;

@@ -14,7 +14,7 @@ const char *keel_strerror(int err)
 	case KEEL_ENOSPC: return "no space left on device";
 	case KEEL_ECORRUPT: return "store is corrupt";
 	case KEEL_ENOTKEEL: return "not a keel store";
-	case KEEL_EVERSION: return "store written by a newer format version";
+	case KEEL_EVERSION: return "store in a format version this build cannot read";
 	case KEEL_ENOMEM: return "out of memory";
 	case KEEL_EBUSY: return "store is locked by another writer";
 	case KEEL_EREADONLY: return "store is open read-only";

@@ -33,7 +33,7 @@ int keel_super_decode(const uint8_t in[KEEL_SUPER_SIZE], keel_super *s)
 	s->data_start = keel_ld64(in + 32);
 	s->base_txid = keel_ld64(in + 40);
 	s->first_head = keel_ld64(in + 48);
-	if (s->version > KEEL_FORMAT_VERSION)
+	if (s->version != 0 && s->version != KEEL_FORMAT_VERSION)
 		return KEEL_EVERSION;
 	if (s->version == 0 || s->block_size != KEEL_BLOCK ||
 	    s->data_start != KEEL_DATA_START || s->first_head < KEEL_DATA_START ||

@@ -63,14 +63,19 @@
  *   4   4     reserved    0
  *   8   2*count  slot[i]  offset of entry i from the payload start
  *   ...       entries, in strictly ascending key order
- *   LEAF entry (28 + klen bytes):
+ *   LEAF entry (16 + klen + vpart bytes; format version 2):
  *     0  2  klen   1..1024
- *     2  2  reserved 0
+ *     2  2  flags  KEEL_LEAF_INLINE (bit 0); every other bit 0
  *     4  4  vlen   value length
- *     8  8  voff   offset of the VALUE record
- *     16 8  rev    revision (txid of the last write of this key)
- *     24 4  vcrc   the VALUE record's crc field
- *     28 klen key
+ *     8  8  rev    revision (txid of the last write of this key)
+ *     16 klen key
+ *     then the value part (vpart):
+ *       INLINE set:   the value's vlen bytes (covered by the leaf's crc)
+ *       INLINE clear: 12 bytes: voff u64 (offset of the VALUE record),
+ *                     vcrc u32 (that record's crc field)
+ *   Writers inline values of up to KEEL_INLINE_MAX bytes, so a point read
+ *   of a small value touches no record beyond its leaf; a reader accepts an
+ *   inline value of any length that fits in the node.
  *   BRANCH entry (16 + klen bytes):
  *     0  2  klen
  *     2  2  reserved 0
@@ -114,7 +119,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define KEEL_FORMAT_VERSION 1u                    /* FROZEN meaning          */
+#define KEEL_FORMAT_VERSION 2u                    /* FROZEN meaning          */
+/* Version 1 (a pre-release layout whose leaf entries had a fixed 28-byte
+ * part and no inline values) is refused with KEEL_EVERSION like any other. */
 #define KEEL_SUPER_MAGIC "KEELSTOR"               /* FROZEN, 8 bytes         */
 #define KEEL_HINT_MAGIC "KEELHINT"                /* FROZEN, 8 bytes         */
 #define KEEL_REC_MAGIC 0x6C65656Bu                /* FROZEN, "keel" in LE    */
@@ -127,7 +134,10 @@
 #define KEEL_HEAD_PAYLOAD 96u
 #define KEEL_HEAD_SIZE (KEEL_REC_HDR + KEEL_HEAD_PAYLOAD) /* 112, aligned   */
 #define KEEL_NODE_HDR 8u
-#define KEEL_LEAF_ENTRY 28u
+#define KEEL_LEAF_ENTRY 16u   /* fixed part of a leaf entry; key at +16  */
+#define KEEL_LEAF_VREF 12u    /* value part of a non-inline leaf entry    */
+#define KEEL_LEAF_INLINE 1u   /* leaf entry flag: the value follows the key */
+#define KEEL_INLINE_MAX 64u   /* writers inline values up to this length  */
 #define KEEL_BRANCH_ENTRY 16u
 #define KEEL_LEAF_MAX 1024u   /* a leaf splits above this payload ...       */
 #define KEEL_BRANCH_MAX 4096u /* ... a branch above this; both when >= 4
@@ -224,6 +234,72 @@ static inline int keel_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
 static inline uint64_t keel_rec_size(uint64_t payload_len)
 {
 	return KEEL_ALIGN8(KEEL_REC_HDR + payload_len);
+}
+
+/* A leaf entry, decoded.  INL points at the inline value bytes (inside the
+ * node) or is NULL when the value lives in its own VALUE record at VOFF. */
+typedef struct keel_leaf_ent {
+	const uint8_t *key, *inl;
+	uint16_t klen;
+	uint32_t vlen, vcrc;
+	uint64_t voff, rev;
+} keel_leaf_ent;
+
+/* Bytes a leaf entry takes in its node (its slot not included). */
+static inline uint32_t keel_leaf_ent_size(uint16_t klen, bool inl, uint32_t vlen)
+{
+	return KEEL_LEAF_ENTRY + klen + (inl ? vlen : KEEL_LEAF_VREF);
+}
+
+/* Bounds and flags of the leaf entry at E, AVAIL bytes before the node's
+ * end: its size, or 0 when it does not fit or is malformed. */
+static inline uint32_t keel_leaf_ent_check(const uint8_t *e, uint32_t avail)
+{
+	if (avail < KEEL_LEAF_ENTRY)
+		return 0;
+	uint16_t klen = keel_ld16(e), flags = keel_ld16(e + 2);
+	if (klen == 0 || klen > 1024 || (flags & ~KEEL_LEAF_INLINE))
+		return 0;
+	uint64_t size = keel_leaf_ent_size(klen, flags & KEEL_LEAF_INLINE,
+	                                   keel_ld32(e + 4));
+	return size <= avail ? (uint32_t)size : 0;
+}
+
+/* Decodes a leaf entry that passed keel_leaf_ent_check. */
+static inline void keel_leaf_ent_decode(const uint8_t *e, keel_leaf_ent *out)
+{
+	out->klen = keel_ld16(e);
+	out->vlen = keel_ld32(e + 4);
+	out->rev = keel_ld64(e + 8);
+	out->key = e + KEEL_LEAF_ENTRY;
+	const uint8_t *vp = out->key + out->klen;
+	if (keel_ld16(e + 2) & KEEL_LEAF_INLINE) {
+		out->inl = vp;
+		out->voff = 0;
+		out->vcrc = 0;
+	} else {
+		out->inl = NULL;
+		out->voff = keel_ld64(vp);
+		out->vcrc = keel_ld32(vp + 8);
+	}
+}
+
+/* Encodes a leaf entry at E; returns its size. */
+static inline uint32_t keel_leaf_ent_encode(uint8_t *e, const keel_leaf_ent *in)
+{
+	keel_st16(e, in->klen);
+	keel_st16(e + 2, in->inl ? KEEL_LEAF_INLINE : 0);
+	keel_st32(e + 4, in->vlen);
+	keel_st64(e + 8, in->rev);
+	memcpy(e + KEEL_LEAF_ENTRY, in->key, in->klen);
+	uint8_t *vp = e + KEEL_LEAF_ENTRY + in->klen;
+	if (in->inl) {
+		memcpy(vp, in->inl, in->vlen);
+	} else {
+		keel_st64(vp, in->voff);
+		keel_st32(vp + 8, in->vcrc);
+	}
+	return keel_leaf_ent_size(in->klen, in->inl != NULL, in->vlen);
 }
 
 /* Encoders write the whole structure, CRC included.  Decoders return 0 when

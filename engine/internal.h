@@ -78,19 +78,15 @@ const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
                           map_validate_fn validate);
 
 /* ---- reading the tree (tree.c) --------------------------------------------- */
-typedef struct tree_leaf_entry {
-	const uint8_t *key;
-	uint16_t klen;
-	uint32_t vlen, vcrc;
-	uint64_t voff, rev;
-} tree_leaf_entry;
+typedef keel_leaf_ent tree_leaf_entry; /* inl: inline value, or NULL */
 
 /* Finds KEY below ROOT in map M.  KEEL_OK with *out, KEEL_ENOTFOUND or
  * KEEL_ECORRUPT. */
 int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
                 const void *key, size_t klen, tree_leaf_entry *out);
 
-/* Resolves a leaf entry to the value's bytes (CRC-checked). */
+/* Resolves a leaf entry to the value's bytes: inline in its (checked) leaf,
+ * or its own VALUE record, CRC-checked. */
 int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data);
 
 #define TREE_MAX_DEPTH 48
@@ -239,5 +235,8 @@ int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
                    unsigned flags);
 /* How much to preallocate beyond what a file of SIZE bytes needs. */
 uint64_t db_grow_step(uint64_t size);
+/* The size a file holding NEED bytes grows to: NEED plus a step, in whole
+ * blocks, and past 2 MiB in whole 2 MiB pieces (huge pages: db.c). */
+uint64_t db_grow_size(uint64_t need, uint64_t step);
 
 #endif /* KEEL_INTERNAL_H */

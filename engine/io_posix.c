@@ -147,6 +147,29 @@ static int px_fsync_dir(void *ctx, const char *path)
 	return rc;
 }
 
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+/* The file mapped at a 2 MiB aligned address (or NULL): reserve LEN plus
+ * the alignment, map the file over the aligned part, return the rest. */
+static void *huge_remap(int fd, size_t len)
+{
+	size_t span = len + HUGE_ALIGN;
+	uint8_t *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	uint8_t *a = (uint8_t *)(((uintptr_t)r + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1));
+	void *q = mmap(a, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (q == MAP_FAILED) {
+		munmap(r, span);
+		return NULL;
+	}
+	if (a > r)
+		munmap(r, (size_t)(a - r));
+	if (r + span > a + len)
+		munmap(a + len, (size_t)(r + span - (a + len)));
+	return q;
+}
+
 static void *px_mmap(void *ctx, int fd, size_t len, int *err)
 {
 	(void)ctx;
@@ -158,6 +181,20 @@ static void *px_mmap(void *ctx, int fd, size_t len, int *err)
 	if (p == MAP_FAILED) {
 		*err = -errno;
 		return NULL;
+	}
+	/* Huge pages: the kernel may map a 2 MiB page-cache folio with one
+	 * page-table entry when the address is 2 MiB aligned, and with
+	 * MADV_HUGEPAGE a fault reads ahead in 2 MiB folios.  A random read
+	 * over a large store then costs no TLB walk.  Best effort. */
+	if (len >= HUGE_ALIGN) {
+		if ((uintptr_t)p % HUGE_ALIGN) {
+			void *q = huge_remap(fd, len);
+			if (q) {
+				munmap(p, len);
+				p = q;
+			}
+		}
+		(void)madvise(p, len, MADV_HUGEPAGE);
 	}
 	return p;
 }

@@ -76,7 +76,7 @@ typedef enum keel_err {
 	KEEL_ENOSPC = -7,    /* the device is full (handle is FAILED too)      */
 	KEEL_ECORRUPT = -8,  /* damage found behind the newest valid head      */
 	KEEL_ENOTKEEL = -9,  /* the file is not a keel store                   */
-	KEEL_EVERSION = -10, /* store written by a newer format version        */
+	KEEL_EVERSION = -10, /* store in a format version this build cannot read */
 	KEEL_ENOMEM = -11,   /* out of memory                                  */
 	KEEL_EBUSY = -12,    /* another process holds the writer lock          */
 	KEEL_EREADONLY = -13,/* write on a read-only handle                     */

@@ -42,13 +42,20 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 	if (count == 0 || leaf != (node_level(p) == 0) ||
 	    KEEL_NODE_HDR + 2u * count > len)
 		return false;
-	unsigned fixed = leaf ? KEEL_LEAF_ENTRY : KEEL_BRANCH_ENTRY;
 	for (unsigned i = 0; i < count; i++) {
 		uint32_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
-		if (eo + fixed > len)
+		if (eo > len)
+			return false;
+		if (leaf) {
+			if (!keel_leaf_ent_check(p + eo, len - eo))
+				return false;
+			continue;
+		}
+		if (eo + KEEL_BRANCH_ENTRY > len)
 			return false;
 		uint16_t klen = keel_ld16(p + eo);
-		if (klen == 0 || klen > KEEL_KEY_MAX || eo + fixed + klen > len)
+		if (klen == 0 || klen > KEEL_KEY_MAX ||
+		    eo + KEEL_BRANCH_ENTRY + klen > len)
 			return false;
 	}
 	return true;
@@ -68,13 +75,16 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
 	return rec ? rec + KEEL_REC_HDR : NULL;
 }
 
+_Static_assert(KEEL_LEAF_ENTRY == KEEL_BRANCH_ENTRY,
+               "a key sits at the same place in leaf and branch entries");
+
 /* Entry I of a node that passed node_valid (so it lies inside the node). */
 static const uint8_t *entry_at(const uint8_t *p, unsigned i,
                                const uint8_t **key, uint16_t *klen)
 {
 	const uint8_t *e = p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
 	*klen = keel_ld16(e);
-	*key = e + (node_level(p) ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY);
+	*key = e + KEEL_LEAF_ENTRY;
 	return e;
 }
 
@@ -105,17 +115,6 @@ static int node_search(const uint8_t *p, const void *key, size_t klen,
 	return ans;
 }
 
-static void leaf_decode(const uint8_t *e, const uint8_t *key, uint16_t klen,
-                        tree_leaf_entry *out)
-{
-	out->key = key;
-	out->klen = klen;
-	out->vlen = keel_ld32(e + 4);
-	out->voff = keel_ld64(e + 8);
-	out->rev = keel_ld64(e + 16);
-	out->vcrc = keel_ld32(e + 24);
-}
-
 int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
                 const void *key, size_t klen, tree_leaf_entry *out)
 {
@@ -139,7 +138,7 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 		if (node_level(p) == 0) {
 			if (!exact)
 				return KEEL_ENOTFOUND;
-			leaf_decode(e, k, kl, out);
+			keel_leaf_ent_decode(e, out);
 			return KEEL_OK;
 		}
 		off = keel_ld64(e + 8);
@@ -150,6 +149,10 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 
 int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
 {
+	if (e->inl) {
+		*data = e->inl;
+		return KEEL_OK;
+	}
 	uint32_t len;
 	const uint8_t *rec = map_record(m, e->voff, KEEL_REC_VALUE, e->vcrc, &len,
 	                                NULL);
@@ -253,7 +256,7 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 	const uint8_t *k;
 	uint16_t kl;
 	const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
-	leaf_decode(e, k, kl, out);
+	keel_leaf_ent_decode(e, out);
 	c->index[d]++;
 	return KEEL_OK;
 }
@@ -274,6 +277,7 @@ typedef struct tent {
 		struct {
 			uint64_t voff, rev;
 			uint32_t vlen, vcrc;
+			const uint8_t *inl; /* inline value bytes, or NULL */
 		} leaf;
 		tref child;
 	} u;
@@ -337,9 +341,19 @@ static void *arena_alloc(tree_builder *b, size_t n)
 	return p;
 }
 
-static uint32_t ent_size(uint8_t level, uint16_t klen)
+/* Bytes entry T takes in a node of LEVEL, its slot included. */
+static uint32_t ent_size(uint8_t level, const tent *t)
 {
-	return 2u + (level ? KEEL_BRANCH_ENTRY : KEEL_LEAF_ENTRY) + klen;
+	if (level)
+		return 2u + KEEL_BRANCH_ENTRY + t->klen;
+	return 2u + keel_leaf_ent_size(t->klen, t->u.leaf.inl != NULL,
+	                               t->u.leaf.vlen);
+}
+
+/* Bytes of the VALUE record a leaf entry owns (0 for an inline value). */
+static int64_t value_rec_size(const tent *t)
+{
+	return t->u.leaf.inl ? 0 : (int64_t)keel_rec_size(t->u.leaf.vlen);
 }
 
 static tnode *tnode_new(tree_builder *b, uint8_t level, uint32_t cap)
@@ -377,13 +391,13 @@ static int tnode_insert(tree_builder *b, tnode *n, uint32_t at, const tent *e)
 	memmove(&n->ents[at + 1], &n->ents[at], (n->count - at) * sizeof(tent));
 	n->ents[at] = *e;
 	n->count++;
-	n->size += ent_size(n->level, e->klen);
+	n->size += ent_size(n->level, e);
 	return KEEL_OK;
 }
 
 static void tnode_remove(tnode *n, uint32_t at)
 {
-	n->size -= ent_size(n->level, n->ents[at].klen);
+	n->size -= ent_size(n->level, &n->ents[at]);
 	memmove(&n->ents[at], &n->ents[at + 1], (n->count - at - 1) * sizeof(tent));
 	n->count--;
 }
@@ -412,16 +426,19 @@ static int cow(tree_builder *b, tref *ref, tnode **out)
 		tent *t = &n->ents[i];
 		const uint8_t *e = entry_at(p, i, &t->key, &t->klen);
 		if (n->level == 0) {
-			t->u.leaf.vlen = keel_ld32(e + 4);
-			t->u.leaf.voff = keel_ld64(e + 8);
-			t->u.leaf.rev = keel_ld64(e + 16);
-			t->u.leaf.vcrc = keel_ld32(e + 24);
+			keel_leaf_ent le;
+			keel_leaf_ent_decode(e, &le);
+			t->u.leaf.vlen = le.vlen;
+			t->u.leaf.voff = le.voff;
+			t->u.leaf.rev = le.rev;
+			t->u.leaf.vcrc = le.vcrc;
+			t->u.leaf.inl = le.inl;
 		} else {
 			t->u.child.crc = keel_ld32(e + 4);
 			t->u.child.off = keel_ld64(e + 8);
 			t->u.child.dirty = NULL;
 		}
-		n->size += ent_size(n->level, t->klen);
+		n->size += ent_size(n->level, t);
 	}
 	n->count = count;
 	b->live_delta -= (int64_t)keel_rec_size(plen);
@@ -493,10 +510,10 @@ static tnode *tnode_split(tree_builder *b, tnode *n, bool appended)
 {
 	uint32_t target = n->size / 2, acc = KEEL_NODE_HDR, k = 0;
 	if (appended)
-		target = n->size - ent_size(n->level, n->ents[n->count - 1].klen) -
-		         ent_size(n->level, n->ents[n->count - 2].klen);
+		target = n->size - ent_size(n->level, &n->ents[n->count - 1]) -
+		         ent_size(n->level, &n->ents[n->count - 2]);
 	while (k < n->count - 1 && acc < target)
-		acc += ent_size(n->level, n->ents[k++].klen);
+		acc += ent_size(n->level, &n->ents[k++]);
 	if (n->count >= 4)
 		k = k < 2 ? 2 : k > n->count - 2 ? n->count - 2 : k;
 	if (k == 0)
@@ -506,7 +523,7 @@ static tnode *tnode_split(tree_builder *b, tnode *n, bool appended)
 		return NULL;
 	for (uint32_t i = k; i < n->count; i++) {
 		r->ents[i - k] = n->ents[i];
-		r->size += ent_size(n->level, n->ents[i].klen);
+		r->size += ent_size(n->level, &n->ents[i]);
 	}
 	r->count = n->count - k;
 	n->count = k;
@@ -517,6 +534,7 @@ static tnode *tnode_split(tree_builder *b, tnode *n, bool appended)
 typedef struct new_value {
 	uint64_t voff, rev;
 	uint32_t vlen, vcrc;
+	const uint8_t *inl; /* the value's bytes when inline, else NULL */
 } new_value;
 
 static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
@@ -537,10 +555,13 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 		e.u.leaf.rev = v->rev;
 		e.u.leaf.vlen = v->vlen;
 		e.u.leaf.vcrc = v->vcrc;
+		e.u.leaf.inl = v->inl;
 		if (exact) {
-			b->live_delta -= (int64_t)keel_rec_size(n->ents[i].u.leaf.vlen);
+			b->live_delta -= value_rec_size(&n->ents[i]);
 			e.key = n->ents[i].key; /* same bytes; keep the older copy */
+			n->size -= ent_size(0, &n->ents[i]);
 			n->ents[i] = e;
+			n->size += ent_size(0, &e);
 		} else {
 			uint32_t at = i;
 			if (n->count > 0 &&
@@ -625,7 +646,7 @@ static int node_del(tree_builder *b, tref *ref, const uint8_t *key,
 	if (n->level == 0) {
 		if (!exact)
 			return KEEL_ENOTFOUND; /* tree_apply checked: a bug */
-		b->live_delta -= (int64_t)keel_rec_size(n->ents[i].u.leaf.vlen);
+		b->live_delta -= value_rec_size(&n->ents[i]);
 		tnode_remove(n, i);
 		b->keys--;
 	} else {
@@ -722,18 +743,28 @@ static int seg_add(tree_builder *b, const uint8_t *p, size_t len, bool ext)
 	return KEEL_OK;
 }
 
-/* Appends a VALUE record to the region; returns where it went. */
+/* Places a put's value: inline in its leaf when small (the bytes are
+ * copied when the leaf is serialized, so OP's memory must last until then,
+ * as it must for a big value written straight from it), otherwise as a VALUE
+ * record appended to the region. */
 static int value_add(tree_builder *b, const tree_op *op, new_value *v)
 {
 	uint8_t hdr[KEEL_REC_HDR];
 	static const uint8_t zeros[8];
 	int rc;
 
+	v->vlen = (uint32_t)op->vlen;
+	v->rev = op->rev ? op->rev : b->txid;
+	if (op->vlen <= KEEL_INLINE_MAX) {
+		v->inl = op->vlen ? op->val : zeros;
+		v->voff = 0;
+		v->vcrc = 0;
+		return KEEL_OK;
+	}
+	v->inl = NULL;
 	keel_rec_encode(hdr, KEEL_REC_VALUE, op->val, (uint32_t)op->vlen);
 	v->voff = b->pos;
-	v->vlen = (uint32_t)op->vlen;
 	v->vcrc = keel_ld32(hdr + 12);
-	v->rev = op->rev ? op->rev : b->txid;
 	uint64_t size = keel_rec_size(op->vlen);
 	if ((rc = seg_add(b, hdr, sizeof(hdr), false)) ||
 	    (rc = seg_add(b, op->val, op->vlen, op->vlen >= BIG_VALUE)) ||
@@ -891,15 +922,14 @@ static int node_serialize(tree_builder *b, tref *ref, uint64_t *pos)
 		const tent *t = &n->ents[i];
 		uint8_t *e = p + eo;
 		keel_st16(p + KEEL_NODE_HDR + 2 * i, (uint16_t)eo);
-		keel_st16(e, t->klen);
 		if (n->level == 0) {
-			keel_st32(e + 4, t->u.leaf.vlen);
-			keel_st64(e + 8, t->u.leaf.voff);
-			keel_st64(e + 16, t->u.leaf.rev);
-			keel_st32(e + 24, t->u.leaf.vcrc);
-			memcpy(e + KEEL_LEAF_ENTRY, t->key, t->klen);
-			eo += KEEL_LEAF_ENTRY + t->klen;
+			keel_leaf_ent le = {.key = t->key, .klen = t->klen,
+			                    .inl = t->u.leaf.inl, .vlen = t->u.leaf.vlen,
+			                    .voff = t->u.leaf.voff, .vcrc = t->u.leaf.vcrc,
+			                    .rev = t->u.leaf.rev};
+			eo += keel_leaf_ent_encode(e, &le);
 		} else {
+			keel_st16(e, t->klen);
 			keel_st32(e + 4, t->u.child.crc);
 			keel_st64(e + 8, t->u.child.off);
 			memcpy(e + KEEL_BRANCH_ENTRY, t->key, t->klen);

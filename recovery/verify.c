@@ -89,16 +89,18 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		problem(v, off, "node header invalid (count %u, level %u)", count, p[2]);
 		return;
 	}
-	unsigned fixed = leaf ? KEEL_LEAF_ENTRY : KEEL_BRANCH_ENTRY;
 	for (unsigned i = 0; i < count; i++) {
 		uint16_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
 		const uint8_t *e = p + eo;
-		uint16_t klen = eo + fixed <= plen ? keel_ld16(e) : 0;
-		if (klen == 0 || klen > KEEL_KEY_MAX || (uint32_t)eo + fixed + klen > plen) {
+		bool fits = leaf ? eo <= plen && keel_leaf_ent_check(e, plen - eo)
+		                 : eo + KEEL_BRANCH_ENTRY <= plen;
+		uint16_t klen = fits ? keel_ld16(e) : 0;
+		if (klen == 0 || klen > KEEL_KEY_MAX ||
+		    (!leaf && (uint32_t)eo + KEEL_BRANCH_ENTRY + klen > plen)) {
 			problem(v, off, "entry %u out of bounds", i);
 			return;
 		}
-		const uint8_t *key = e + fixed;
+		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (i == 0) {
 			*first = key;
 			*first_len = klen;
@@ -121,17 +123,20 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		v->last_key = key;
 		v->last_klen = klen;
 		v->out->keys++;
-		uint64_t voff = keel_ld64(e + 8);
-		uint32_t vlen = keel_ld32(e + 4), vplen;
-		if (voff >= off) {
+		keel_leaf_ent le;
+		uint32_t vplen;
+		keel_leaf_ent_decode(e, &le);
+		if (le.rev == 0)
+			problem(v, off, "entry %u has revision 0", i);
+		if (le.inl) /* covered by the leaf's own crc */
+			continue;
+		if (le.voff >= off) {
 			problem(v, off, "entry %u value points forward", i);
 			continue;
 		}
-		if (keel_ld64(e + 16) == 0)
-			problem(v, off, "entry %u has revision 0", i);
-		if (record(v, voff, KEEL_REC_VALUE, keel_ld32(e + 24), &vplen, "value") &&
-		    vplen != vlen)
-			problem(v, voff, "value length %u, leaf says %u", vplen, vlen);
+		if (record(v, le.voff, KEEL_REC_VALUE, le.vcrc, &vplen, "value") &&
+		    vplen != le.vlen)
+			problem(v, le.voff, "value length %u, leaf says %u", vplen, le.vlen);
 	}
 }
 

@@ -12,7 +12,7 @@
 static void superblock_round_trips_and_rejects_damage(void **state)
 {
 	uint8_t buf[KEEL_SUPER_SIZE];
-	keel_super s = {.version = 1, .block_size = KEEL_BLOCK, .file_id = 42,
+	keel_super s = {.version = KEEL_FORMAT_VERSION, .block_size = KEEL_BLOCK, .file_id = 42,
 	                .data_start = KEEL_DATA_START, .base_txid = 5,
 	                .first_head = KEEL_DATA_START + 64}, d;
 	(void)state;
@@ -27,9 +27,15 @@ static void superblock_round_trips_and_rejects_damage(void **state)
 	buf[30] ^= 1;
 	buf[0] = 'X';
 	assert_int_equal(keel_super_decode(buf, &d), KEEL_ENOTKEEL);
-	s.version = 2;
+	s.version = KEEL_FORMAT_VERSION + 1; /* newer */
 	keel_super_encode(buf, &s);
 	assert_int_equal(keel_super_decode(buf, &d), KEEL_EVERSION);
+	s.version = 1; /* the pre-release layout */
+	keel_super_encode(buf, &s);
+	assert_int_equal(keel_super_decode(buf, &d), KEEL_EVERSION);
+	s.version = 0;
+	keel_super_encode(buf, &s);
+	assert_int_equal(keel_super_decode(buf, &d), KEEL_ECORRUPT);
 }
 
 static void head_round_trips_and_every_bit_flip_is_caught(void **state)
