@@ -94,8 +94,8 @@ typedef struct pentry {
 static uint32_t pentry_size(int level, const pentry *e)
 {
 	if (level)
-		return 2u + KEEL_BRANCH_ENTRY + e->klen;
-	return 2u + keel_leaf_ent_size(e->klen, e->inl != NULL, e->vlen);
+		return KEEL_SLOT + KEEL_BRANCH_ENTRY + e->klen;
+	return KEEL_SLOT + keel_leaf_ent_size(e->klen, e->inl != NULL, e->vlen);
 }
 
 typedef struct plevel {
@@ -142,15 +142,15 @@ static int level_flush(loader *l, int level, bool root)
 {
 	plevel *p = &l->lv[level];
 	uint8_t *rec = l->node, *pl = rec + KEEL_REC_HDR;
-	uint32_t eo = KEEL_NODE_HDR + 2 * (uint32_t)p->count;
+	const pentry *first = &p->e[0], *last = &p->e[p->count - 1];
+	uint32_t eo = keel_node_begin(pl, (uint8_t)level, (uint16_t)p->count,
+	                              first->key, first->klen, last->key,
+	                              last->klen);
 
-	memset(pl, 0, KEEL_NODE_HDR);
-	keel_st16(pl, (uint16_t)p->count);
-	pl[2] = (uint8_t)level;
 	for (size_t i = 0; i < p->count; i++) {
 		const pentry *e = &p->e[i];
 		uint8_t *d = pl + eo;
-		keel_st16(pl + KEEL_NODE_HDR + 2 * i, (uint16_t)eo);
+		keel_node_set_slot(pl, (unsigned)i, eo, e->key, e->klen);
 		if (level == 0) {
 			keel_leaf_ent le = {.key = e->key, .klen = e->klen,
 			                    .inl = e->inl, .vlen = e->vlen,

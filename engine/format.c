@@ -129,3 +129,22 @@ int keel_head_decode(const uint8_t in[KEEL_HEAD_SIZE], keel_head *h)
 	h->file_id = keel_ld64(p + 64);
 	return KEEL_OK;
 }
+
+bool keel_node_index_valid(const uint8_t *p, uint32_t len)
+{
+	uint16_t count = keel_ld16(p), plen = keel_node_plen(p);
+	if (p[3] != 0 || keel_ld16(p + 6) != 0 || plen > 1024 ||
+	    keel_node_entries_at(count, plen) > len)
+		return false;
+	const uint8_t *prefix = p + KEEL_NODE_HDR;
+	for (unsigned i = 0; i < count; i++) {
+		const uint8_t *s = keel_node_slot(p, i);
+		const uint8_t *e = p + keel_ld16(s);
+		uint16_t klen = keel_ld16(e);
+		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
+		if (klen < plen || memcmp(key, prefix, plen) != 0 ||
+		    keel_ld32(s + 2) != keel_key_head(key, klen, plen))
+			return false;
+	}
+	return true;
+}

@@ -60,9 +60,19 @@
  *   0   2     count       entries (>= 1)
  *   2   1     level       0 for a leaf, height above the leaves otherwise
  *   3   1     reserved    0
- *   4   4     reserved    0
- *   8   2*count  slot[i]  offset of entry i from the payload start
+ *   4   2     plen        length of the prefix every key of the node shares
+ *                         (that of its first and last keys), 0..1024
+ *   6   2     reserved    0
+ *   8   plen      the shared prefix
+ *   8+plen  6*count  slot[i]: u16 offset of entry i from the payload start,
+ *                         u32 head: key bytes [plen, plen+4) of entry i as a
+ *                         big-endian number, zero-padded past the key's end
  *   ...       entries, in strictly ascending key order
+ *   A search compares the prefix once, then binary-searches the slots by
+ *   head, reading an entry's key only when heads tie (and for the entry it
+ *   lands on): one cache line holds the heads of ten entries, where the
+ *   entries themselves would take a line each.  Valid only if every key
+ *   starts with the prefix and every head matches its key.
  *   LEAF entry (16 + klen + vpart bytes; format version 2):
  *     0  2  klen   1..1024
  *     2  2  flags  KEEL_LEAF_INLINE (bit 0); every other bit 0
@@ -134,6 +144,7 @@
 #define KEEL_HEAD_PAYLOAD 96u
 #define KEEL_HEAD_SIZE (KEEL_REC_HDR + KEEL_HEAD_PAYLOAD) /* 112, aligned   */
 #define KEEL_NODE_HDR 8u
+#define KEEL_SLOT 6u          /* a node slot: entry offset, key head      */
 #define KEEL_LEAF_ENTRY 16u   /* fixed part of a leaf entry; key at +16  */
 #define KEEL_LEAF_VREF 12u    /* value part of a non-inline leaf entry    */
 #define KEEL_LEAF_INLINE 1u   /* leaf entry flag: the value follows the key */
@@ -235,6 +246,69 @@ static inline uint64_t keel_rec_size(uint64_t payload_len)
 {
 	return KEEL_ALIGN8(KEEL_REC_HDR + payload_len);
 }
+
+/* ---- node index: slots, heads, the shared prefix ----------------------- */
+static inline uint16_t keel_node_plen(const uint8_t *p) { return keel_ld16(p + 4); }
+
+/* Where the entries of a node with COUNT entries and prefix PLEN begin. */
+static inline uint32_t keel_node_entries_at(uint32_t count, uint32_t plen)
+{
+	return KEEL_NODE_HDR + plen + KEEL_SLOT * count;
+}
+
+/* Slot I of node payload P. */
+static inline const uint8_t *keel_node_slot(const uint8_t *p, unsigned i)
+{
+	return p + KEEL_NODE_HDR + keel_ld16(p + 4) + KEEL_SLOT * i;
+}
+
+/* The head of KEY in a node whose keys share PLEN bytes. */
+static inline uint32_t keel_key_head(const uint8_t *key, size_t klen, size_t plen)
+{
+	uint32_t h = 0;
+	for (size_t i = plen; i < plen + 4; i++)
+		h = h << 8 | (i < klen ? key[i] : 0);
+	return h;
+}
+
+/* Bytes A and B share at their start. */
+static inline uint16_t keel_common_prefix(const uint8_t *a, size_t alen,
+                                          const uint8_t *b, size_t blen)
+{
+	size_t n = alen < blen ? alen : blen, i = 0;
+	while (i < n && a[i] == b[i])
+		i++;
+	return (uint16_t)i;
+}
+
+/* Writes a node's header and prefix for COUNT entries from FIRST to LAST
+ * (its smallest and largest keys); returns where its entries begin.  Each
+ * entry's slot is then written with keel_node_set_slot. */
+static inline uint32_t keel_node_begin(uint8_t *p, uint8_t level, uint16_t count,
+                                       const uint8_t *first, uint16_t flen,
+                                       const uint8_t *last, uint16_t llen)
+{
+	uint16_t plen = keel_common_prefix(first, flen, last, llen);
+	memset(p, 0, KEEL_NODE_HDR);
+	keel_st16(p, count);
+	p[2] = level;
+	keel_st16(p + 4, plen);
+	memcpy(p + KEEL_NODE_HDR, first, plen);
+	return keel_node_entries_at(count, plen);
+}
+
+static inline void keel_node_set_slot(uint8_t *p, unsigned i, uint32_t eo,
+                                      const uint8_t *key, uint16_t klen)
+{
+	uint8_t *s = (uint8_t *)keel_node_slot(p, i);
+	keel_st16(s, (uint16_t)eo);
+	keel_st32(s + 2, keel_key_head(key, klen, keel_node_plen(p)));
+}
+
+/* Checks a node's index against its entries: prefix inside the payload,
+ * every key (KEY_AT bytes into its entry) starting with the prefix, every
+ * head matching.  The entries' own bounds must have been checked. */
+bool keel_node_index_valid(const uint8_t *p, uint32_t len);
 
 /* A leaf entry, decoded.  INL points at the inline value bytes (inside the
  * node) or is NULL when the value lives in its own VALUE record at VOFF. */

@@ -110,7 +110,7 @@ static inline uint16_t node_count(const uint8_t *p) { return keel_ld16(p); }
 static inline uint8_t node_level(const uint8_t *p) { return p[2]; }
 static inline const uint8_t *node_entry(const uint8_t *p, unsigned i)
 {
-	return p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
+	return p + keel_ld16(keel_node_slot(p, i));
 }
 
 /* ---- building a commit (tree.c) --------------------------------------------

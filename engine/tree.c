@@ -22,6 +22,7 @@
  *  Values are laid out in the region as ops are applied (so their offsets are
  *  known), nodes after all values, children before parents.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/uio.h>
@@ -40,10 +41,10 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 	uint16_t count = node_count(p);
 	bool leaf = type == KEEL_REC_LEAF;
 	if (count == 0 || leaf != (node_level(p) == 0) ||
-	    KEEL_NODE_HDR + 2u * count > len)
+	    keel_node_entries_at(count, keel_node_plen(p)) > len)
 		return false;
 	for (unsigned i = 0; i < count; i++) {
-		uint32_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
+		uint32_t eo = keel_ld16(keel_node_slot(p, i));
 		if (eo > len)
 			return false;
 		if (leaf) {
@@ -58,7 +59,7 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 		    eo + KEEL_BRANCH_ENTRY + klen > len)
 			return false;
 	}
-	return true;
+	return keel_node_index_valid(p, len);
 }
 
 /* The node record at OFF, verified (once) and validated; its payload, or
@@ -82,25 +83,43 @@ _Static_assert(KEEL_LEAF_ENTRY == KEEL_BRANCH_ENTRY,
 static const uint8_t *entry_at(const uint8_t *p, unsigned i,
                                const uint8_t **key, uint16_t *klen)
 {
-	const uint8_t *e = p + keel_ld16(p + KEEL_NODE_HDR + 2 * i);
+	const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
 	*klen = keel_ld16(e);
 	*key = e + KEEL_LEAF_ENTRY;
 	return e;
 }
 
 /* Index of the last entry with key <= KEY (0 if none) in a valid node;
- * *exact tells whether that entry equals KEY. */
-static int node_search(const uint8_t *p, const void *key, size_t klen,
+ * *exact tells whether that entry equals KEY.  The node's prefix settles a
+ * key outside it at once; inside, the slots' heads order the entries and
+ * an entry's key is read only when its head ties with KEY's. */
+static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
                        bool *exact)
 {
-	int lo = 0, hi = node_count(p) - 1, ans = 0;
+	int count = node_count(p);
+	size_t plen = keel_node_plen(p), n = klen < plen ? klen : plen, i = 0;
+	const uint8_t *prefix = p + KEEL_NODE_HDR, *slots = prefix + plen;
+
 	*exact = false;
+	while (i < n && key[i] == prefix[i])
+		i++;
+	if (i < n)
+		return key[i] < prefix[i] ? 0 : count - 1; /* below / above all */
+	if (klen < plen)
+		return 0;                 /* a proper prefix of every key */
+	uint32_t kh = keel_key_head(key, klen, plen);
+	int lo = 0, hi = count - 1, ans = 0;
 	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-		const uint8_t *k;
-		uint16_t kl;
-		entry_at(p, (unsigned)mid, &k, &kl);
-		int c = keel_key_cmp(k, kl, key, klen);
+		int mid = (lo + hi) / 2, c;
+		const uint8_t *s = slots + KEEL_SLOT * (unsigned)mid;
+		uint32_t h = keel_ld32(s + 2);
+		if (h != kh) {
+			c = h < kh ? -1 : 1;
+		} else { /* a tie: the keys past the prefix decide */
+			const uint8_t *e = p + keel_ld16(s);
+			c = keel_key_cmp(e + KEEL_LEAF_ENTRY + plen, keel_ld16(e) - plen,
+			                 key + plen, klen - plen);
+		}
 		if (c == 0) {
 			*exact = true;
 			return mid;
@@ -345,8 +364,8 @@ static void *arena_alloc(tree_builder *b, size_t n)
 static uint32_t ent_size(uint8_t level, const tent *t)
 {
 	if (level)
-		return 2u + KEEL_BRANCH_ENTRY + t->klen;
-	return 2u + keel_leaf_ent_size(t->klen, t->u.leaf.inl != NULL,
+		return KEEL_SLOT + KEEL_BRANCH_ENTRY + t->klen;
+	return KEEL_SLOT + keel_leaf_ent_size(t->klen, t->u.leaf.inl != NULL,
 	                               t->u.leaf.vlen);
 }
 
@@ -910,18 +929,21 @@ static int node_serialize(tree_builder *b, tref *ref, uint64_t *pos)
 		for (uint32_t i = 0; i < n->count; i++)
 			if ((rc = node_serialize(b, &n->ents[i].u.child, pos)))
 				return rc;
+	const tent *first = &n->ents[0], *last = &n->ents[n->count - 1];
+	uint32_t plen = keel_common_prefix(first->key, first->klen, last->key,
+	                                   last->klen);
+	uint32_t len = n->size + plen; /* n->size leaves the prefix out */
 	size_t at = b->buf_len;
-	uint64_t rsize = keel_rec_size(n->size);
+	uint64_t rsize = keel_rec_size(len);
 	if ((rc = seg_add(b, NULL, rsize, false)))
 		return rc;
 	uint8_t *rec = b->buf + at, *p = rec + KEEL_REC_HDR;
-	keel_st16(p, (uint16_t)n->count);
-	p[2] = n->level;
-	uint32_t eo = KEEL_NODE_HDR + 2 * n->count;
+	uint32_t eo = keel_node_begin(p, n->level, (uint16_t)n->count, first->key,
+	                              first->klen, last->key, last->klen);
 	for (uint32_t i = 0; i < n->count; i++) {
 		const tent *t = &n->ents[i];
 		uint8_t *e = p + eo;
-		keel_st16(p + KEEL_NODE_HDR + 2 * i, (uint16_t)eo);
+		keel_node_set_slot(p, i, eo, t->key, t->klen);
 		if (n->level == 0) {
 			keel_leaf_ent le = {.key = t->key, .klen = t->klen,
 			                    .inl = t->u.leaf.inl, .vlen = t->u.leaf.vlen,
@@ -936,7 +958,8 @@ static int node_serialize(tree_builder *b, tref *ref, uint64_t *pos)
 			eo += KEEL_BRANCH_ENTRY + t->klen;
 		}
 	}
-	keel_rec_encode(rec, n->level ? KEEL_REC_BRANCH : KEEL_REC_LEAF, p, n->size);
+	assert(eo == len);
+	keel_rec_encode(rec, n->level ? KEEL_REC_BRANCH : KEEL_REC_LEAF, p, len);
 	ref->off = *pos;
 	ref->crc = keel_ld32(rec + 12);
 	ref->dirty = NULL;

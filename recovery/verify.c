@@ -72,6 +72,22 @@ static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
 	return rec + KEEL_REC_HDR;
 }
 
+/* Key length of entry I of a node payload P of PLEN bytes, or 0 when the
+ * entry does not lie inside the payload. */
+static uint16_t entry_length(const uint8_t *p, uint32_t plen, bool leaf,
+                             unsigned i)
+{
+	uint16_t eo = keel_ld16(keel_node_slot(p, i));
+	const uint8_t *e = p + eo;
+	bool fits = leaf ? eo <= plen && keel_leaf_ent_check(e, plen - eo)
+	                 : eo + KEEL_BRANCH_ENTRY <= plen;
+	uint16_t klen = fits ? keel_ld16(e) : 0;
+	if (klen == 0 || klen > KEEL_KEY_MAX ||
+	    (!leaf && (uint32_t)eo + KEEL_BRANCH_ENTRY + klen > plen))
+		return 0;
+	return klen;
+}
+
 /* Verifies the subtree at OFF; *first receives its first key. */
 static void node(verifier *v, uint64_t off, uint32_t crc, int level,
                  const uint8_t **first, uint16_t *first_len)
@@ -85,21 +101,23 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 	if (!p)
 		return;
 	uint16_t count = keel_ld16(p);
-	if (count == 0 || p[2] != level || KEEL_NODE_HDR + 2u * count > plen) {
+	if (count == 0 || p[2] != level || keel_node_entries_at(count, keel_node_plen(p)) > plen) {
 		problem(v, off, "node header invalid (count %u, level %u)", count, p[2]);
 		return;
 	}
 	for (unsigned i = 0; i < count; i++) {
-		uint16_t eo = keel_ld16(p + KEEL_NODE_HDR + 2 * i);
-		const uint8_t *e = p + eo;
-		bool fits = leaf ? eo <= plen && keel_leaf_ent_check(e, plen - eo)
-		                 : eo + KEEL_BRANCH_ENTRY <= plen;
-		uint16_t klen = fits ? keel_ld16(e) : 0;
-		if (klen == 0 || klen > KEEL_KEY_MAX ||
-		    (!leaf && (uint32_t)eo + KEEL_BRANCH_ENTRY + klen > plen)) {
+		if (!entry_length(p, plen, leaf, i)) {
 			problem(v, off, "entry %u out of bounds", i);
 			return;
 		}
+	}
+	if (!keel_node_index_valid(p, plen)) {
+		problem(v, off, "node index (shared prefix or key heads) differs from its keys");
+		return;
+	}
+	for (unsigned i = 0; i < count; i++) {
+		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
+		uint16_t klen = entry_length(p, plen, leaf, i);
 		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (i == 0) {
 			*first = key;

@@ -377,6 +377,108 @@ static void maximal_keys_keep_the_tree_valid(void **state)
 	keel_batch_free(b);
 }
 
+/* Keys from a three-letter alphabet with a zero byte: long shared prefixes,
+ * keys that are prefixes of others, and keys whose zero-padded heads tie
+ * ("ab", "ab\0", "ab\0\0"), so every branch of the node search runs. */
+typedef struct tkey {
+	uint8_t b[12];
+	size_t len;
+} tkey;
+
+static int tkey_cmp(const void *a, const void *b)
+{
+	const tkey *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->b, y->b, n);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static void tkey_random(tkey *k, uint64_t *seed)
+{
+	static const uint8_t alphabet[3] = {0, 'a', 'b'};
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	k->len = 1 + (*seed >> 33) % sizeof(k->b);
+	for (size_t i = 0; i < k->len; i++) {
+		*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+		k->b[i] = alphabet[(*seed >> 40) % 3];
+	}
+}
+
+static void check_search(keel_db *db, const tkey *keys, size_t n)
+{
+	uint64_t seed = 99;
+	keel_view v;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(keel_get(db, keys[i].b, keys[i].len, &v), KEEL_OK);
+		assert_int_equal(v.len, keys[i].len);
+		assert_memory_equal(v.data, keys[i].b, v.len); /* value = key */
+		keel_view_release(&v);
+	}
+	for (int i = 0; i < 5000; i++) { /* absent keys */
+		tkey k;
+		tkey_random(&k, &seed);
+		bool present = bsearch(&k, keys, n, sizeof(k), tkey_cmp) != NULL;
+		int rc = keel_get(db, k.b, k.len, &v);
+		assert_int_equal(rc, present ? KEEL_OK : KEEL_ENOTFOUND);
+		if (rc == KEEL_OK)
+			keel_view_release(&v);
+	}
+	/* ordered iteration from every tenth key's prefix and start */
+	keel_snapshot *s;
+	assert_int_equal(keel_snapshot_open(db, &s), KEEL_OK);
+	for (size_t i = 0; i < n; i += 10) {
+		keel_iter *it;
+		const void *key;
+		size_t klen, j = i;
+		assert_int_equal(keel_iter_open(s, keys[i].b, keys[i].len > 2 ? 2 : 1,
+		                                keys[i].b, keys[i].len, &it), KEEL_OK);
+		while (keel_iter_next(it, &key, &klen, NULL) == KEEL_OK) {
+			assert_true(j < n);
+			assert_int_equal(klen, keys[j].len);
+			assert_memory_equal(key, keys[j].b, klen);
+			j++;
+		}
+		/* it stopped where the prefix ends */
+		size_t pl = keys[i].len > 2 ? 2 : 1;
+		assert_true(j == n || keys[j].len < pl || memcmp(keys[j].b, keys[i].b, pl));
+		keel_iter_close(it);
+	}
+	keel_snapshot_close(s);
+}
+
+static void keys_sharing_prefixes_are_found_exactly_and_in_order(void **state)
+{
+	fixture *f = *state;
+	size_t n = 0, cap = 6000;
+	tkey *keys = calloc(cap, sizeof(*keys));
+	uint64_t seed = 7;
+	keel_batch *b;
+	keel_batch_new(&b);
+	for (size_t i = 0; i < cap; i++) {
+		tkey_random(&keys[i], &seed);
+		keel_batch_put(b, keys[i].b, keys[i].len, keys[i].b, keys[i].len, KEEL_REV_ANY);
+		if (i % 700 == 699 || i + 1 == cap) {
+			assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+			keel_batch_clear(b);
+		}
+	}
+	keel_batch_free(b);
+	qsort(keys, cap, sizeof(*keys), tkey_cmp);
+	for (size_t i = 0; i < cap; i++) /* drop duplicates */
+		if (n == 0 || tkey_cmp(&keys[n - 1], &keys[i]) != 0)
+			keys[n++] = keys[i];
+	assert_true(n > 2000);
+	check_search(f->db, keys, n);
+	assert_int_equal(keel_compact(f->db), KEEL_OK); /* the bulk loader's nodes */
+	check_search(f->db, keys, n);
+	reopen(f);
+	check_search(f->db, keys, n);
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, n);
+	free(keys);
+}
+
 static void deleting_everything_leaves_an_empty_valid_tree(void **state)
 {
 	fixture *f = *state;
@@ -956,6 +1058,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(batches_are_all_or_nothing_across_a_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(million_keys_scan_in_order_and_by_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(maximal_keys_keep_the_tree_valid, setup, teardown),
+		cmocka_unit_test_setup_teardown(keys_sharing_prefixes_are_found_exactly_and_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_view_stays_valid_while_100_mib_are_written_behind_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(each_commit_costs_exactly_one_sync, setup, teardown),
