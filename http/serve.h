@@ -13,9 +13,19 @@
  *   thread, which queues the result on the shard (mutex) and wakes it through
  *   its eventfd; the shard then writes the answer.
  *
+ * DIRECT COMMITS
+ *   Those two hand-offs cost a lone writer a large part of its rate.  So
+ *   when no commit of the whole server is in flight (serve_server.commits),
+ *   the shard has nothing else to do (serve_shard.lone) and the writer is
+ *   the one that wrote last (serve_shard.last_writer), the shard commits
+ *   with keel_commit on its own thread and answers at once (serve_req.c,
+ *   direct_ok).  Under load commits are in flight and the async path, which
+ *   groups them, is taken.  --no-direct-commit turns it off.
+ *
  * WHAT A PUT'S ANSWER MEANS
- *   A 2xx to PUT or DELETE is written only from a completion with rc ==
- *   KEEL_OK, i.e. after the commit's fdatasync returned.  Requests after a
+ *   A 2xx to PUT or DELETE is written only for a commit that finished with
+ *   rc == KEEL_OK (a completion, or keel_commit's return on the direct
+ *   path), i.e. after the commit's fdatasync returned.  Requests after a
  *   write on the same connection are not looked at until the write's answer
  *   is queued, so a pipelined GET sees the PUT before it.
  *
@@ -58,6 +68,7 @@ struct serve_config {
 	int max_conns;           /* --max-conns, over all shards            */
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
+	int direct_commit;       /* 0 after --no-direct-commit              */
 };
 
 struct serve_server;
@@ -131,6 +142,14 @@ struct serve_shard {
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
 	int pending_commits;          /* commits queued, not yet answered   */
+	int lone;                     /* this epoll batch is one event: no
+	                                 other connection of the shard waits */
+	uint64_t direct_commits;      /* committed on this thread (counted
+	                                 for the exit line)                 */
+	const struct serve_conn *last_writer; /* started the shard's last
+	                                 commit; compared, never followed (a
+	                                 reused address only misjudges one
+	                                 write's path, not its answer)      */
 	pthread_mutex_t lock;         /* protects done                      */
 	struct serve_commit *done;    /* completions waiting for the shard  */
 	struct serve_commit *done_tail; /* its last entry                   */
@@ -147,6 +166,7 @@ struct serve_server {
 	keel_db *db;
 	atomic_int conns;    /* open connections, all shards            */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
+	atomic_int commits;  /* commits started, not finished, all shards */
 	struct serve_shard *shards;
 };
 
@@ -168,7 +188,8 @@ void serve_error(struct serve_conn *c, int status, int minor, int close);
 /* Writes the canned 503 for a connection over --max-conns into BUF;
  * returns its length. */
 size_t serve_busy_response(char *buf, size_t cap);
-/* On the shard: turns a finished commit into its answer. */
+/* On the shard: turns a finished commit, async or direct, into its
+ * answer. */
 void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm);
 /* keel_commit_cb: runs on an engine thread; hands over to the shard. */
 void serve_commit_done(void *arg, int rc, uint64_t txid, size_t failed_index);

@@ -604,6 +604,9 @@ static void shard_completions(struct serve_shard *sh)
 	ssize_t r = read(sh->evfd, &v, sizeof v);
 
 	(void)r;
+	/* Answering completions resumes the readers they held, and the
+	 * commits are others' too: nothing here is a lone writer. */
+	sh->lone = 0;
 	pthread_mutex_lock(&sh->lock);
 	cm = sh->done;
 	sh->done = NULL;
@@ -696,6 +699,9 @@ void *serve_shard_run(void *arg)
 		n = epoll_wait(sh->epfd, evs, 256, stopping ? 50 : 500);
 		sh->now_ms = now_ms();
 		update_date(sh);
+		/* one event: no other connection waits on this shard, so a
+		 * write may be committed on this thread (serve_req.c) */
+		sh->lone = n == 1;
 		for (i = 0; i < n; i++)
 			shard_event(sh, &evs[i]);
 		snapshot_drop(sh);

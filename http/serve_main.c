@@ -3,6 +3,7 @@
  *
  *   keel-serve --db PATH [--listen ADDR:PORT] [--threads N] [--max-conns N]
  *              [--max-body BYTES] [--idle-timeout SECONDS]
+ *              [--no-direct-commit]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
  * every listener is bound, so scripts may wait for it (and learn the port
@@ -35,6 +36,11 @@ static void usage(FILE *f)
 	      " (default 10000)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
 	      "  --idle-timeout SECS  close connections idle this long (default 60)\n"
+	      "  --no-direct-commit   commit every write through keel's committer"
+	      " thread (for A/B\n"
+	      "                       runs); by default a write with nothing else"
+	      " in flight is\n"
+	      "                       committed on its shard's thread\n"
 	      "  --help               this text\n"
 	      "GET/HEAD/PUT/DELETE /<key>, GET /?prefix=P&after=K&limit=N; a PUT is"
 	      " answered once durable.\n", f);
@@ -91,6 +97,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"max-conns", required_argument, NULL, 'c'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"idle-timeout", required_argument, NULL, 'i'},
+		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -102,6 +109,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 	cfg->max_conns = 10000;
 	cfg->max_body = 64u << 20;
 	cfg->idle_timeout_ms = 60000;
+	cfg->direct_commit = 1;
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -130,6 +138,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 				goto bad;
 			cfg->idle_timeout_ms = (int)(secs * 1000);
 			break;
+		case 'D': cfg->direct_commit = 0; break;
 		case 'h': usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -217,6 +226,7 @@ int main(int argc, char **argv)
 	int *fds = NULL, i, rc, sig, started = 0, status = 1;
 	char ip[INET_ADDRSTRLEN];
 	keel_stats st;
+	uint64_t direct = 0;
 	sigset_t set;
 
 	if (parse_args(argc, argv, &srv.cfg) < 0)
@@ -263,11 +273,14 @@ int main(int argc, char **argv)
 		serve_shard_wake(&srv.shards[i]);
 	for (i = 0; i < started; i++)
 		pthread_join(srv.shards[i].thread, NULL);
+	for (i = 0; i < started; i++) /* the shards have ended */
+		direct += srv.shards[i].direct_commits;
 	if (keel_stat(srv.db, &st) == KEEL_OK)
 		fprintf(stderr, "keel-serve: stopped: %llu commits in %llu syncs, "
-		        "txid %llu, %llu keys\n", (unsigned long long)st.commits,
+		        "txid %llu, %llu keys, %llu direct commits\n",
+		        (unsigned long long)st.commits,
 		        (unsigned long long)st.syncs, (unsigned long long)st.txid,
-		        (unsigned long long)st.keys);
+		        (unsigned long long)st.keys, (unsigned long long)direct);
 out_close:
 	rc = keel_close(srv.db);
 	if (rc != KEEL_OK) {

@@ -402,6 +402,71 @@ static void do_list(struct serve_conn *c, const struct http_request *req,
 
 /* ---- PUT and DELETE ------------------------------------------------------ */
 
+/*
+ * May CM be committed on the shard thread (keel_commit) instead of through
+ * keel's committer?  Only when that delays no one:
+ *  - no other commit of the server is in flight, so keel_commit leads its
+ *    own group at once and waits for no one else's sync (commits other
+ *    shards start meanwhile queue behind it and form the next group);
+ *  - this epoll batch is the shard's only event: its other connections
+ *    have nothing waiting (under load they do, and the async path lets
+ *    their writes share one sync);
+ *  - the same connection started the shard's previous commit too.  Two
+ *    writers taking turns would otherwise each find the other's commit
+ *    just finished and go direct in turn, one commit per sync, where the
+ *    async path puts both in one group;
+ *  - the connection has no answer waiting behind an in-flight commit
+ *    (answers go out in order).
+ * The shard's other connections still wait for the sync while it blocks;
+ * that is accepted because by these rules nothing else is committing and
+ * nothing else was ready.  Called with CM already counted in
+ * srv->commits: the count it found there is BEFORE.
+ */
+static int direct_ok(struct serve_shard *sh, struct serve_commit *cm,
+                     int before)
+{
+	const struct serve_conn *prev = sh->last_writer;
+
+	sh->last_writer = cm->conn;
+	return before == 0 && sh->srv->cfg.direct_commit && sh->lone &&
+	       prev == cm->conn && cm->conn->inflight == 1; /* this one only */
+}
+
+/* The direct path: no thread hand-off either way.  The shard's snapshot
+ * is dropped so that a request pipelined behind this one sees the write,
+ * as it would after an async completion. */
+static void commit_direct(struct serve_shard *sh, struct serve_commit *cm)
+{
+	cm->rc = keel_commit(sh->srv->db, cm->batch, &cm->txid, NULL);
+	sh->snap_fresh = 0;
+	sh->direct_commits++;
+	serve_commit_finish(sh, cm);
+}
+
+/* Starts CM's commit; its answer (CM->out) is filled in by
+ * serve_commit_finish, now (direct, or a refused submission) or when the
+ * completion reaches the shard. */
+static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
+{
+	int before, rc;
+
+	cm->conn->inflight++;
+	sh->pending_commits++;
+	/* One atomic add both counts CM and claims the direct path: of two
+	 * shards starting at once only one sees 0. */
+	before = atomic_fetch_add(&sh->srv->commits, 1);
+	if (direct_ok(sh, cm, before)) {
+		commit_direct(sh, cm);
+		return;
+	}
+	rc = keel_commit_async(sh->srv->db, cm->batch, serve_commit_done, cm);
+	if (rc != KEEL_OK) {
+		/* CB will not run: answer here, as a completion would. */
+		cm->rc = rc;
+		serve_commit_finish(sh, cm);
+	}
+}
+
 static void do_write(struct serve_conn *c, const struct http_request *req,
                      const char *key, size_t klen, const char *body,
                      size_t blen, int close)
@@ -448,14 +513,7 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 	cm->method = req->method;
 	cm->created = cur == 0;
 	cm->minor = req->minor;
-	c->inflight++;
-	sh->pending_commits++;
-	rc = keel_commit_async(sh->srv->db, batch, serve_commit_done, cm);
-	if (rc != KEEL_OK) {
-		/* CB will not run: answer here, as a completion would. */
-		cm->rc = rc;
-		serve_commit_finish(sh, cm);
-	}
+	commit_start(sh, cm);
 	return;
 
 out_free_commit:
@@ -497,6 +555,10 @@ void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 	int status;
 
 	sh->pending_commits--;
+	/* Counted down only now, not in serve_commit_done: while the shard
+	 * still has completions to answer it is not idle, and a write read
+	 * in between should join the next group rather than go direct. */
+	atomic_fetch_sub(&sh->srv->commits, 1);
 	c->inflight--;
 	keel_batch_free(cm->batch);
 	if (c->flags & CONN_DEAD) {
