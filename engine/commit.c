@@ -437,14 +437,21 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 	while (!cb && db->compacting && !db->failed && !db->closing &&
 	       compact_lagging(db))
 		pthread_cond_wait(&db->published_cv, &db->mu);
+	/* Wake-ups only when the queue turns non-empty: whoever takes from it
+	 * (a building leader absorbing, a committer or writer about to lead)
+	 * takes all of it, and never sleeps while it is non-empty, so one wake
+	 * per batch of submissions is enough.  A wake per submission cost a
+	 * context switch per commit when the server shares one CPU. */
+	bool was_empty = db->queue_head == NULL;
 	enqueue(db, w);
 	db->inflight++;
 	if (db->inflight > db->inflight_peak)
 		db->inflight_peak = db->inflight;
-	if (db->building) /* a leader waiting for its turn to sync absorbs it */
+	if (db->building && was_empty) /* a leader absorbs while it waits */
 		pthread_cond_broadcast(&db->published_cv);
 	if (cb) {
-		commit_wake_front(db);
+		if (was_empty)
+			commit_wake_front(db);
 		pthread_mutex_unlock(&db->mu);
 		return KEEL_OK;
 	}
