@@ -4,6 +4,7 @@
 # a Markdown table (docs/bench-http.md holds the last one).
 #
 #   ROUNDS=2 DUR=3 bash bench/http/run.sh build-http
+#   PARTS=put ROUNDS=3 bash bench/http/run.sh build-http   # durable writes only
 #
 # Server on CPU $SERVER_CPU, load generator on CPU $LOAD_CPU (taskset).  Every
 # round runs every scenario on every server; the order of the servers
@@ -24,6 +25,7 @@ set -u
 B=${1:-build}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-3}
+PARTS=${PARTS:-static,put} # static: GETs against nginx; put: durable writes
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 OUT=${OUT:-bench/http/results.jsonl}
@@ -217,11 +219,13 @@ echo "keel-serve vs nginx vs redis: $ROUNDS rounds of ${DUR}s runs, server CPU $
 for r in $(seq "$ROUNDS"); do
 	echo "round $r"
 	if [ $((r % 2)) -eq 1 ]; then order="keel nginx"; else order="nginx keel"; fi
+	case ",$PARTS," in *,static,*) ;; *) order="" ;; esac
 	for s in $order; do
 		start_$s
 		run_static "$r" "$s"
 		stop_server
 	done
+	case ",$PARTS," in *,put,*) ;; *) continue ;; esac
 	fsync_rate "$r"
 	if [ $((r % 2)) -eq 1 ]; then order="keel redis"; else order="redis keel"; fi
 	for s in $order; do
