@@ -352,10 +352,14 @@ static void lead_group(keel_db *db)
 	pthread_cond_broadcast(&db->published_cv); /* for commit_shutdown */
 }
 
+/* Compaction is due or running and the file's used part is over 2.25
+ * times the live bytes: with the file's preallocated slack on top, this
+ * keeps the file under 2.5 times live even against a writer that appends
+ * faster than compaction copies (an unsynced one). */
 static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
-	return end > ((uint64_t)1 << 20) && end > db->tail.live_bytes / 2 * 5;
+	return end > ((uint64_t)1 << 20) && end > db->tail.live_bytes / 4 * 9;
 }
 
 static void enqueue(keel_db *db, commit_writer *w)
@@ -431,11 +435,11 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		}
 		db->committers++;
 	}
-	/* Backpressure: when compaction cannot keep up (the file is over 2.5x
-	 * its live bytes while one runs), synchronous writers wait for it, so
-	 * space stays bounded.  Async writers never block. */
-	while (!cb && db->compacting && !db->failed && !db->closing &&
-	       compact_lagging(db))
+	/* Backpressure: when compaction cannot keep up (the file is over 2.25x
+	 * its live bytes while one is due or runs), synchronous writers wait
+	 * for it, so space stays bounded.  Async writers never block. */
+	while (!cb && (db->compacting || db->compact_wanted) && !db->failed &&
+	       !db->closing && compact_lagging(db))
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	/* Wake-ups only when the queue turns non-empty: whoever takes from it
 	 * (a building leader absorbing, a committer or writer about to lead)
