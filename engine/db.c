@@ -35,6 +35,8 @@ struct keel_snapshot {
 };
 
 struct keel_iter {
+	keel_snapshot *snap; /* pinned: it holds the map (a per-reader count,
+	                      * where the map's own is shared by all threads) */
 	keel_map *map;
 	tree_cursor cur;
 	uint8_t *prefix;
@@ -538,9 +540,11 @@ int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
 	if (!s || !out || (plen && !prefix) || (slen && !start) ||
 	    plen > KEEL_KEY_MAX || slen > KEEL_KEY_MAX)
 		return KEEL_EINVAL;
-	keel_iter *it = calloc(1, sizeof(*it));
+	keel_iter *it = malloc(sizeof(*it)); /* the cursor inits itself */
 	if (!it)
 		return KEEL_ENOMEM;
+	it->snap = NULL;
+	it->prefix = NULL;
 	if (plen && !(it->prefix = malloc(plen))) {
 		free(it);
 		return KEEL_ENOMEM;
@@ -563,8 +567,9 @@ int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
 			seeklen = slen;
 		}
 	}
+	it->snap = s;
+	pin_ref(&s->pin);
 	it->map = s->map;
-	map_ref(it->map);
 	int rc = tree_cursor_seek(&it->cur, it->map, s->head.root_off,
 	                          s->head.root_crc, seek, seeklen);
 	if (rc) {
@@ -609,7 +614,8 @@ void keel_iter_close(keel_iter *it)
 {
 	if (!it)
 		return;
-	map_release(it->map);
+	if (it->snap)
+		pin_release(&it->snap->pin);
 	free(it->prefix);
 	free(it);
 }

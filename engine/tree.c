@@ -236,8 +236,11 @@ static int cursor_descend(tree_cursor *c, const void *start, size_t slen,
 int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
                      uint32_t root_crc, const void *start, size_t slen)
 {
-	memset(c, 0, sizeof(*c));
+	/* The stacks are written as the cursor descends, before any read:
+	 * only the scalars need a value (a scan opens one cursor per call). */
 	c->m = m;
+	c->depth = 0;
+	c->started = c->done = false;
 	if (root == 0) {
 		c->done = true;
 		return KEEL_OK;
