@@ -3,6 +3,8 @@
 #   make            build/ : libkeel.a, libkeel.so, keel.pc, the programs
 #   make test       every test (cmocka suites and the scripted ones)
 #   make asan       the same tests under AddressSanitizer and UBSan (build-asan/)
+#   make tsan       the threaded engine suites under ThreadSanitizer (build-tsan/;
+#                   not the scripts: fiu-run's preload cannot be combined with TSan)
 #   make torture    a 30-second torture of the embedded engine at --kill-every 50ms
 #   make fuzz       the HTTP request parser under libFuzzer for 60 seconds
 #   make install PREFIX=/usr/local
@@ -70,7 +72,7 @@ TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
 all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS)
 
-.PHONY: all deps deps-bench test asan torture fuzz install clean bench
+.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench
 
 # ---- dependencies -------------------------------------------------------
 $(DEPS_STAMP):
@@ -139,6 +141,13 @@ asan:
 		SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
 		test
 
+TSAN_TESTS = test_engine test_faults_io test_faultsim_engine
+tsan:
+	$(MAKE) B=build-tsan OPT=-O1 \
+		SAN='-fsanitize=thread -fno-omit-frame-pointer' \
+		$(TSAN_TESTS:%=build-tsan/tests/%)
+	@TSAN_OPTIONS=halt_on_error=1 sh tests/run.sh build-tsan $(TSAN_TESTS:%=build-tsan/tests/%)
+
 torture: all
 	$(B)/torture --kill-every 50ms --duration 30s
 
@@ -161,7 +170,7 @@ install: all
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 # ---- fuzzing: the HTTP request parser under libFuzzer, ASan and UBSan ------
 # New inputs go to $(B)/fuzz-corpus; the seeds in tests/http-corpus stay as-is.

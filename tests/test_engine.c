@@ -791,7 +791,7 @@ static void bad_paths_and_foreign_files_are_refused_untouched(void **state)
 	assert_file_unchanged(p, (const unsigned char *)text, sizeof(text));
 
 	/* a store from a newer format version (version 1, the pre-release layout, is refused the same way: test_format.c) */
-	size_t len;
+	size_t len = 0;
 	assert_int_equal(keel_close(f->db), KEEL_OK);
 	f->db = NULL;
 	unsigned char *img = tu_read_file(f->path, &len);
