@@ -522,18 +522,23 @@ int keel_compact(keel_db *db)
 	pthread_mutex_lock(&db->mu);
 	if (rc == KEEL_OK)
 		rc = switch_files(db, m, &s0, &nf);
-	db->compacting = false;
-	pthread_cond_broadcast(&db->published_cv);
 	pthread_mutex_unlock(&db->mu);
 
 out_release:
 	map_release(m);
 	map_release(nf.map);
+	/* A failed compaction removes its file while it still holds
+	 * `compacting`: the next one (the automatic policy's or a caller's)
+	 * creates the same name, and must not lose it to this unlink. */
 	if (nf.fd >= 0) {
 		db->io->close(db->io->ctx, nf.fd);
 		db->io->unlink(db->io->ctx, nf.tmp);
 	}
 	free(nf.tmp);
+	pthread_mutex_lock(&db->mu);
+	db->compacting = false;
+	pthread_cond_broadcast(&db->published_cv);
+	pthread_mutex_unlock(&db->mu);
 	return rc;
 }
 

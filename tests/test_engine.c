@@ -946,6 +946,92 @@ static void writers_go_on_during_compaction_and_nothing_is_lost(void **state)
 	assert_int_equal(cr.keys, 2000 + (uint64_t)a.written);
 }
 
+/* Two compactions in a row, the first failing: the first one's cleanup
+ * (unlink PATH.compact) is slowed down through the I/O seam, and the second
+ * one's sync waits until that cleanup is over.  If the second could start
+ * before the first had cleaned up, the cleanup would remove the second's
+ * new file and its rename would fail with KEEL_ENOENT. */
+static atomic_int cc_state; /* 0 first not failed yet, 1 failed, 2 cleaning, 3 clean */
+static atomic_int cc_fd = -1;
+
+static bool is_compact_path(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 8 && strcmp(path + n - 8, ".compact") == 0;
+}
+
+static int cc_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+	int fd = keel_io_posix()->open(ctx, path, flags, mode);
+	if (fd >= 0 && is_compact_path(path))
+		atomic_store(&cc_fd, fd);
+	return fd;
+}
+
+static int cc_fsync(void *ctx, int fd)
+{
+	if (fd == atomic_load(&cc_fd)) {
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&cc_state, &expect, 1))
+			return -EIO; /* the first compaction fails here */
+		for (int i = 0; i < 200 && atomic_load(&cc_state) != 3; i++)
+			usleep(10000);
+	}
+	return keel_io_posix()->fsync(ctx, fd);
+}
+
+static int cc_unlink(void *ctx, const char *path)
+{
+	int expect = 1;
+	if (is_compact_path(path) &&
+	    atomic_compare_exchange_strong(&cc_state, &expect, 2)) {
+		usleep(300000); /* time for a second compaction to start */
+		int rc = keel_io_posix()->unlink(ctx, path);
+		atomic_store(&cc_state, 3);
+		return rc;
+	}
+	return keel_io_posix()->unlink(ctx, path);
+}
+
+static void *compact_thread(void *p)
+{
+	return (void *)(intptr_t)keel_compact(p);
+}
+
+static void a_failed_compaction_cleans_up_before_the_next_one_starts(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = cc_open;
+	io.fsync = cc_fsync;
+	io.unlink = cc_unlink;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	keel_db *db;
+	pthread_t t;
+	void *rc1;
+
+	atomic_store(&cc_state, 0);
+	atomic_store(&cc_fd, -1);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	fill_versions(db, 200, 1);
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
+	for (int i = 0; i < 500 && atomic_load(&cc_state) < 2; i++)
+		usleep(2000);
+	assert_int_equal(atomic_load(&cc_state), 2); /* the first is cleaning up */
+	assert_int_equal(keel_compact(db), KEEL_OK);
+	pthread_join(t, &rc1);
+	assert_int_equal((int)(intptr_t)rc1, KEEL_EIO);
+	check_versions(db, 200, 1);
+	keel_stats st;
+	assert_int_equal(keel_stat(db, &st), KEEL_OK);
+	assert_int_equal(st.compactions, 1);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	check_versions(f->db, 200, 1);
+}
+
 static void the_automatic_policy_bounds_the_file(void **state)
 {
 	fixture *f = *state;
@@ -1069,6 +1155,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_second_writer_handle_is_refused_while_the_first_holds_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(compaction_keeps_everything_and_shrinks_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(writers_go_on_during_compaction_and_nothing_is_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_compaction_cleans_up_before_the_next_one_starts, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_new_commits_without_reopening, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
