@@ -202,8 +202,9 @@ static uint64_t mono_ns(void)
  * group has published: this is what makes groups grow with load.  Then, if
  * several writers have been committing at once lately (WANT, the recent
  * peak of writers in flight), it waits a little longer -- until that many
- * are in the group, or a quarter of a sync time has passed (at most 1 ms):
- * the writers the previous group just woke are about to commit again, and
+ * are in the group, or half a sync time has passed (at most 1 ms; a
+ * quarter gave 8-10% fewer commits/s at 16 writers, docs/bench.md): the
+ * writers the previous group just woke are about to commit again, and
  * without the wait they would form a group of their own and pay a sync of
  * their own.  SIZE counts the group's writers.  Called and returns with mu
  * held. */
@@ -219,7 +220,7 @@ static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
 		if (published && !deadline) {
 			if (want <= 1 || *size >= want)
 				break;
-			uint64_t wait = db->sync_ns_avg / 4;
+			uint64_t wait = db->sync_ns_avg / 2;
 			deadline = mono_ns() + (wait < 1000000 ? wait : 1000000);
 		}
 		if (deadline && (*size >= want || mono_ns() >= deadline))
