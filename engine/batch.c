@@ -107,6 +107,14 @@ void keel_batch_free(keel_batch *b)
 	free(b);
 }
 
+int keel_batch_set_expect(keel_batch *b, size_t i, uint64_t expect)
+{
+	if (!b || i >= b->count || (!b->ops[i].val && expect == KEEL_REV_ABSENT))
+		return KEEL_EINVAL;
+	b->ops[i].expect = expect;
+	return KEEL_OK;
+}
+
 size_t keel_batch_count(const keel_batch *b)
 {
 	return b ? b->count : 0;

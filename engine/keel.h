@@ -248,6 +248,11 @@ int keel_batch_del(keel_batch *b, const void *key, size_t klen,
 void keel_batch_clear(keel_batch *b);
 void keel_batch_free(keel_batch *b);
 size_t keel_batch_count(const keel_batch *b);
+/* keel_batch_set_expect - change what change I (0-based, in the order
+ * added) expects, e.g. to retry a batch that failed with KEEL_ECONFLICT
+ * against the revision found now.  KEEL_OK, or KEEL_EINVAL when I is out of
+ * range or a delete would expect KEEL_REV_ABSENT. */
+int keel_batch_set_expect(keel_batch *b, size_t i, uint64_t expect);
 
 /* keel_commit - commit B (which stays owned by the caller) durably.  Errors as
  * keel_put; on KEEL_ECONFLICT *failed_index (may be NULL) names the change

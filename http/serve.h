@@ -130,8 +130,15 @@ struct serve_commit {
 	int created;               /* the key was absent when checked       */
 	int minor;                 /* the request's HTTP minor version      */
 	int rc;                    /* from the engine                       */
+	int implicit;              /* a PUT without conditions, committed as
+	                              "still at the revision we read", so
+	                              201 and 204 are exact; retried on a
+	                              conflict (serve_commit_finish)        */
+	int tries;
 	uint64_t txid;
 	struct serve_shard *shard;
+	size_t klen;
+	char key[];                /* for a retry's fresh read              */
 };
 
 struct serve_shard {

@@ -402,6 +402,10 @@ static void do_list(struct serve_conn *c, const struct http_request *req,
 
 /* ---- PUT and DELETE ------------------------------------------------------ */
 
+#define SERVE_PUT_TRIES 4 /* conditional attempts of an unconditional PUT */
+
+static void commit_start(struct serve_shard *sh, struct serve_commit *cm);
+
 /*
  * May CM be committed on the shard thread (keel_commit) instead of through
  * keel's committer?  Only when that delays no one:
@@ -489,7 +493,11 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 		answer_status(c, 404, req->minor, close, 0, NULL);
 		return;
 	}
-	if (req->if_match.p || req->if_none_match.p)
+	/* With conditions, the client's.  A PUT without: ours, the key must
+	 * still be at the revision just read, so "created" below is exact even
+	 * when another writer races this one (a conflict is retried).  A
+	 * DELETE without: any revision. */
+	if (put || req->if_match.p || req->if_none_match.p)
 		expect = cur ? cur : KEEL_REV_ABSENT;
 	rc = keel_batch_new(&batch);
 	if (rc != KEEL_OK)
@@ -499,9 +507,12 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 	if (rc != KEEL_OK)
 		goto out_free_batch;
 	rc = KEEL_ENOMEM;
-	cm = calloc(1, sizeof *cm);
+	cm = calloc(1, sizeof *cm + klen);
 	if (cm == NULL)
 		goto out_free_batch;
+	memcpy(cm->key, key, klen);
+	cm->klen = klen;
+	cm->implicit = put && !req->if_match.p && !req->if_none_match.p;
 	cm->out = serve_out_new(c);
 	if (cm->out == NULL)
 		goto out_free_commit; /* the connection is closing */
@@ -549,6 +560,30 @@ void serve_commit_done(void *arg, int rc, uint64_t txid, size_t failed_index)
 		serve_shard_wake(sh);
 }
 
+/* An unconditional PUT lost a race: another write changed the key between
+ * our read and our commit.  Read it again and commit against what is there
+ * now; after a few lost races, commit whatever is there (204: the key was
+ * written by someone, so it exists or existed).  Returns 1 when resubmitted
+ * (CM's answer comes with that commit). */
+static int commit_retry(struct serve_shard *sh, struct serve_commit *cm)
+{
+	uint64_t cur, expect = KEEL_REV_ANY;
+
+	sh->snap_fresh = 0; /* the newest state, not this burst's */
+	if (current_rev(sh, cm->key, cm->klen, &cur) != KEEL_OK)
+		return 0;
+	if (++cm->tries < SERVE_PUT_TRIES) {
+		expect = cur ? cur : KEEL_REV_ABSENT;
+		cm->created = cur == 0;
+	} else {
+		cm->created = 0;
+	}
+	if (keel_batch_set_expect(cm->batch, 0, expect) != KEEL_OK)
+		return 0;
+	commit_start(sh, cm);
+	return 1;
+}
+
 void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 {
 	struct serve_conn *c = cm->conn;
@@ -560,6 +595,9 @@ void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 	 * in between should join the next group rather than go direct. */
 	atomic_fetch_sub(&sh->srv->commits, 1);
 	c->inflight--;
+	if (cm->implicit && cm->rc == KEEL_ECONFLICT && !(c->flags & CONN_DEAD) &&
+	    commit_retry(sh, cm))
+		return;
 	keel_batch_free(cm->batch);
 	if (c->flags & CONN_DEAD) {
 		/* cm->out went with the connection */

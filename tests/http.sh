@@ -252,6 +252,23 @@ for i in $(seq 30); do # each curl is a new connection, on either shard
 	[ "$(C "$S/ryw")" = "v$i" ] && fresh=$((fresh + 1))
 done
 expect "read-your-writes across shards (30 tries)" 30 "$fresh"
+# racing creators: unconditional PUTs of one new key on both shards; exactly
+# one of them created it (201), the others replaced it (204)
+racebad=""
+for r in 1 2 3 4 5; do
+	pids=""
+	for i in $(seq 12); do
+		code -X PUT --data-binary "r$r-$i" "$S/race$r" >"$T/race.$r.$i" &
+		pids="$pids $!"
+	done
+	wait $pids
+	c201=$(grep -lx 201 "$T"/race.$r.* | wc -l)
+	c204=$(grep -lx 204 "$T"/race.$r.* | wc -l)
+	v=$(C "$S/race$r")
+	case "$v" in r$r-*) ;; *) racebad="$racebad round $r value [$v]" ;; esac
+	[ "$c201" = 1 ] && [ "$c204" = 11 ] || racebad="$racebad round $r: $c201 x 201, $c204 x 204"
+done
+expect "racing creators: one 201 and eleven 204 per key (5 rounds)" "" "$racebad"
 if [ -x "$B/loadgen" ]; then
 	j=$("$B/loadgen" --port "$PORT" --conns 16 --duration 1 --warmup 0.2 --put-ratio 0.3 --if-match --path /ryw)
 	a=$(grep -o '"answers":[0-9]*' <<<"$j" | cut -d: -f2)

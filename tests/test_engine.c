@@ -238,6 +238,27 @@ static void revisions_and_conflicts(void **state)
 	keel_view_release(&v);
 	assert_int_equal(keel_del(f->db, "k", 1, r2, NULL), KEEL_OK);
 	check_value(f->db, "k", NULL);
+
+	/* a batch that lost a race is retried against the revision found now */
+	keel_batch *b;
+	size_t failed = 99;
+	uint64_t r3, r4;
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "a", 1, "x", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "k", 1, "4", 1, KEEL_REV_ABSENT), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "k", 1, "other", 5, KEEL_REV_ANY, &r3), KEEL_OK);
+	assert_int_equal(keel_commit(f->db, b, NULL, &failed), KEEL_ECONFLICT);
+	assert_int_equal(failed, 1);
+	assert_int_equal(keel_batch_set_expect(b, 1, r3), KEEL_OK);
+	assert_int_equal(keel_commit(f->db, b, &r4, NULL), KEEL_OK);
+	assert_true(r4 > r3);
+	check_value(f->db, "k", "4");
+	check_value(f->db, "a", "x");
+	assert_int_equal(keel_batch_set_expect(b, 2, KEEL_REV_ANY), KEEL_EINVAL);
+	assert_int_equal(keel_batch_set_expect(NULL, 0, KEEL_REV_ANY), KEEL_EINVAL);
+	assert_int_equal(keel_batch_del(b, "a", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_batch_set_expect(b, 2, KEEL_REV_ABSENT), KEEL_EINVAL);
+	keel_batch_free(b);
 }
 
 static void batches_are_all_or_nothing_across_a_reopen(void **state)
