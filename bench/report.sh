@@ -12,31 +12,7 @@ set -eu
 [ $# -eq 1 ] || { echo "usage: $0 RESULTS.jsonl" >&2; exit 2; }
 [ -r "$1" ] || { echo "$0: cannot read $1" >&2; exit 1; }
 
-awk '
-# value of "key": in a flat JSON line ("" when absent)
-function jget(line, key,    i, s) {
-	i = index(line, "\"" key "\":")
-	if (!i) return ""
-	s = substr(line, i + length(key) + 3)
-	if (substr(s, 1, 1) == "\"") {
-		s = substr(s, 2)
-		return substr(s, 1, index(s, "\"") - 1)
-	}
-	match(s, /[,}]/)
-	return substr(s, 1, RSTART - 1)
-}
-# median of the values stored under group G (insertion sort; few rounds)
-function median(g,    n, i, j, t, a) {
-	n = cnt[g]
-	if (!n) return ""
-	for (i = 1; i <= n; i++) a[i] = val[g, i] + 0
-	for (i = 2; i <= n; i++) {
-		t = a[i]
-		for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-		a[j + 1] = t
-	}
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$(cat "$(dirname "$0")/stats.awk")"'
 function add(g, v) { cnt[g]++; val[g, cnt[g]] = v; seen[g] = 1 }
 function fmt(v) {
 	if (v == "") return "-"
@@ -262,12 +238,5 @@ function bestpeer(t, v,    k, pv, best, name) {
 		if (pv != "" && (best == "" || pv > best)) { best = pv; name = peers[k] }
 	}
 	return name
-}
-function isort(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++) {
-		t = a[i]
-		for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-		a[j + 1] = t
-	}
 }
 ' "$1"
