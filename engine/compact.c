@@ -93,9 +93,7 @@ typedef struct pentry {
 /* Bytes entry E takes in a node of LEVEL, its slot included. */
 static uint32_t pentry_size(int level, const pentry *e)
 {
-	if (level)
-		return KEEL_SLOT + KEEL_BRANCH_ENTRY + e->klen;
-	return KEEL_SLOT + keel_leaf_ent_size(e->klen, e->inl != NULL, e->vlen);
+	return keel_slot_ent_size(level == 0, e->klen, e->inl != NULL, e->vlen);
 }
 
 typedef struct plevel {
@@ -157,12 +155,7 @@ static int level_flush(loader *l, int level, bool root)
 			                    .voff = e->off, .vcrc = e->crc, .rev = e->rev};
 			eo += keel_leaf_ent_encode(d, &le);
 		} else {
-			keel_st16(d, e->klen);
-			keel_st16(d + 2, 0);
-			keel_st32(d + 4, e->crc);
-			keel_st64(d + 8, e->off);
-			memcpy(d + KEEL_BRANCH_ENTRY, e->key, e->klen);
-			eo += KEEL_BRANCH_ENTRY + e->klen;
+			eo += keel_branch_ent_encode(d, e->key, e->klen, e->crc, e->off);
 		}
 	}
 	uint64_t size = keel_rec_size(eo);

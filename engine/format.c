@@ -6,6 +6,8 @@
 #include "crc32c.h"
 #include "keel.h"
 
+_Static_assert(KEEL_FORMAT_KEY_MAX == KEEL_KEY_MAX, "one key limit");
+
 void keel_super_encode(uint8_t out[KEEL_SUPER_SIZE], const keel_super *s)
 {
 	memset(out, 0, KEEL_SUPER_SIZE);
@@ -133,7 +135,7 @@ int keel_head_decode(const uint8_t in[KEEL_HEAD_SIZE], keel_head *h)
 bool keel_node_index_valid(const uint8_t *p, uint32_t len)
 {
 	uint16_t count = keel_ld16(p), plen = keel_node_plen(p);
-	if (p[3] != 0 || keel_ld16(p + 6) != 0 || plen > 1024 ||
+	if (p[3] != 0 || keel_ld16(p + 6) != 0 || plen > KEEL_FORMAT_KEY_MAX ||
 	    keel_node_entries_at(count, plen) > len)
 		return false;
 	const uint8_t *prefix = p + KEEL_NODE_HDR;

@@ -150,6 +150,7 @@
 #define KEEL_LEAF_INLINE 1u   /* leaf entry flag: the value follows the key */
 #define KEEL_INLINE_MAX 64u   /* writers inline values up to this length  */
 #define KEEL_BRANCH_ENTRY 16u
+#define KEEL_FORMAT_KEY_MAX 1024u /* longest key (= KEEL_KEY_MAX, keel.h) */
 #define KEEL_LEAF_MAX 1024u   /* a leaf splits above this payload ...       */
 #define KEEL_BRANCH_MAX 4096u /* ... a branch above this; both when >= 4
                                  entries.  Small leaves keep the bytes a put
@@ -332,7 +333,7 @@ static inline uint32_t keel_leaf_ent_check(const uint8_t *e, uint32_t avail)
 	if (avail < KEEL_LEAF_ENTRY)
 		return 0;
 	uint16_t klen = keel_ld16(e), flags = keel_ld16(e + 2);
-	if (klen == 0 || klen > 1024 || (flags & ~KEEL_LEAF_INLINE))
+	if (klen == 0 || klen > KEEL_FORMAT_KEY_MAX || (flags & ~KEEL_LEAF_INLINE))
 		return 0;
 	uint64_t size = keel_leaf_ent_size(klen, flags & KEEL_LEAF_INLINE,
 	                                   keel_ld32(e + 4));
@@ -356,6 +357,28 @@ static inline void keel_leaf_ent_decode(const uint8_t *e, keel_leaf_ent *out)
 		out->voff = keel_ld64(vp);
 		out->vcrc = keel_ld32(vp + 8);
 	}
+}
+
+/* Encodes a branch entry at E; returns its size. */
+static inline uint32_t keel_branch_ent_encode(uint8_t *e, const uint8_t *key,
+                                              uint16_t klen, uint32_t child_crc,
+                                              uint64_t child_off)
+{
+	keel_st16(e, klen);
+	keel_st16(e + 2, 0);
+	keel_st32(e + 4, child_crc);
+	keel_st64(e + 8, child_off);
+	memcpy(e + KEEL_BRANCH_ENTRY, key, klen);
+	return KEEL_BRANCH_ENTRY + klen;
+}
+
+/* Bytes an entry and its slot take in a node: a branch entry (LEAF false)
+ * or a leaf entry with an inline or referenced value. */
+static inline uint32_t keel_slot_ent_size(bool leaf, uint16_t klen, bool inl,
+                                          uint32_t vlen)
+{
+	return KEEL_SLOT + (leaf ? keel_leaf_ent_size(klen, inl, vlen)
+	                         : KEEL_BRANCH_ENTRY + klen);
 }
 
 /* Encodes a leaf entry at E; returns its size. */

@@ -151,7 +151,7 @@ static int px_fsync_dir(void *ctx, const char *path)
 
 /* The file mapped at a 2 MiB aligned address (or NULL): reserve LEN plus
  * the alignment, map the file over the aligned part, return the rest. */
-static void *huge_remap(int fd, size_t len)
+static void *huge_map(int fd, size_t len)
 {
 	size_t span = len + HUGE_ALIGN;
 	uint8_t *r = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -177,24 +177,19 @@ static void *px_mmap(void *ctx, int fd, size_t len, int *err)
 		*err = -fault_errno();
 		return NULL;
 	}
-	void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		*err = -errno;
-		return NULL;
-	}
 	/* Huge pages: the kernel may map a 2 MiB page-cache folio with one
 	 * page-table entry when the address is 2 MiB aligned, and with
 	 * MADV_HUGEPAGE a fault reads ahead in 2 MiB folios.  A random read
 	 * over a large store then costs no TLB walk.  Best effort. */
-	if (len >= HUGE_ALIGN) {
-		if ((uintptr_t)p % HUGE_ALIGN) {
-			void *q = huge_remap(fd, len);
-			if (q) {
-				munmap(p, len);
-				p = q;
-			}
-		}
+	void *p = len >= HUGE_ALIGN ? huge_map(fd, len) : NULL;
+	if (p) {
 		(void)madvise(p, len, MADV_HUGEPAGE);
+		return p;
+	}
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
 	}
 	return p;
 }

@@ -366,10 +366,9 @@ static void *arena_alloc(tree_builder *b, size_t n)
 /* Bytes entry T takes in a node of LEVEL, its slot included. */
 static uint32_t ent_size(uint8_t level, const tent *t)
 {
-	if (level)
-		return KEEL_SLOT + KEEL_BRANCH_ENTRY + t->klen;
-	return KEEL_SLOT + keel_leaf_ent_size(t->klen, t->u.leaf.inl != NULL,
-	                               t->u.leaf.vlen);
+	return level ? keel_slot_ent_size(false, t->klen, false, 0)
+	             : keel_slot_ent_size(true, t->klen, t->u.leaf.inl != NULL,
+	                                  t->u.leaf.vlen);
 }
 
 /* Bytes of the VALUE record a leaf entry owns (0 for an inline value). */
@@ -954,11 +953,8 @@ static int node_serialize(tree_builder *b, tref *ref, uint64_t *pos)
 			                    .rev = t->u.leaf.rev};
 			eo += keel_leaf_ent_encode(e, &le);
 		} else {
-			keel_st16(e, t->klen);
-			keel_st32(e + 4, t->u.child.crc);
-			keel_st64(e + 8, t->u.child.off);
-			memcpy(e + KEEL_BRANCH_ENTRY, t->key, t->klen);
-			eo += KEEL_BRANCH_ENTRY + t->klen;
+			eo += keel_branch_ent_encode(e, t->key, t->klen,
+			                             t->u.child.crc, t->u.child.off);
 		}
 	}
 	assert(eo == len);

@@ -106,18 +106,12 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		return;
 	}
 	for (unsigned i = 0; i < count; i++) {
-		if (!entry_length(p, plen, leaf, i)) {
+		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
+		uint16_t klen = entry_length(p, plen, leaf, i);
+		if (!klen) {
 			problem(v, off, "entry %u out of bounds", i);
 			return;
 		}
-	}
-	if (!keel_node_index_valid(p, plen)) {
-		problem(v, off, "node index (shared prefix or key heads) differs from its keys");
-		return;
-	}
-	for (unsigned i = 0; i < count; i++) {
-		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
-		uint16_t klen = entry_length(p, plen, leaf, i);
 		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (i == 0) {
 			*first = key;
@@ -156,6 +150,9 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		    vplen != le.vlen)
 			problem(v, le.voff, "value length %u, leaf says %u", vplen, le.vlen);
 	}
+	/* every entry lies inside the node (checked above): its index can be */
+	if (!keel_node_index_valid(p, plen))
+		problem(v, off, "node index (shared prefix or key heads) differs from its keys");
 }
 
 int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
