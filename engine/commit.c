@@ -3,14 +3,18 @@
  *
  * Writers from any thread enqueue a commit_writer.  The writer at the front of
  * the queue, when no group is being built, becomes the LEADER: it takes the
- * whole queue as one group, applies every batch to a copy-on-write builder
- * (a batch whose expectation fails is rejected alone), appends the region and
- * a head with pwrite, then lets the next leader start building on top of that
- * while it syncs.  Groups publish strictly in order.  Async writers
- * (keel_commit_async) are led by the committer thread when no caller is.
+ * whole queue as one group and applies every batch to a copy-on-write builder
+ * (a batch whose expectation fails is rejected alone); when the previous
+ * group has published it takes everything queued meanwhile, appends the
+ * region and a head with pwrite, then lets the next leader start building on
+ * top of that while it syncs.  Groups publish strictly in order.  Async
+ * writers (keel_commit_async) are led by the committer threads when no caller
+ * is.  While a compaction waits to switch files (draining), no group starts.
  *
- *     enqueue --> [front & !building] --> build+append --> wait for the
- *     previous group's publish --> ONE fdatasync --> publish head --> wake group
+ *     enqueue --> [front & !building & !draining] --> take the queue, apply
+ *     --> wait for the previous group's publish --> take the queue again
+ *     (top up) --> append --> next leader may start --> ONE fdatasync -->
+ *     publish head --> wake group
  *
  * CRASH INVARIANTS
  *  (1) A head is written after its region, in the same append; one sync makes
@@ -85,7 +89,7 @@ int keel_err_from_errno(int e)
 void commit_wake_front(keel_db *db)
 {
 	commit_writer *w = db->queue_head;
-	if (!w || db->building)
+	if (!w || db->building || db->draining)
 		return;
 	if (w->cb)
 		pthread_cond_signal(&db->committer_cv);
@@ -198,16 +202,22 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Absorbs writers that queue up while the previous group syncs, until that
- * group has published: this is what makes groups grow with load.  Then, if
- * several writers have been committing at once lately (WANT, the recent
- * peak of writers in flight), it waits a little longer -- until that many
- * are in the group, or half a sync time has passed (at most 1 ms; a
- * quarter gave 8-10% fewer commits/s at 16 writers, docs/bench.md): the
- * writers the previous group just woke are about to commit again, and
- * without the wait they would form a group of their own and pay a sync of
- * their own.  SIZE counts the group's writers.  Called and returns with mu
- * held. */
+/* Waits until the previous group has published, then takes every writer
+ * queued meanwhile into the group: this is what makes groups grow with
+ * load.  Then, if several writers have been committing at once lately
+ * (WANT, the recent peak of writers in flight), it tops the group up -- it
+ * takes writers as they arrive until that many are in the group, or half a
+ * sync time has passed (at most 1 ms; a quarter gave 8-10% fewer commits/s
+ * at 16 writers, docs/bench.md): the writers the previous group just woke
+ * are about to commit again, and without the wait they would form a group
+ * of their own and pay a sync of their own.
+ *
+ * Writers that queue before the publish are taken all at once when it
+ * comes, not one by one as they arrive: waking the leader for each arrival
+ * cost a context switch per commit where writers trickle in (a server's
+ * requests), with nothing gained on two cores (docs/bench.md).  Only while
+ * topping up does an arrival wake the leader (db->topping_up).  SIZE counts
+ * the group's writers.  Called and returns with mu held. */
 static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
                         uint64_t want, commit_writer **last, uint64_t *size)
 {
@@ -217,36 +227,38 @@ static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
 		bool published = db->published_seq == seq - 1;
 		if (db->failed)
 			break;
+		if (published && db->queue_head && *size < GROUP_MAX_WRITERS) {
+			commit_writer *more = absorb_queue(db, last, size);
+			pthread_mutex_unlock(&db->mu);
+			if (rc == KEEL_OK)
+				rc = group_apply(b, more);
+			pthread_mutex_lock(&db->mu);
+			continue;
+		}
 		if (published && !deadline) {
 			if (want <= 1 || *size >= want)
 				break;
 			uint64_t wait = db->sync_ns_avg / 2;
 			deadline = mono_ns() + (wait < 1000000 ? wait : 1000000);
+			db->topping_up = true;
 		}
 		if (deadline && (*size >= want || mono_ns() >= deadline))
 			break;
-		if (!db->queue_head || *size >= GROUP_MAX_WRITERS) {
-			if (!deadline) {
-				pthread_cond_wait(&db->published_cv, &db->mu);
-			} else {
-				struct timespec ts;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				uint64_t left = deadline - mono_ns();
-				if ((int64_t)left <= 0)
-					break;
-				uint64_t ns = (uint64_t)ts.tv_nsec + left;
-				ts.tv_sec += (time_t)(ns / 1000000000u);
-				ts.tv_nsec = (long)(ns % 1000000000u);
-				pthread_cond_timedwait(&db->published_cv, &db->mu, &ts);
-			}
+		if (!deadline) {
+			pthread_cond_wait(&db->published_cv, &db->mu);
 			continue;
 		}
-		commit_writer *more = absorb_queue(db, last, size);
-		pthread_mutex_unlock(&db->mu);
-		if (rc == KEEL_OK)
-			rc = group_apply(b, more);
-		pthread_mutex_lock(&db->mu);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t left = deadline - mono_ns();
+		if ((int64_t)left <= 0)
+			break;
+		uint64_t ns = (uint64_t)ts.tv_nsec + left;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&db->published_cv, &db->mu, &ts);
 	}
+	db->topping_up = false;
 	return rc;
 }
 
@@ -379,7 +391,7 @@ static void *committer_main(void *arg)
 	pthread_mutex_lock(&db->mu);
 	for (;;) {
 		commit_writer *w = db->queue_head;
-		if (w && w->cb && !db->building) {
+		if (w && w->cb && !db->building && !db->draining) {
 			lead_group(db);
 			continue;
 		}
@@ -452,7 +464,7 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 	db->inflight++;
 	if (db->inflight > db->inflight_peak)
 		db->inflight_peak = db->inflight;
-	if (db->building && was_empty) /* a leader absorbs while it waits */
+	if (db->topping_up && was_empty)
 		pthread_cond_broadcast(&db->published_cv);
 	if (cb) {
 		if (was_empty)
@@ -461,7 +473,7 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		return KEEL_OK;
 	}
 	while (!w->done) {
-		if (db->queue_head == w && !db->building)
+		if (db->queue_head == w && !db->building && !db->draining)
 			lead_group(db);
 		else
 			pthread_cond_wait(&w->cv, &db->mu);

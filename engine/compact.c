@@ -435,10 +435,16 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 	const keel_io *io = db->io;
 	int rc;
 
+	/* No new group starts while the groups in flight finish: under a
+	 * steady stream the pipeline would otherwise never be empty. */
+	db->draining = true;
 	while (db->building || db->leaders > 0)
 		pthread_cond_wait(&db->published_cv, &db->mu);
-	if (db->failed)
+	db->draining = false;
+	if (db->failed) {
+		commit_wake_front(db); /* the queued writers learn of it */
 		return db->failed;
+	}
 	db->building = true; /* (3): writers queue, nobody is acknowledged */
 	keel_head now = db->head;
 	keel_map *cur = db->map;
