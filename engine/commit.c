@@ -35,6 +35,7 @@
  *  (5) A hint (format.h) names only a head whose sync has returned.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -384,9 +385,20 @@ static void enqueue(keel_db *db, commit_writer *w)
 	db->queue_tail = w;
 }
 
+void commit_thread_sched(const keel_db *db)
+{
+	if (!(db->flags & KEEL_BATCH_THREADS))
+		return;
+	/* Best effort: without it the thread runs as an ordinary one. */
+	struct sched_param sp = {.sched_priority = 0};
+	(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+}
+
 static void *committer_main(void *arg)
 {
 	keel_db *db = arg;
+
+	commit_thread_sched(db);
 
 	pthread_mutex_lock(&db->mu);
 	for (;;) {

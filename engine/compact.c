@@ -546,6 +546,8 @@ out_release:
 static void *compactor_main(void *arg)
 {
 	keel_db *db = arg;
+
+	commit_thread_sched(db);
 	pthread_mutex_lock(&db->mu);
 	while (!db->closing) {
 		if (!db->compact_wanted) {

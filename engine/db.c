@@ -21,7 +21,8 @@
 #include "verify.h"
 
 #define OPEN_FLAGS (KEEL_RDONLY | KEEL_NOCREATE | KEEL_SALVAGE | KEEL_NOCOMPACT | \
-                    KEEL_PREALLOC_FALLOCATE | KEEL_UNSAFE_NO_SYNC |              \
+                    KEEL_PREALLOC_FALLOCATE | KEEL_BATCH_THREADS |               \
+                    KEEL_UNSAFE_NO_SYNC |                                        \
                     KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC)
 #define INITIAL_SIZE ((uint64_t)256 << 10)
 #define ZERO_STEP_MAX ((uint64_t)64 << 20)

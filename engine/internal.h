@@ -226,6 +226,8 @@ void commit_wake_front(keel_db *db);
 /* The automatic compaction policy: called after a publish, with mu held. */
 void compact_maybe_schedule(keel_db *db);
 void compact_shutdown(keel_db *db);
+/* Called first by each engine thread: applies KEEL_BATCH_THREADS. */
+void commit_thread_sched(const keel_db *db);
 /* Maps KEEL errors from negative errnos. */
 int keel_err_from_errno(int neg_errno);
 uint64_t keel_now_ns(void);

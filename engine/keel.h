@@ -100,6 +100,13 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
 #define KEEL_PREALLOC_FALLOCATE 0x10u /* grow with fallocate, not zeros:
                                           cheaper growth, dearer syncs on
                                           ext4/xfs (docs/engine.md)      */
+#define KEEL_BATCH_THREADS 0x20u /* the engine's own threads (the async
+                                     committers, the compactor) run under
+                                     SCHED_BATCH: one that is woken does
+                                     not preempt the thread that woke it,
+                                     so a server's thread keeps the CPU
+                                     through its burst of submissions
+                                     (Linux; best effort; docs/engine.md) */
 
 /*
  * Deliberately unsafe modes.  They exist ONLY so the torture harness can prove

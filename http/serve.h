@@ -69,6 +69,7 @@ struct serve_config {
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
 	int direct_commit;       /* 0 after --no-direct-commit              */
+	int batch_threads;       /* 0 after --no-batch-threads              */
 };
 
 struct serve_server;

@@ -317,6 +317,12 @@ answer() {
 	[ "$len" -gt 0 ] && IFS= read -r -N "$len" -t 3 RBODY <&3
 	return 0
 }
+# batch_threads PID -- how many of PID's threads run under SCHED_BATCH
+# (field 41 of /proc/PID/task/TID/stat, counted after the name's ")")
+batch_threads() {
+	cat /proc/"$1"/task/*/stat 2>/dev/null | sed 's/.*) //' |
+		awk '$39 == 3 { n++ } END { print n + 0 }'
+}
 for mode in direct async; do
 	flag=""
 	[ $mode = async ] && flag=--no-direct-commit
@@ -355,6 +361,12 @@ for mode in direct async; do
 	expect "$mode: pipelined GET sees the last PUT" "p2 $((prev + 2))" "$RBODY $RTAG"
 	exec 3<&-
 	expect "$mode: DELETE on the same path answers 204" 204 "$(code -X DELETE "http://127.0.0.1:$PORT/chain")"
+	if [ $mode = async ]; then
+		# the engine's committers (started by the async commits) run under
+		# SCHED_BATCH (3), the shard and main threads as they were
+		expect "async: threads under SCHED_BATCH, by default" "yes" \
+			"$([ "$(batch_threads "$PID")" -ge 1 ] && echo yes || echo "$(batch_threads "$PID")")"
+	fi
 	kill -TERM "$PID"
 	stopped "$PID"
 	n=$(sed -n 's/.*keys, \([0-9]*\) direct commits.*/\1/p' "$T/dc_$mode.err")
@@ -371,6 +383,13 @@ for mode in direct async; do
 	kill -TERM "$PID"
 	stopped "$PID"
 done
+
+start nobatch --db "$T/nobatch.keel" --no-direct-commit --no-batch-threads
+expect "--no-batch-threads: PUT answers 201" 201 \
+	"$(code -X PUT --data-binary v "http://127.0.0.1:$PORT/k")"
+expect "--no-batch-threads: no thread under SCHED_BATCH" 0 "$(batch_threads "$PID")"
+kill -TERM "$PID"
+stopped "$PID"
 
 # ---- a failed fdatasync: 500, sticky, nothing acknowledged; reads go on --------
 # (libfiu's preload and ASan do not mix: skipped in sanitizer builds)

@@ -1,6 +1,11 @@
 /* test_engine.c -- the public API: round trips, order, revisions, batches,
  * views, group commit, sync counting, bad input. */
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -769,6 +774,77 @@ static void async_commits_complete_durably_and_in_order(void **state)
 	assert_int_equal(keel_commit_async(f->db, NULL, on_commit, &s), KEEL_EINVAL);
 }
 
+/* Threads of this process whose scheduling policy (field 41 of
+ * /proc/self/task/TID/stat) is SCHED_BATCH (3). */
+static int batch_threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[300], buf[1024];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')'); /* the name may hold spaces */
+		assert_non_null(p);
+		int field = 2; /* ")" ends field 2 */
+		for (p++; *p && field < 41; p++)
+			if (*p == ' ')
+				field++;
+		if (field == 41 && atoi(p) == SCHED_BATCH)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void commit_one_async(keel_db *db)
+{
+	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	keel_batch *b;
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	assert_int_equal(keel_batch_put(b, "k", 1, "v", 1, KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_commit_async(db, b, on_commit, &s), KEEL_OK);
+	pthread_mutex_lock(&s.mu);
+	while (s.done < 1)
+		pthread_cond_wait(&s.cv, &s.mu);
+	pthread_mutex_unlock(&s.mu);
+	assert_int_equal(s.ok, 1);
+	keel_batch_free(b);
+}
+
+/* KEEL_BATCH_THREADS puts the engine's committer threads (started by the
+ * first async commit) under SCHED_BATCH, and only them: the caller's thread
+ * keeps its policy, and without the flag no thread is moved. */
+static void batch_threads_flag_sets_the_engines_threads_only(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_BATCH_THREADS};
+	keel_db *db;
+
+	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+	commit_one_async(f->db); /* the fixture's store: no flag */
+	assert_int_equal(batch_threads_now(), 0);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	commit_one_async(db);
+	assert_true(batch_threads_now() >= 1);
+	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(batch_threads_now(), 0); /* they went with the handle */
+}
+
 /* ---- bad input ------------------------------------------------------------ */
 
 static void assert_file_unchanged(const char *path, const unsigned char *before,
@@ -1172,6 +1248,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recovery_reads_are_bounded_by_the_hint_not_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(threads_share_syncs_and_conflicts_fail_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_commits_complete_durably_and_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(batch_threads_flag_sets_the_engines_threads_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_paths_and_foreign_files_are_refused_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_second_writer_handle_is_refused_while_the_first_holds_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(compaction_keeps_everything_and_shrinks_the_file, setup, teardown),
