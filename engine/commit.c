@@ -376,6 +376,16 @@ static bool compact_lagging(const keel_db *db)
 	return end > ((uint64_t)1 << 20) && end > db->tail.live_bytes / 4 * 9;
 }
 
+/* Backpressure: while compaction is due or running and lagging, new groups
+ * wait for it -- a synchronous writer before it enqueues, asynchronous ones
+ * in the queue (submission still returns at once; the callback comes after
+ * the compaction).  Caller holds mu. */
+bool commit_writes_held(const keel_db *db)
+{
+	return (db->compacting || db->compact_wanted) && !db->failed &&
+	       !db->closing && compact_lagging(db);
+}
+
 static void enqueue(keel_db *db, commit_writer *w)
 {
 	if (db->queue_tail)
@@ -403,7 +413,8 @@ static void *committer_main(void *arg)
 	pthread_mutex_lock(&db->mu);
 	for (;;) {
 		commit_writer *w = db->queue_head;
-		if (w && w->cb && !db->building && !db->draining) {
+		if (w && w->cb && !db->building && !db->draining &&
+		    !commit_writes_held(db)) {
 			lead_group(db);
 			continue;
 		}
@@ -460,11 +471,9 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 		}
 		db->committers++;
 	}
-	/* Backpressure: when compaction cannot keep up (the file is over 2.25x
-	 * its live bytes while one is due or runs), synchronous writers wait
-	 * for it, so space stays bounded.  Async writers never block. */
-	while (!cb && (db->compacting || db->compact_wanted) && !db->failed &&
-	       !db->closing && compact_lagging(db))
+	/* Backpressure (commit_writes_held): a synchronous writer waits here;
+	 * an async one is queued and waits there, never blocking its caller. */
+	while (!cb && commit_writes_held(db))
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	/* Wake-ups only when the queue turns non-empty: whoever takes from it
 	 * (a building leader absorbing, a committer or writer about to lead)
@@ -510,10 +519,21 @@ out_reject:
 	return rc;
 }
 
+int keel_compaction_behind(keel_db *db)
+{
+	if (!db)
+		return 0;
+	pthread_mutex_lock(&db->mu);
+	int held = commit_writes_held(db);
+	pthread_mutex_unlock(&db->mu);
+	return held;
+}
+
 void commit_shutdown(keel_db *db)
 {
 	pthread_mutex_lock(&db->mu);
 	db->closing = true;
+	commit_wake_front(db); /* async groups held back go now */
 	while (db->queue_head || db->building || db->leaders > 0)
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	int started = db->committers;

@@ -536,7 +536,8 @@ out_release:
 	free(nf.tmp);
 	pthread_mutex_lock(&db->mu);
 	db->compacting = false;
-	pthread_cond_broadcast(&db->published_cv);
+	pthread_cond_broadcast(&db->published_cv); /* held sync writers */
+	commit_wake_front(db);                     /* held async groups */
 	pthread_mutex_unlock(&db->mu);
 	return rc;
 }

@@ -221,6 +221,8 @@ void commit_shutdown(keel_db *db);
  * Returns 0 or a keel error (a short write is KEEL_EIO). */
 int commit_write_region(const keel_io *io, int fd, const tree_region *r,
                         const uint8_t head[KEEL_HEAD_SIZE], uint64_t at);
+/* Are new groups held back for a lagging compaction?  Caller holds mu. */
+bool commit_writes_held(const keel_db *db);
 /* Signals whoever should lead the next group (after building ends). */
 void commit_wake_front(keel_db *db);
 /* The automatic compaction policy: called after a publish, with mu held. */

@@ -263,7 +263,10 @@ int keel_batch_set_expect(keel_batch *b, size_t i, uint64_t expect);
 
 /* keel_commit - commit B (which stays owned by the caller) durably.  Errors as
  * keel_put; on KEEL_ECONFLICT *failed_index (may be NULL) names the change
- * whose expectation failed.  An empty batch commits nothing and returns OK. */
+ * whose expectation failed.  An empty batch commits nothing and returns OK.
+ * While compaction is behind (keel_compaction_behind), this and every other
+ * write wait for it before they start: that keeps the file under 2.5 times
+ * its live bytes against writers faster than compaction. */
 int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
                 size_t *failed_index);
 
@@ -275,7 +278,8 @@ int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
  * committer's thread: it must be short and must not call keel_commit,
  * keel_put, keel_del or keel_close.  Returns KEEL_OK when queued, or an error
  * (KEEL_EINVAL, KEEL_EIO/KEEL_ENOSPC on a FAILED handle, KEEL_EREADONLY)
- * and CB is not called.
+ * and CB is not called.  Never blocks: while compaction is behind, the
+ * commit waits in the queue instead, and CB comes after the compaction.
  */
 typedef void (*keel_commit_cb)(void *arg, int rc, uint64_t txid,
                                size_t failed_index);
@@ -308,6 +312,13 @@ int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
 /* keel_compact - rewrite the live tree into a new file and switch to it.
  * Views and snapshots of the old file keep reading the old bytes. */
 int keel_compact(keel_db *db);
+
+/* keel_compaction_behind - 1 while compaction is due or running and the file
+ * is over 2.25 times its live bytes (and over 1 MiB): writes started now
+ * wait for the compaction (keel_commit blocks, keel_commit_async queues).
+ * A thread that must not block (a server's event loop) should then commit
+ * asynchronously.  0 otherwise, and for NULL. */
+int keel_compaction_behind(keel_db *db);
 
 /* ---- statistics ----------------------------------------------------------- */
 typedef struct keel_stats {

@@ -420,7 +420,9 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm);
  *    just finished and go direct in turn, one commit per sync, where the
  *    async path puts both in one group;
  *  - the connection has no answer waiting behind an in-flight commit
- *    (answers go out in order).
+ *    (answers go out in order);
+ *  - compaction is not behind: keel_commit would then wait for it, and the
+ *    whole shard with it, where an async commit waits in keel's queue.
  * The shard's other connections still wait for the sync while it blocks;
  * that is accepted because by these rules nothing else is committing and
  * nothing else was ready.  Called with CM already counted in
@@ -433,7 +435,8 @@ static int direct_ok(struct serve_shard *sh, struct serve_commit *cm,
 
 	sh->last_writer = cm->conn;
 	return before == 0 && sh->srv->cfg.direct_commit && sh->lone &&
-	       prev == cm->conn && cm->conn->inflight == 1; /* this one only */
+	       prev == cm->conn && cm->conn->inflight == 1 && /* this one only */
+	       !keel_compaction_behind(sh->srv->db);
 }
 
 /* The direct path: no thread hand-off either way.  The shard's snapshot

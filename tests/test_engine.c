@@ -748,6 +748,18 @@ static void on_commit(void *arg, int rc, uint64_t txid, size_t failed)
 	pthread_mutex_unlock(&s->mu);
 }
 
+static void on_commit_count(void *arg, int rc, uint64_t txid, size_t failed)
+{
+	(void)txid;
+	(void)failed;
+	async_state *s = arg;
+	pthread_mutex_lock(&s->mu);
+	s->ok += rc == KEEL_OK;
+	s->done++;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void async_commits_complete_durably_and_in_order(void **state)
 {
 	fixture *f = *state;
@@ -1129,6 +1141,180 @@ static void a_failed_compaction_cleans_up_before_the_next_one_starts(void **stat
 	check_versions(f->db, 200, 1);
 }
 
+/* A compaction held at its first write into PATH.compact, through the I/O
+ * seam, until the test opens the gate. */
+static atomic_int gate_fd = -1, gate_state; /* 0 closed, 1 reached, 2 open */
+
+static int gate_open_fn(void *ctx, const char *path, int flags, unsigned mode)
+{
+	int fd = keel_io_posix()->open(ctx, path, flags, mode);
+	if (fd >= 0 && is_compact_path(path))
+		atomic_store(&gate_fd, fd);
+	return fd;
+}
+
+static ssize_t gate_pwrite(void *ctx, int fd, const void *buf, size_t len,
+                           uint64_t off)
+{
+	if (fd == atomic_load(&gate_fd)) {
+		int expect = 0;
+		atomic_compare_exchange_strong(&gate_state, &expect, 1);
+		for (int i = 0; i < 2000 && atomic_load(&gate_state) != 2; i++)
+			usleep(5000);
+	}
+	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
+}
+
+static async_state *commit_async_key(keel_db *db, const char *key,
+                                     keel_batch **b)
+{
+	async_state *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	assert_int_equal(keel_batch_new(b), KEEL_OK);
+	assert_int_equal(keel_batch_put(*b, key, strlen(key), key, strlen(key),
+	                                KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_commit_async(db, *b, on_commit, s), KEEL_OK);
+	return s;
+}
+
+static int async_done(async_state *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int d = s->done;
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
+/* While a compaction runs and the file is over 2.25x its live bytes,
+ * keel_compaction_behind says so and an async commit waits in the queue
+ * (keel_commit_async itself returns at once); it completes, durably, once
+ * the compaction is done. */
+static void async_commits_wait_while_compaction_is_behind(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = gate_open_fn;
+	io.pwrite = gate_pwrite;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	keel_db *db;
+	pthread_t t;
+	void *crc;
+	char val[1000];
+	keel_batch *b;
+
+	atomic_store(&gate_fd, -1);
+	atomic_store(&gate_state, 0);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	/* 100 rounds over 50 keys of 1000 bytes: about 5 MB appended, 50 KB
+	 * live */
+	memset(val, 'x', sizeof(val));
+	for (int r = 0; r < 100; r++) {
+		assert_int_equal(keel_batch_new(&b), KEEL_OK);
+		for (int i = 0; i < 50; i++) {
+			char k[16];
+			snprintf(k, sizeof(k), "big%02d", i);
+			val[0] = (char)('a' + r % 26);
+			assert_int_equal(keel_batch_put(b, k, strlen(k), val, sizeof(val),
+			                                KEEL_REV_ANY), KEEL_OK);
+		}
+		assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+		keel_batch_free(b);
+	}
+	assert_int_equal(keel_compaction_behind(db), 0); /* none is due */
+	assert_int_equal(keel_compaction_behind(NULL), 0);
+
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
+	for (int i = 0; i < 1000 && atomic_load(&gate_state) < 1; i++)
+		usleep(2000);
+	assert_int_equal(atomic_load(&gate_state), 1); /* compaction under way */
+	assert_int_equal(keel_compaction_behind(db), 1);
+	async_state *s = commit_async_key(db, "held", &b);
+	usleep(200000); /* a commit takes milliseconds when not held */
+	assert_int_equal(async_done(s), 0);
+
+	atomic_store(&gate_state, 2);
+	pthread_join(t, &crc);
+	assert_int_equal((int)(intptr_t)crc, KEEL_OK);
+	for (int i = 0; i < 2000 && async_done(s) == 0; i++)
+		usleep(5000);
+	assert_int_equal(async_done(s), 1);
+	assert_int_equal(s->ok, 1);
+	assert_int_equal(keel_compaction_behind(db), 0);
+	keel_batch_free(b);
+	free(s);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	check_value(f->db, "held", "held");
+}
+
+/* Async writers faster than compaction (unsynced, 64 in flight) cannot
+ * grow the file past 2.5 times its live bytes: their groups wait for a
+ * lagging compaction as synchronous writers do. */
+static void an_async_flood_keeps_the_file_bounded(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	enum { KEYS = 20000, COMMITS = 60000, INFLIGHT = 64 };
+	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	keel_batch **b = calloc(COMMITS, sizeof(*b));
+	double peak = 0;
+	char k[32], v[48];
+	keel_stats st;
+
+	assert_non_null(b);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	memset(v, 'v', sizeof(v));
+	keel_batch *load;
+	assert_int_equal(keel_batch_new(&load), KEEL_OK);
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(k, sizeof(k), "flood%06d", i);
+		assert_int_equal(keel_batch_put(load, k, strlen(k), v, sizeof(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_commit(f->db, load, NULL, NULL), KEEL_OK);
+	keel_batch_free(load);
+
+	uint32_t x = 12345;
+	for (int i = 0; i < COMMITS; i++) {
+		pthread_mutex_lock(&s.mu);
+		while (i - s.done >= INFLIGHT)
+			pthread_cond_wait(&s.cv, &s.mu);
+		pthread_mutex_unlock(&s.mu);
+		x = x * 1103515245u + 12345u;
+		snprintf(k, sizeof(k), "flood%06u", (x >> 8) % KEYS);
+		v[0] = (char)('a' + i % 26);
+		assert_int_equal(keel_batch_new(&b[i]), KEEL_OK);
+		assert_int_equal(keel_batch_put(b[i], k, strlen(k), v, sizeof(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+		assert_int_equal(keel_commit_async(f->db, b[i], on_commit_count, &s),
+		                 KEEL_OK);
+		if (i % 100 == 0) {
+			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+			double u = (double)st.end_offset / (double)st.live_bytes;
+			if (st.end_offset > (2u << 20) && u > peak)
+				peak = u;
+		}
+	}
+	pthread_mutex_lock(&s.mu);
+	while (s.done < COMMITS)
+		pthread_cond_wait(&s.cv, &s.mu);
+	pthread_mutex_unlock(&s.mu);
+	assert_int_equal(s.ok, COMMITS);
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	print_message("%d async commits: peak end/live %.2f, %llu compactions\n",
+	              COMMITS, peak, (unsigned long long)st.compactions);
+	assert_true(st.compactions > 0);
+	assert_true(peak <= 2.5);
+	for (int i = 0; i < COMMITS; i++)
+		keel_batch_free(b[i]);
+	free(b);
+}
+
 static void the_automatic_policy_bounds_the_file(void **state)
 {
 	fixture *f = *state;
@@ -1255,6 +1441,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(writers_go_on_during_compaction_and_nothing_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_compaction_cleans_up_before_the_next_one_starts, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_commits_wait_while_compaction_is_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_async_flood_keeps_the_file_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_new_commits_without_reopening, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
