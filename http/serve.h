@@ -68,6 +68,8 @@ struct serve_config {
 	int max_conns;           /* --max-conns, over all shards            */
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
+	int busy_poll_us;        /* --busy-poll: poll this long before
+	                            sleeping in epoll_wait; 0 = never       */
 	int direct_commit;       /* 0 after --no-direct-commit              */
 	int batch_threads;       /* 0 after --no-batch-threads              */
 };

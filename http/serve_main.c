@@ -2,7 +2,7 @@
  * serve_main.c -- keel-serve: flags, listeners, shards, signals.
  *
  *   keel-serve --db PATH [--listen ADDR:PORT] [--threads N] [--max-conns N]
- *              [--max-body BYTES] [--idle-timeout SECONDS]
+ *              [--max-body BYTES] [--idle-timeout SECONDS] [--busy-poll USEC]
  *              [--no-direct-commit] [--no-batch-threads]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -36,6 +36,11 @@ static void usage(FILE *f)
 	      " (default 10000)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
 	      "  --idle-timeout SECS  close connections idle this long (default 60)\n"
+	      "  --busy-poll USEC     before a shard sleeps, poll its sockets this"
+	      " long (0-10000,\n"
+	      "                       default 0): for virtual machines whose idle"
+	      " CPUs halt at\n"
+	      "                       once; costs CPU time (docs/http.md)\n"
 	      "  --no-direct-commit   commit every write through keel's committer"
 	      " thread (for A/B\n"
 	      "                       runs); by default a write with nothing else"
@@ -102,6 +107,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"max-conns", required_argument, NULL, 'c'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"idle-timeout", required_argument, NULL, 'i'},
+		{"busy-poll", required_argument, NULL, 'p'},
 		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"no-batch-threads", no_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
@@ -145,6 +151,14 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 				goto bad;
 			cfg->idle_timeout_ms = (int)(secs * 1000);
 			break;
+		case 'p': {
+			char *end;
+			long us = strtol(optarg, &end, 10);
+			if (end == optarg || *end || us < 0 || us > 10000)
+				goto bad;
+			cfg->busy_poll_us = (int)us;
+			break;
+		}
 		case 'D': cfg->direct_commit = 0; break;
 		case 'B': cfg->batch_threads = 0; break;
 		case 'h': usage(stdout); exit(0);

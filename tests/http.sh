@@ -279,6 +279,24 @@ if [ -x "$B/loadgen" ]; then
 		bad "loadgen on 2 shards: $j"
 fi
 
+# ---- --busy-poll: the same answers; bad values refused ------------------------
+start bpoll --db "$T/bpoll.keel" --busy-poll 200
+expect "--busy-poll: PUT answers 201" 201 \
+	"$(code -X PUT --data-binary polled "http://127.0.0.1:$PORT/b")"
+expect "--busy-poll: GET returns the body" polled "$(C "http://127.0.0.1:$PORT/b")"
+exec 3<>/dev/tcp/127.0.0.1/$PORT
+printf 'PUT /b HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\np2GET /b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' >&3
+expect "--busy-poll: pipelined PUT then GET" "HTTP/1.1 204 HTTP/1.1 200 p2" \
+	"$(timeout 5 cat <&3 | tr -d '\r' | grep -ao '^HTTP/1.1 [0-9]*\|p2$' | tr '\n' ' ' | sed 's/ $//')"
+exec 3<&-
+kill -TERM "$PID"
+stopped "$PID"
+expect "--busy-poll: stops cleanly" 0 "$STATUS"
+for v in -1 10001 abc ''; do
+	"$SERVE" --db "$T/bpoll.keel" --busy-poll "$v" >/dev/null 2>&1
+	expect "--busy-poll '$v' is refused (usage, exit 2)" 2 "$?"
+done
+
 # ---- graceful stop, then the data is there after a restart; and after SIGKILL --
 PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/main.out")
 kill -TERM "$PID" 2>/dev/null # the busy server

@@ -5,6 +5,8 @@
 #
 #   ROUNDS=2 DUR=3 bash bench/http/run.sh build-http
 #   PARTS=put ROUNDS=3 bash bench/http/run.sh build-http   # durable writes only
+#   SERVE_ARGS='--busy-poll 250' PARTS=put bash bench/http/run.sh build-http
+#                            # extra keel-serve flags (recorded on each line)
 #
 # Server on CPU $SERVER_CPU, load generator on CPU $LOAD_CPU (taskset).  Every
 # round runs every scenario on every server; the order of the servers
@@ -26,6 +28,7 @@ B=${1:-build}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-3}
 PARTS=${PARTS:-static,put} # static: GETs against nginx; put: durable writes
+SERVE_ARGS=${SERVE_ARGS:-} # extra keel-serve flags, word-split
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 OUT=${OUT:-bench/http/results.jsonl}
@@ -70,8 +73,9 @@ jnum() { grep -o "\"$2\":[0-9.]*" <<<"$1" | head -1 | cut -d: -f2; }
 start_keel() {
 	rm -f "$DIR/keel.db"
 	PORT=$(free_port)
+	# shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
 	taskset -c "$SERVER_CPU" "$SERVE" --db "$DIR/keel.db" \
-		--listen 127.0.0.1:"$PORT" --threads 1 >"$DIR/keel.out" 2>&1 &
+		--listen 127.0.0.1:"$PORT" --threads 1 $SERVE_ARGS >"$DIR/keel.out" 2>&1 &
 	SPID=$!
 	PIDS="$PIDS $SPID"
 	wait_port "$PORT" || exit 1
@@ -143,7 +147,9 @@ record() {
 	tot=$(jnum "$4" answers_total)
 	cpu=$(awk -v t="$5" -v k="$TICK" 'BEGIN {printf "%.3f", t / k}')
 	per=$(awk -v a="${tot:-0}" -v c="$cpu" 'BEGIN {printf("%.0f", (c > 0 ? a / c : 0))}')
-	echo "{\"round\":$1,\"server\":\"$2\",\"scenario\":\"$3\",\"answers_per_s\":${ans:-0},\"server_cpu_s\":$cpu,\"answers_per_cpu_s\":$per,\"peak_rss_kb\":$(hwm_kb "$SPID"),\"raw\":$4}" >>"$OUT"
+	local args=""
+	[ "$2" = keel ] && args=",\"serve_args\":\"$SERVE_ARGS\""
+	echo "{\"round\":$1,\"server\":\"$2\",\"scenario\":\"$3\"$args,\"answers_per_s\":${ans:-0},\"server_cpu_s\":$cpu,\"answers_per_cpu_s\":$per,\"peak_rss_kb\":$(hwm_kb "$SPID"),\"raw\":$4}" >>"$OUT"
 	printf '  %-6s %-12s %10s/s  %9s/cpu-s\n' "$2" "$3" "$ans" "$per"
 }
 
@@ -202,20 +208,24 @@ run_static() { # run_static ROUND SERVER (idle first: on a fresh heap)
 	load "$1" "$2" get64_rate --conns 64 --rate 20000 --path /doc
 }
 
-fsync_rate() { # the device: fio, 4 KiB writes, fdatasync after each
+# fsync_rate ROUND CPU SCENARIO -- the device: fio, 4 KiB writes, fdatasync
+# after each, pinned to CPU.  Run on the load generator's CPU (fsync) and on
+# the server's (fsync_server_cpu): a sync's completion interrupt wakes a
+# thread on another CPU more slowly, and on a virtual machine much more so.
+fsync_rate() {
 	local j
-	j=$(cd "$DIR" && taskset -c "$LOAD_CPU" fio --name=fsync --rw=write --bs=4k \
+	j=$(cd "$DIR" && taskset -c "$2" fio --name=fsync --rw=write --bs=4k \
 		--size=64m --ioengine=sync --fdatasync=1 --time_based --runtime="$DUR" \
 		--output-format=json 2>/dev/null | tr -d '\n ')
 	local iops
 	iops=$(grep -o '"write":{[^}]*"iops":[0-9.]*' <<<"$j" | grep -o '"iops":[0-9.]*' | head -1 | cut -d: -f2)
-	echo "{\"round\":$1,\"server\":\"fio\",\"scenario\":\"fsync\",\"answers_per_s\":${iops:-0}}" >>"$OUT"
-	printf '  fio    fsync        %10s/s\n' "$iops"
+	echo "{\"round\":$1,\"server\":\"fio\",\"scenario\":\"$3\",\"cpu\":$2,\"answers_per_s\":${iops:-0}}" >>"$OUT"
+	printf '  fio    %-12s %10s/s (CPU %s)\n' "$3" "$iops" "$2"
 	rm -f "$DIR"/fsync.*
 }
 
 [ -x "$LOADGEN" ] && [ -x "$SERVE" ] || { echo "build first: make B=$B"; exit 1; }
-echo "keel-serve vs nginx vs redis: $ROUNDS rounds of ${DUR}s runs, server CPU $SERVER_CPU, load CPU $LOAD_CPU"
+echo "keel-serve${SERVE_ARGS:+ $SERVE_ARGS} vs nginx vs redis: $ROUNDS rounds of ${DUR}s runs, server CPU $SERVER_CPU, load CPU $LOAD_CPU"
 for r in $(seq "$ROUNDS"); do
 	echo "round $r"
 	if [ $((r % 2)) -eq 1 ]; then order="keel nginx"; else order="nginx keel"; fi
@@ -226,7 +236,8 @@ for r in $(seq "$ROUNDS"); do
 		stop_server
 	done
 	case ",$PARTS," in *,put,*) ;; *) continue ;; esac
-	fsync_rate "$r"
+	fsync_rate "$r" "$LOAD_CPU" fsync
+	fsync_rate "$r" "$SERVER_CPU" fsync_server_cpu
 	if [ $((r % 2)) -eq 1 ]; then order="keel redis"; else order="redis keel"; fi
 	for s in $order; do
 		start_$s

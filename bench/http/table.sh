@@ -60,8 +60,12 @@ END {
 			m(p50, kp), m(p99, kp), m(p999, kp), m(mx, kp)
 	kk = "keel" SUBSEP "put16_c1"; kf = "fio" SUBSEP "fsync"
 	if (n[kk] && n[kf])
-		printf "\nDurable PUT on 1 connection: %.0f/s against the device'"'"'s plain fdatasync rate %.0f/s (fio, 4 KiB writes): %s.\n",
+		printf "\nDurable PUT on 1 connection: %.0f/s against the device'"'"'s plain fdatasync rate %.0f/s (fio, 4 KiB writes, on the load generator'"'"'s CPU): %s.\n",
 			m(rps, kk), m(rps, kf), ratio(m(rps, kk), m(rps, kf))
+	ks = "fio" SUBSEP "fsync_server_cpu"
+	if (n[kk] && n[ks])
+		printf "fio on the server'"'"'s CPU: %.0f/s; keel-serve on one connection is %s of that.\n",
+			m(rps, ks), ratio(m(rps, kk), m(rps, ks))
 	ki = "keel" SUBSEP "idle10k"; ni = "nginx" SUBSEP "idle10k"
 	if (n[ki])
 		printf "\n10,000 idle keep-alive connections: keel-serve %.0f bytes of user memory each (VmRSS growth), nginx %.0f; answered 2xx afterwards: keel %.0f, nginx %.0f of 10000.\n",
