@@ -293,6 +293,8 @@ static void lead_group(keel_db *db)
 	for (commit_writer *w = group; w; w = w->next)
 		size++;
 	uint64_t want = db->inflight_peak; /* recent concurrency */
+	if (want > GROUP_MAX_WRITERS)
+		want = GROUP_MAX_WRITERS; /* more would never be waited for */
 	db->inflight_peak = db->inflight;
 	db->queue_head = db->queue_tail = NULL;
 	db->building = true;
@@ -363,6 +365,10 @@ static void lead_group(keel_db *db)
 	pthread_cond_broadcast(&db->published_cv);
 	group_finish(db, group, rc, head.txid);
 	db->leaders--;
+	/* Whoever should lead next may have gone to sleep while writes were
+	 * held (commit_writes_held); a failure just now lifts the hold, and
+	 * nothing else would wake it. */
+	commit_wake_front(db);
 	pthread_cond_broadcast(&db->published_cv); /* for commit_shutdown */
 }
 
@@ -519,14 +525,14 @@ out_reject:
 	return rc;
 }
 
-int keel_compaction_behind(keel_db *db)
+int keel_compacting(keel_db *db)
 {
 	if (!db)
 		return 0;
 	pthread_mutex_lock(&db->mu);
-	int held = commit_writes_held(db);
+	int busy = db->compacting || db->compact_wanted;
 	pthread_mutex_unlock(&db->mu);
-	return held;
+	return busy;
 }
 
 void commit_shutdown(keel_db *db)

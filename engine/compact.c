@@ -504,6 +504,7 @@ int keel_compact(keel_db *db)
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	if (db->failed) {
 		rc = db->failed;
+		commit_wake_front(db); /* held async groups learn of the failure */
 		pthread_mutex_unlock(&db->mu);
 		return rc;
 	}

@@ -264,9 +264,10 @@ int keel_batch_set_expect(keel_batch *b, size_t i, uint64_t expect);
 /* keel_commit - commit B (which stays owned by the caller) durably.  Errors as
  * keel_put; on KEEL_ECONFLICT *failed_index (may be NULL) names the change
  * whose expectation failed.  An empty batch commits nothing and returns OK.
- * While compaction is behind (keel_compaction_behind), this and every other
- * write wait for it before they start: that keeps the file under 2.5 times
- * its live bytes against writers faster than compaction. */
+ * It may wait for a compaction (keel_compacting): for its switch to the new
+ * file always, and for all of it while the file is over 2.25 times its live
+ * bytes -- that keeps the file under 2.5 times its live bytes against
+ * writers faster than compaction. */
 int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
                 size_t *failed_index);
 
@@ -313,12 +314,12 @@ int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
  * Views and snapshots of the old file keep reading the old bytes. */
 int keel_compact(keel_db *db);
 
-/* keel_compaction_behind - 1 while compaction is due or running and the file
- * is over 2.25 times its live bytes (and over 1 MiB): writes started now
- * wait for the compaction (keel_commit blocks, keel_commit_async queues).
- * A thread that must not block (a server's event loop) should then commit
- * asynchronously.  0 otherwise, and for NULL. */
-int keel_compaction_behind(keel_db *db);
+/* keel_compacting - 1 while a compaction is due or running, 0 otherwise (and
+ * for NULL).  A synchronous write started then may wait for it (keel_commit);
+ * keel_commit_async never blocks, its commit waits in the queue instead.  A
+ * thread that must not block (a server's event loop) should commit
+ * asynchronously while this says 1. */
+int keel_compacting(keel_db *db);
 
 /* ---- statistics ----------------------------------------------------------- */
 typedef struct keel_stats {

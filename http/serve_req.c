@@ -421,8 +421,9 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm);
  *    async path puts both in one group;
  *  - the connection has no answer waiting behind an in-flight commit
  *    (answers go out in order);
- *  - compaction is not behind: keel_commit would then wait for it, and the
- *    whole shard with it, where an async commit waits in keel's queue.
+ *  - no compaction is due or running: keel_commit could wait for it (for
+ *    its switch to the new file, or all of it when it lags), and the whole
+ *    shard with it, where an async commit waits in keel's queue.
  * The shard's other connections still wait for the sync while it blocks;
  * that is accepted because by these rules nothing else is committing and
  * nothing else was ready.  Called with CM already counted in
@@ -436,7 +437,7 @@ static int direct_ok(struct serve_shard *sh, struct serve_commit *cm,
 	sh->last_writer = cm->conn;
 	return before == 0 && sh->srv->cfg.direct_commit && sh->lone &&
 	       prev == cm->conn && cm->conn->inflight == 1 && /* this one only */
-	       !keel_compaction_behind(sh->srv->db);
+	       !keel_compacting(sh->srv->db);
 }
 
 /* The direct path: no thread hand-off either way.  The shard's snapshot

@@ -1188,7 +1188,7 @@ static int async_done(async_state *s)
 }
 
 /* While a compaction runs and the file is over 2.25x its live bytes,
- * keel_compaction_behind says so and an async commit waits in the queue
+ * keel_compacting says so and an async commit waits in the queue
  * (keel_commit_async itself returns at once); it completes, durably, once
  * the compaction is done. */
 static void async_commits_wait_while_compaction_is_behind(void **state)
@@ -1224,14 +1224,14 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 		assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
 		keel_batch_free(b);
 	}
-	assert_int_equal(keel_compaction_behind(db), 0); /* none is due */
-	assert_int_equal(keel_compaction_behind(NULL), 0);
+	assert_int_equal(keel_compacting(db), 0); /* none is due */
+	assert_int_equal(keel_compacting(NULL), 0);
 
 	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
 	for (int i = 0; i < 1000 && atomic_load(&gate_state) < 1; i++)
 		usleep(2000);
 	assert_int_equal(atomic_load(&gate_state), 1); /* compaction under way */
-	assert_int_equal(keel_compaction_behind(db), 1);
+	assert_int_equal(keel_compacting(db), 1);
 	async_state *s = commit_async_key(db, "held", &b);
 	usleep(200000); /* a commit takes milliseconds when not held */
 	assert_int_equal(async_done(s), 0);
@@ -1243,7 +1243,7 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 		usleep(5000);
 	assert_int_equal(async_done(s), 1);
 	assert_int_equal(s->ok, 1);
-	assert_int_equal(keel_compaction_behind(db), 0);
+	assert_int_equal(keel_compacting(db), 0);
 	keel_batch_free(b);
 	free(s);
 	assert_int_equal(keel_close(db), KEEL_OK);
