@@ -46,6 +46,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,8 @@
 #define SERVE_SCRATCH (64 * 1024) /* per-shard read buffer                 */
 #define SERVE_HEAD_MAX 320        /* one response head                     */
 #define SERVE_PIPELINE_MAX 64     /* queued answers before reading pauses  */
+#define SERVE_AUTO_POLL_US 1000   /* --busy-poll auto: commits faster than
+                                     this are waited for by polling       */
 #define SERVE_IOV_MAX 128         /* iovecs per writev                     */
 #define SERVE_LINGER_MS 2000      /* draining a refused body before close  */
 #define SERVE_CLOSE_CLEAN 1       /* close_after: the request asked for it  */
@@ -69,7 +72,8 @@ struct serve_config {
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
 	int busy_poll_us;        /* --busy-poll: poll this long before
-	                            sleeping in epoll_wait; 0 = never       */
+	                            sleeping in epoll_wait; 0 never, -1
+	                            auto (serve_conn.c, shard_wait)      */
 	int direct_commit;       /* 0 after --no-direct-commit              */
 	int batch_threads;       /* 0 after --no-batch-threads              */
 };
@@ -138,6 +142,7 @@ struct serve_commit {
 	                              201 and 204 are exact; retried on a
 	                              conflict (serve_commit_finish)        */
 	int tries;
+	int64_t started_us;        /* when its commit was submitted         */
 	uint64_t txid;
 	struct serve_shard *shard;
 	size_t klen;
@@ -152,6 +157,8 @@ struct serve_shard {
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
 	int pending_commits;          /* commits queued, not yet answered   */
+	int64_t commit_us_avg;        /* moving average of a commit's time,
+	                                 submission to answer (auto polling) */
 	int lone;                     /* this epoll batch is one event: no
 	                                 other connection of the shard waits */
 	uint64_t direct_commits;      /* committed on this thread (counted
@@ -179,6 +186,14 @@ struct serve_server {
 	atomic_int commits;  /* commits started, not finished, all shards */
 	struct serve_shard *shards;
 };
+
+/* CLOCK_MONOTONIC in microseconds */
+static inline int64_t serve_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* serve_conn.c */
 void *serve_shard_run(void *arg);

@@ -687,30 +687,31 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
 		conn_service(c);
 }
 
-static int64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* epoll_wait; with --busy-poll, first poll for up to that many
- * microseconds.  A virtual CPU with nothing to run halts, and waking it
- * again (a request's arrival, a sync's completion) costs tens of
- * microseconds where the host does not poll for it: the shard's polling
- * keeps its CPU awake instead.  Each empty poll yields, so the engine's
- * threads on the same CPU still run. */
+/* epoll_wait, after polling for a while when that is likely to pay.  A
+ * virtual CPU with nothing to run halts, and waking it again (a request's
+ * arrival, a sync's completion on another CPU) costs tens of microseconds
+ * where the host does not poll for it; on any machine sleeping costs a
+ * context switch.  --busy-poll USEC polls up to USEC always; auto (the
+ * default) polls only while this shard has commits in flight that have
+ * lately taken under SERVE_AUTO_POLL_US from submission to answer, and for
+ * at most that long: the completion is near and the shard will have work.
+ * Each empty poll yields, so the engine's threads on the same CPU run. */
 static int shard_wait(struct serve_shard *sh, struct epoll_event *evs, int max,
                       int timeout_ms)
 {
 	int spin = sh->srv->cfg.busy_poll_us;
+	if (spin < 0)
+		spin = sh->pending_commits > 0 &&
+		               sh->commit_us_avg < SERVE_AUTO_POLL_US
+		           ? (int)sh->commit_us_avg
+		           : 0;
 	int n = epoll_wait(sh->epfd, evs, max, 0);
 	if (n == 0 && spin > 0) {
-		int64_t until = now_us() + spin;
+		int64_t until = serve_now_us() + spin;
 		do {
 			sched_yield();
 			n = epoll_wait(sh->epfd, evs, max, 0);
-		} while (n == 0 && now_us() < until);
+		} while (n == 0 && serve_now_us() < until);
 	}
 	return n != 0 ? n : epoll_wait(sh->epfd, evs, max, timeout_ms);
 }

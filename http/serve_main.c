@@ -2,7 +2,8 @@
  * serve_main.c -- keel-serve: flags, listeners, shards, signals.
  *
  *   keel-serve --db PATH [--listen ADDR:PORT] [--threads N] [--max-conns N]
- *              [--max-body BYTES] [--idle-timeout SECONDS] [--busy-poll USEC]
+ *              [--max-body BYTES] [--idle-timeout SECONDS]
+ *              [--busy-poll auto|USEC]
  *              [--no-direct-commit] [--no-batch-threads]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -36,11 +37,14 @@ static void usage(FILE *f)
 	      " (default 10000)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
 	      "  --idle-timeout SECS  close connections idle this long (default 60)\n"
-	      "  --busy-poll USEC     before a shard sleeps, poll its sockets this"
-	      " long (0-10000,\n"
-	      "                       default 0): for virtual machines whose idle"
-	      " CPUs halt at\n"
-	      "                       once; costs CPU time (docs/http.md)\n"
+	      "  --busy-poll auto|USEC  before a shard sleeps, poll its sockets:"
+	      " auto (default)\n"
+	      "                       while commits that lately took under 1 ms"
+	      " are in flight,\n"
+	      "                       for at most that long; USEC (0-10000) always,"
+	      " up to USEC;\n"
+	      "                       0 never.  Polling costs CPU time"
+	      " (docs/http.md)\n"
 	      "  --no-direct-commit   commit every write through keel's committer"
 	      " thread (for A/B\n"
 	      "                       runs); by default a write with nothing else"
@@ -123,6 +127,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 	cfg->idle_timeout_ms = 60000;
 	cfg->direct_commit = 1;
 	cfg->batch_threads = 1;
+	cfg->busy_poll_us = -1; /* auto */
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'l':
@@ -153,7 +158,12 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 			break;
 		case 'p': {
 			char *end;
-			long us = strtol(optarg, &end, 10);
+			long us;
+			if (strcmp(optarg, "auto") == 0) {
+				cfg->busy_poll_us = -1;
+				break;
+			}
+			us = strtol(optarg, &end, 10);
 			if (end == optarg || *end || us < 0 || us > 10000)
 				goto bad;
 			cfg->busy_poll_us = (int)us;

@@ -460,6 +460,7 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
 
 	cm->conn->inflight++;
 	sh->pending_commits++;
+	cm->started_us = serve_now_us();
 	/* One atomic add both counts CM and claims the direct path: of two
 	 * shards starting at once only one sees 0. */
 	before = atomic_fetch_add(&sh->srv->commits, 1);
@@ -594,6 +595,8 @@ void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 	int status;
 
 	sh->pending_commits--;
+	int64_t took = serve_now_us() - cm->started_us;
+	sh->commit_us_avg = (sh->commit_us_avg * 7 + took) / 8;
 	/* Counted down only now, not in serve_commit_done: while the shard
 	 * still has completions to answer it is not idle, and a write read
 	 * in between should join the next group rather than go direct. */

@@ -279,7 +279,7 @@ if [ -x "$B/loadgen" ]; then
 		bad "loadgen on 2 shards: $j"
 fi
 
-# ---- --busy-poll: the same answers; bad values refused ------------------------
+# ---- --busy-poll: the same answers (auto, the default, everywhere else) ------
 start bpoll --db "$T/bpoll.keel" --busy-poll 200
 expect "--busy-poll: PUT answers 201" 201 \
 	"$(code -X PUT --data-binary polled "http://127.0.0.1:$PORT/b")"
@@ -292,7 +292,12 @@ exec 3<&-
 kill -TERM "$PID"
 stopped "$PID"
 expect "--busy-poll: stops cleanly" 0 "$STATUS"
-for v in -1 10001 abc ''; do
+start bpoll0 --db "$T/bpoll.keel" --busy-poll 0
+expect "--busy-poll 0: the last PUT is there, a new one answers 204" "p2 204" \
+	"$(C "http://127.0.0.1:$PORT/b") $(code -X PUT --data-binary again "http://127.0.0.1:$PORT/b")"
+kill -TERM "$PID"
+stopped "$PID"
+for v in -1 10001 abc '' autox; do
 	"$SERVE" --db "$T/bpoll.keel" --busy-poll "$v" >/dev/null 2>&1
 	expect "--busy-poll '$v' is refused (usage, exit 2)" 2 "$?"
 done
