@@ -159,6 +159,7 @@ struct serve_shard {
 	int pending_commits;          /* commits queued, not yet answered   */
 	int64_t commit_us_avg;        /* moving average of a commit's time,
 	                                 submission to answer (auto polling) */
+	int64_t last_done_us;         /* when the last commit was answered  */
 	int lone;                     /* this epoll batch is one event: no
 	                                 other connection of the shard waits */
 	uint64_t direct_commits;      /* committed on this thread (counted
@@ -196,6 +197,9 @@ static inline int64_t serve_now_us(void)
 }
 
 /* serve_conn.c */
+/* Would the shard poll around a commit of its own (--busy-poll USEC, or
+ * auto with commits lately under SERVE_AUTO_POLL_US)? */
+int serve_would_poll(const struct serve_shard *sh);
 void *serve_shard_run(void *arg);
 int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
                      int lfd);

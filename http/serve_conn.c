@@ -691,18 +691,27 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
  * virtual CPU with nothing to run halts, and waking it again (a request's
  * arrival, a sync's completion on another CPU) costs tens of microseconds
  * where the host does not poll for it; on any machine sleeping costs a
- * context switch.  --busy-poll USEC polls up to USEC always; auto (the
- * default) polls only while this shard has commits in flight that have
- * lately taken under SERVE_AUTO_POLL_US from submission to answer, and for
- * at most that long: the completion is near and the shard will have work.
- * Each empty poll yields, so the engine's threads on the same CPU run. */
+ * context switch.  --busy-poll USEC polls up to USEC always.  auto (the
+ * default) polls only where commits have lately taken under
+ * SERVE_AUTO_POLL_US from submission to answer (commit_us_avg), for at most
+ * that long, and only while this shard has commits in flight or answered
+ * one within that time: the completion is near, or the client that just
+ * got its answer is about to send the next write.  Each empty poll yields,
+ * so the engine's threads on the same CPU run. */
+int serve_would_poll(const struct serve_shard *sh)
+{
+	int spin = sh->srv->cfg.busy_poll_us;
+	return spin > 0 || (spin < 0 && sh->commit_us_avg < SERVE_AUTO_POLL_US);
+}
+
 static int shard_wait(struct serve_shard *sh, struct epoll_event *evs, int max,
                       int timeout_ms)
 {
 	int spin = sh->srv->cfg.busy_poll_us;
 	if (spin < 0)
-		spin = sh->pending_commits > 0 &&
-		               sh->commit_us_avg < SERVE_AUTO_POLL_US
+		spin = serve_would_poll(sh) &&
+		               (sh->pending_commits > 0 ||
+		                serve_now_us() - sh->last_done_us < sh->commit_us_avg)
 		           ? (int)sh->commit_us_avg
 		           : 0;
 	int n = epoll_wait(sh->epfd, evs, max, 0);

@@ -347,7 +347,9 @@ batch_threads() {
 		awk '$39 == 3 { n++ } END { print n + 0 }'
 }
 for mode in direct async; do
-	flag=""
+	# direct commits are taken only where the shard would not poll for an
+	# async one (serve_req.c, direct_ok): --busy-poll 0
+	flag="--busy-poll 0"
 	[ $mode = async ] && flag=--no-direct-commit
 	start "dc_$mode" --db "$T/dc_$mode.keel" --idle-timeout 60 $flag
 	# 20 PUTs in turn on one connection, each naming the ETag of the last
