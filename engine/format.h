@@ -307,8 +307,8 @@ static inline void keel_node_set_slot(uint8_t *p, unsigned i, uint32_t eo,
 }
 
 /* Checks a node's index against its entries: prefix inside the payload,
- * every key (KEY_AT bytes into its entry) starting with the prefix, every
- * head matching.  The entries' own bounds must have been checked. */
+ * every key starting with the prefix, every head matching.  The entries'
+ * own bounds must have been checked (keel_node_ent_check). */
 bool keel_node_index_valid(const uint8_t *p, uint32_t len);
 
 /* A leaf entry, decoded.  INL points at the inline value bytes (inside the
@@ -338,6 +338,30 @@ static inline uint32_t keel_leaf_ent_check(const uint8_t *e, uint32_t avail)
 	uint64_t size = keel_leaf_ent_size(klen, flags & KEEL_LEAF_INLINE,
 	                                   keel_ld32(e + 4));
 	return size <= avail ? (uint32_t)size : 0;
+}
+
+/* Bounds of the branch entry at E, AVAIL bytes before the node's end: its
+ * size, or 0 when it does not fit or its key length is out of range. */
+static inline uint32_t keel_branch_ent_check(const uint8_t *e, uint32_t avail)
+{
+	if (avail < KEEL_BRANCH_ENTRY)
+		return 0;
+	uint16_t klen = keel_ld16(e);
+	if (klen == 0 || klen > KEEL_FORMAT_KEY_MAX ||
+	    KEEL_BRANCH_ENTRY + (uint32_t)klen > avail)
+		return 0;
+	return KEEL_BRANCH_ENTRY + klen;
+}
+
+/* Entry I of node payload P (LEN bytes) lies inside it: its size, or 0. */
+static inline uint32_t keel_node_ent_check(const uint8_t *p, uint32_t len,
+                                           bool leaf, unsigned i)
+{
+	uint32_t eo = keel_ld16(keel_node_slot(p, i));
+	if (eo > len)
+		return 0;
+	return leaf ? keel_leaf_ent_check(p + eo, len - eo)
+	            : keel_branch_ent_check(p + eo, len - eo);
 }
 
 /* Decodes a leaf entry that passed keel_leaf_ent_check. */

@@ -43,22 +43,9 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 	if (count == 0 || leaf != (node_level(p) == 0) ||
 	    keel_node_entries_at(count, keel_node_plen(p)) > len)
 		return false;
-	for (unsigned i = 0; i < count; i++) {
-		uint32_t eo = keel_ld16(keel_node_slot(p, i));
-		if (eo > len)
+	for (unsigned i = 0; i < count; i++)
+		if (!keel_node_ent_check(p, len, leaf, i))
 			return false;
-		if (leaf) {
-			if (!keel_leaf_ent_check(p + eo, len - eo))
-				return false;
-			continue;
-		}
-		if (eo + KEEL_BRANCH_ENTRY > len)
-			return false;
-		uint16_t klen = keel_ld16(p + eo);
-		if (klen == 0 || klen > KEEL_KEY_MAX ||
-		    eo + KEEL_BRANCH_ENTRY + klen > len)
-			return false;
-	}
 	return keel_node_index_valid(p, len);
 }
 
@@ -97,12 +84,11 @@ static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
                        bool *exact)
 {
 	int count = node_count(p);
-	size_t plen = keel_node_plen(p), n = klen < plen ? klen : plen, i = 0;
+	size_t plen = keel_node_plen(p), n = klen < plen ? klen : plen;
 	const uint8_t *prefix = p + KEEL_NODE_HDR, *slots = prefix + plen;
+	size_t i = keel_common_prefix(key, n, prefix, n);
 
 	*exact = false;
-	while (i < n && key[i] == prefix[i])
-		i++;
 	if (i < n)
 		return key[i] < prefix[i] ? 0 : count - 1; /* below / above all */
 	if (klen < plen)

@@ -72,22 +72,6 @@ static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
 	return rec + KEEL_REC_HDR;
 }
 
-/* Key length of entry I of a node payload P of PLEN bytes, or 0 when the
- * entry does not lie inside the payload. */
-static uint16_t entry_length(const uint8_t *p, uint32_t plen, bool leaf,
-                             unsigned i)
-{
-	uint16_t eo = keel_ld16(keel_node_slot(p, i));
-	const uint8_t *e = p + eo;
-	bool fits = leaf ? eo <= plen && keel_leaf_ent_check(e, plen - eo)
-	                 : eo + KEEL_BRANCH_ENTRY <= plen;
-	uint16_t klen = fits ? keel_ld16(e) : 0;
-	if (klen == 0 || klen > KEEL_KEY_MAX ||
-	    (!leaf && (uint32_t)eo + KEEL_BRANCH_ENTRY + klen > plen))
-		return 0;
-	return klen;
-}
-
 /* Verifies the subtree at OFF; *first receives its first key. */
 static void node(verifier *v, uint64_t off, uint32_t crc, int level,
                  const uint8_t **first, uint16_t *first_len)
@@ -106,12 +90,12 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		return;
 	}
 	for (unsigned i = 0; i < count; i++) {
-		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
-		uint16_t klen = entry_length(p, plen, leaf, i);
-		if (!klen) {
+		if (!keel_node_ent_check(p, plen, leaf, i)) {
 			problem(v, off, "entry %u out of bounds", i);
 			return;
 		}
+		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
+		uint16_t klen = keel_ld16(e);
 		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (i == 0) {
 			*first = key;

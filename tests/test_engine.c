@@ -48,10 +48,17 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void reopen(fixture *f)
+/* Closes the fixture's store and opens it again with O (NULL: defaults). */
+static void reopen_with(fixture *f, const keel_options *o)
 {
 	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(keel_open(f->path, o, &f->db), KEEL_OK);
+}
+
+static void reopen(fixture *f)
+{
+	reopen_with(f, NULL);
 }
 
 static void check_value(keel_db *db, const char *key, const char *val)
@@ -600,8 +607,7 @@ static void each_commit_costs_exactly_one_sync(void **state)
 	fixture *f = *state;
 	keel_io io = counting_io();
 	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT}; /* count commits only */
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	reopen_with(f, &o);
 	atomic_store(&n_fdatasync, 0);
 	atomic_store(&n_fsync, 0);
 	char val[2000];
@@ -694,8 +700,7 @@ static void threads_share_syncs_and_conflicts_fail_alone(void **state)
 	enum { T = 16, N = 60 };
 	pthread_t th[T];
 	thread_arg args[T];
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	reopen_with(f, &o);
 	atomic_store(&n_fdatasync, 0);
 	atomic_store(&n_fsync, 0);
 	for (int i = 0; i < T; i++) {
@@ -760,6 +765,39 @@ static void on_commit_count(void *arg, int rc, uint64_t txid, size_t failed)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Submits a put of KEY (value: KEY) with its own state; *B must outlive
+ * the commit. */
+static async_state *commit_async_key(keel_db *db, const char *key,
+                                     keel_batch **b)
+{
+	async_state *s = calloc(1, sizeof(*s));
+	assert_non_null(s);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	assert_int_equal(keel_batch_new(b), KEEL_OK);
+	assert_int_equal(keel_batch_put(*b, key, strlen(key), key, strlen(key),
+	                                KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_commit_async(db, *b, on_commit, s), KEEL_OK);
+	return s;
+}
+
+static int async_done(async_state *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int d = s->done;
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
+/* Waits (unbounded: a lost callback hangs the test) for N completions. */
+static void async_wait(async_state *s, int n)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->done < n)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void async_commits_complete_durably_and_in_order(void **state)
 {
 	fixture *f = *state;
@@ -772,10 +810,7 @@ static void async_commits_complete_durably_and_in_order(void **state)
 		keel_batch_put(b[i], key, strlen(key), key, strlen(key), KEEL_REV_ABSENT);
 		assert_int_equal(keel_commit_async(f->db, b[i], on_commit, &s), KEEL_OK);
 	}
-	pthread_mutex_lock(&s.mu);
-	while (s.done < 64)
-		pthread_cond_wait(&s.cv, &s.mu);
-	pthread_mutex_unlock(&s.mu);
+	async_wait(&s, 64);
 	assert_int_equal(s.ok, 64);
 	for (int i = 1; i < 64; i++)
 		assert_true(s.txid[i] >= s.txid[i - 1]);
@@ -821,17 +856,12 @@ static int batch_threads_now(void)
 
 static void commit_one_async(keel_db *db)
 {
-	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	keel_batch *b;
-	assert_int_equal(keel_batch_new(&b), KEEL_OK);
-	assert_int_equal(keel_batch_put(b, "k", 1, "v", 1, KEEL_REV_ANY), KEEL_OK);
-	assert_int_equal(keel_commit_async(db, b, on_commit, &s), KEEL_OK);
-	pthread_mutex_lock(&s.mu);
-	while (s.done < 1)
-		pthread_cond_wait(&s.cv, &s.mu);
-	pthread_mutex_unlock(&s.mu);
-	assert_int_equal(s.ok, 1);
+	async_state *s = commit_async_key(db, "k", &b);
+	async_wait(s, 1);
+	assert_int_equal(s->ok, 1);
 	keel_batch_free(b);
+	free(s);
 }
 
 /* KEEL_BATCH_THREADS puts the engine's committer threads (started by the
@@ -841,19 +871,16 @@ static void batch_threads_flag_sets_the_engines_threads_only(void **state)
 {
 	fixture *f = *state;
 	keel_options o = {.flags = KEEL_BATCH_THREADS};
-	keel_db *db;
 
 	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
 	commit_one_async(f->db); /* the fixture's store: no flag */
 	assert_int_equal(batch_threads_now(), 0);
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	f->db = NULL;
-
-	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
-	commit_one_async(db);
+	reopen_with(f, &o);
+	commit_one_async(f->db);
 	assert_true(batch_threads_now() >= 1);
 	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
-	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
 	assert_int_equal(batch_threads_now(), 0); /* they went with the handle */
 }
 
@@ -935,8 +962,7 @@ static void a_second_writer_handle_is_refused_while_the_first_holds_the_lock(voi
 	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
 	o.lock_timeout_ms = 50;
 	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	reopen_with(f, &o);
 }
 
 
@@ -969,8 +995,7 @@ static void compaction_keeps_everything_and_shrinks_the_file(void **state)
 	keel_options o = {.flags = KEEL_NOCOMPACT};
 	keel_stats before, after;
 	keel_view v;
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	reopen_with(f, &o);
 	fill_versions(f->db, 300, 4);
 	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
 	uint64_t rev7 = v.rev;
@@ -1061,7 +1086,7 @@ static void writers_go_on_during_compaction_and_nothing_is_lost(void **state)
  * before the first had cleaned up, the cleanup would remove the second's
  * new file and its rename would fail with KEEL_ENOENT. */
 static atomic_int cc_state; /* 0 first not failed yet, 1 failed, 2 cleaning, 3 clean */
-static atomic_int cc_fd = -1;
+static atomic_int compact_fd = -1; /* the fd of the newest PATH.compact */
 
 static bool is_compact_path(const char *path)
 {
@@ -1069,17 +1094,18 @@ static bool is_compact_path(const char *path)
 	return n > 8 && strcmp(path + n - 8, ".compact") == 0;
 }
 
-static int cc_open(void *ctx, const char *path, int flags, unsigned mode)
+/* The open of the I/O seam, noting compaction's new file in compact_fd. */
+static int compact_open(void *ctx, const char *path, int flags, unsigned mode)
 {
 	int fd = keel_io_posix()->open(ctx, path, flags, mode);
 	if (fd >= 0 && is_compact_path(path))
-		atomic_store(&cc_fd, fd);
+		atomic_store(&compact_fd, fd);
 	return fd;
 }
 
 static int cc_fsync(void *ctx, int fd)
 {
-	if (fd == atomic_load(&cc_fd)) {
+	if (fd == atomic_load(&compact_fd)) {
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&cc_state, &expect, 1))
 			return -EIO; /* the first compaction fails here */
@@ -1111,80 +1137,46 @@ static void a_failed_compaction_cleans_up_before_the_next_one_starts(void **stat
 {
 	fixture *f = *state;
 	keel_io io = *keel_io_posix();
-	io.open = cc_open;
+	io.open = compact_open;
 	io.fsync = cc_fsync;
 	io.unlink = cc_unlink;
 	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
-	keel_db *db;
 	pthread_t t;
 	void *rc1;
 
 	atomic_store(&cc_state, 0);
-	atomic_store(&cc_fd, -1);
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	f->db = NULL;
-	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
-	fill_versions(db, 200, 1);
-	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
+	atomic_store(&compact_fd, -1);
+	reopen_with(f, &o);
+	fill_versions(f->db, 200, 1);
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, f->db), 0);
 	for (int i = 0; i < 500 && atomic_load(&cc_state) < 2; i++)
 		usleep(2000);
 	assert_int_equal(atomic_load(&cc_state), 2); /* the first is cleaning up */
-	assert_int_equal(keel_compact(db), KEEL_OK);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
 	pthread_join(t, &rc1);
 	assert_int_equal((int)(intptr_t)rc1, KEEL_EIO);
-	check_versions(db, 200, 1);
+	check_versions(f->db, 200, 1);
 	keel_stats st;
-	assert_int_equal(keel_stat(db, &st), KEEL_OK);
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
 	assert_int_equal(st.compactions, 1);
-	assert_int_equal(keel_close(db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	reopen(f); /* IO lives on this stack: back to the default backend */
 	check_versions(f->db, 200, 1);
 }
 
 /* A compaction held at its first write into PATH.compact, through the I/O
  * seam, until the test opens the gate. */
-static atomic_int gate_fd = -1, gate_state; /* 0 closed, 1 reached, 2 open */
-
-static int gate_open_fn(void *ctx, const char *path, int flags, unsigned mode)
-{
-	int fd = keel_io_posix()->open(ctx, path, flags, mode);
-	if (fd >= 0 && is_compact_path(path))
-		atomic_store(&gate_fd, fd);
-	return fd;
-}
+static atomic_int gate_state; /* 0 closed, 1 reached, 2 open */
 
 static ssize_t gate_pwrite(void *ctx, int fd, const void *buf, size_t len,
                            uint64_t off)
 {
-	if (fd == atomic_load(&gate_fd)) {
+	if (fd == atomic_load(&compact_fd)) {
 		int expect = 0;
 		atomic_compare_exchange_strong(&gate_state, &expect, 1);
 		for (int i = 0; i < 2000 && atomic_load(&gate_state) != 2; i++)
 			usleep(5000);
 	}
 	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
-}
-
-static async_state *commit_async_key(keel_db *db, const char *key,
-                                     keel_batch **b)
-{
-	async_state *s = calloc(1, sizeof(*s));
-	assert_non_null(s);
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	assert_int_equal(keel_batch_new(b), KEEL_OK);
-	assert_int_equal(keel_batch_put(*b, key, strlen(key), key, strlen(key),
-	                                KEEL_REV_ANY), KEEL_OK);
-	assert_int_equal(keel_commit_async(db, *b, on_commit, s), KEEL_OK);
-	return s;
-}
-
-static int async_done(async_state *s)
-{
-	pthread_mutex_lock(&s->mu);
-	int d = s->done;
-	pthread_mutex_unlock(&s->mu);
-	return d;
 }
 
 /* While a compaction runs and the file is over 2.25x its live bytes,
@@ -1195,7 +1187,7 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 {
 	fixture *f = *state;
 	keel_io io = *keel_io_posix();
-	io.open = gate_open_fn;
+	io.open = compact_open;
 	io.pwrite = gate_pwrite;
 	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
 	keel_db *db;
@@ -1204,11 +1196,10 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	char val[1000];
 	keel_batch *b;
 
-	atomic_store(&gate_fd, -1);
+	atomic_store(&compact_fd, -1);
 	atomic_store(&gate_state, 0);
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	f->db = NULL;
-	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	reopen_with(f, &o);
+	db = f->db;
 	/* 100 rounds over 50 keys of 1000 bytes: about 5 MB appended, 50 KB
 	 * live */
 	memset(val, 'x', sizeof(val));
@@ -1246,8 +1237,7 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	assert_int_equal(keel_compacting(db), 0);
 	keel_batch_free(b);
 	free(s);
-	assert_int_equal(keel_close(db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	reopen(f); /* IO lives on this stack: back to the default backend */
 	check_value(f->db, "held", "held");
 }
 
@@ -1266,8 +1256,7 @@ static void an_async_flood_keeps_the_file_bounded(void **state)
 	keel_stats st;
 
 	assert_non_null(b);
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
+	reopen_with(f, &o);
 	memset(v, 'v', sizeof(v));
 	keel_batch *load;
 	assert_int_equal(keel_batch_new(&load), KEEL_OK);
@@ -1300,10 +1289,7 @@ static void an_async_flood_keeps_the_file_bounded(void **state)
 				peak = u;
 		}
 	}
-	pthread_mutex_lock(&s.mu);
-	while (s.done < COMMITS)
-		pthread_cond_wait(&s.cv, &s.mu);
-	pthread_mutex_unlock(&s.mu);
+	async_wait(&s, COMMITS);
 	assert_int_equal(s.ok, COMMITS);
 	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
 	print_message("%d async commits: peak end/live %.2f, %llu compactions\n",
