@@ -519,6 +519,11 @@ int keel_compact(keel_db *db)
 		goto out_release;
 	}
 	rc = newfile_build(db, m, &s0, &nf);
+	/* The bulk of the new file is made durable here, while writers go on
+	 * committing: the sync in switch_files, with the pipeline stopped,
+	 * then has only the catch-up left to write back. */
+	if (rc == KEEL_OK)
+		rc = keel_err_from_errno(db->io->fsync(db->io->ctx, nf.fd));
 	pthread_mutex_lock(&db->mu);
 	if (rc == KEEL_OK)
 		rc = switch_files(db, m, &s0, &nf);
