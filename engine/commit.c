@@ -322,7 +322,8 @@ static void lead_group(keel_db *db)
 		rc = group_finish_build(db, b, &base, &region, &head);
 	if (rc == KEEL_OK && !empty) {
 		keel_head_encode(head_buf, &head);
-		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE, &grew);
+		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE,
+		                    head.live_bytes, &grew);
 		if (rc == KEEL_OK)
 			rc = commit_write_region(db->io, db->fd, &region, head_buf,
 			                         head.region_start);

@@ -8,6 +8,7 @@
  * READ:   pin (head, map) under mu --> walk the tree in the map --> the view
  *         keeps the map pinned.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fiu.h>
 #include <stdio.h>
@@ -315,9 +316,32 @@ int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
 	return keel_err_from_errno(e);
 }
 
+/* With the automatic policy on (and the default step), growth stops at
+ * 2.5 times the live bytes: compaction starts at 2x and holds writers at
+ * 2.25x (commit.c), so the file's own slack never takes it past the bound
+ * (docs/engine.md).  Never closer to NEED than GROW_MIN_SLACK: a store that
+ * runs past the bound still grows in steps, not at every commit.  Never
+ * below 1 MiB: below that the policy does not compact, nor hold writers,
+ * and a small store would grow (and pay a sync for it) every few commits.
+ * Past 2 MiB the cap keeps to 2 MiB boundaries where it can (huge pages). */
+#define GROW_MIN_SLACK ((uint64_t)64 << 10)
+#define GROW_CAP_MIN ((uint64_t)1 << 20)
+
+uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live)
+{
+	uint64_t floor = (need + GROW_MIN_SLACK + KEEL_BLOCK - 1) &
+	                 ~(uint64_t)(KEEL_BLOCK - 1);
+	uint64_t cap = live / 2 * 5;
+	cap &= cap >= DB_HUGE && (cap & ~(DB_HUGE - 1)) >= floor
+	           ? ~(DB_HUGE - 1) : ~(uint64_t)(KEEL_BLOCK - 1);
+	cap = cap > floor ? cap : floor;
+	cap = cap > GROW_CAP_MIN ? cap : GROW_CAP_MIN;
+	return size < cap ? size : cap;
+}
+
 /* Called by the leader without mu: only a leader grows the file, and
  * leaders run one at a time (building), never beside a compaction switch. */
-int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
+int db_ensure_size(keel_db *db, uint64_t need, uint64_t live, bool *grew)
 {
 	if (need <= db->file_size)
 		return KEEL_OK;
@@ -325,6 +349,9 @@ int db_ensure_size(keel_db *db, uint64_t need, bool *grew)
 	if (!(db->flags & KEEL_PREALLOC_FALLOCATE) && step > ZERO_STEP_MAX)
 		step = ZERO_STEP_MAX; /* writing zeros: keep each growth short */
 	uint64_t size = db_grow_size(need, step);
+	if (!db->grow_step && !(db->flags & KEEL_NOCOMPACT))
+		size = db_grow_cap(need, size, live);
+	assert(size >= need);
 	int rc = db_preallocate(db->io, db->fd, db->file_size, size, db->flags);
 	if (rc)
 		return rc;

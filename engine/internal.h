@@ -235,9 +235,13 @@ int keel_err_from_errno(int neg_errno);
 uint64_t keel_now_ns(void);
 
 /* Grows the file so [0, need) is allocated, remapping; called by the
- * leader without mu.  Sets *grew when the size changed (the commit must
- * fsync, not fdatasync). */
-int db_ensure_size(keel_db *db, uint64_t need, bool *grew);
+ * leader without mu.  LIVE: the live bytes of the head being written (the
+ * automatic policy's cap, db_grow_cap).  Sets *grew when the size changed
+ * (the commit must fsync, not fdatasync). */
+int db_ensure_size(keel_db *db, uint64_t need, uint64_t live, bool *grew);
+/* SIZE, lowered where it would take the file past 2.5 times LIVE bytes,
+ * but never below NEED plus 64 KiB, nor below 1 MiB. */
+uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live);
 /* Allocates [from, to) of FD: zeros written, or fallocate when FLAGS has
  * KEEL_PREALLOC_FALLOCATE. */
 int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
