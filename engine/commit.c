@@ -374,13 +374,15 @@ static void lead_group(keel_db *db)
 }
 
 /* Compaction is due or running and the file's used part is over 2.25
- * times the live bytes: with the file's preallocated slack on top, this
- * keeps the file under 2.5 times live even against a writer that appends
- * faster than compaction copies (an unsynced one). */
+ * times the live bytes (POLICY_HOLD_Q): with the file's preallocated slack
+ * on top, capped at 2.5 times (db_grow_cap), this keeps the file within 2.5
+ * times live even against a writer that appends faster than compaction
+ * copies (an unsynced one). */
 static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
-	return end > ((uint64_t)1 << 20) && end > db->tail.live_bytes / 4 * 9;
+	return end > POLICY_HOLD_MIN_END &&
+	       end > db->tail.live_bytes / 4 * POLICY_HOLD_Q;
 }
 
 /* Backpressure: while compaction is due or running and lagging, new groups

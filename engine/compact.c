@@ -563,8 +563,15 @@ static void *compactor_main(void *arg)
 		}
 		db->compact_wanted = false;
 		pthread_mutex_unlock(&db->mu);
-		keel_compact(db); /* a failure leaves the store as it was */
+		int rc = keel_compact(db); /* a failure leaves the store as it was */
 		pthread_mutex_lock(&db->mu);
+		/* After a failure (a full disk, an unwritable directory) the next
+		 * try waits until the store has grown by its live bytes again:
+		 * retried at every publish, a failing compaction rebuilt the whole
+		 * live tree per commit, and held writers back each time. */
+		uint64_t end = db->head.off + KEEL_HEAD_SIZE, live = db->head.live_bytes;
+		db->compact_retry_end = rc == KEEL_OK ? 0
+		                      : end + (live > AUTO_MIN_END ? live : AUTO_MIN_END);
 	}
 	pthread_mutex_unlock(&db->mu);
 	return NULL;
@@ -575,7 +582,8 @@ void compact_maybe_schedule(keel_db *db)
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
 	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
 	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
-	    end < 2 * db->head.live_bytes)
+	    end < db->head.live_bytes / 4 * POLICY_COMPACT_Q ||
+	    end < db->compact_retry_end)
 		return;
 	if (!db->compactor_started) {
 		if (pthread_create(&db->compactor, NULL, compactor_main, db))

@@ -317,25 +317,25 @@ int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
 }
 
 /* With the automatic policy on (and the default step), growth stops at
- * 2.5 times the live bytes: compaction starts at 2x and holds writers at
- * 2.25x (commit.c), so the file's own slack never takes it past the bound
- * (docs/engine.md).  Never closer to NEED than GROW_MIN_SLACK: a store that
- * runs past the bound still grows in steps, not at every commit.  Never
- * below 1 MiB: below that the policy does not compact, nor hold writers,
- * and a small store would grow (and pay a sync for it) every few commits.
- * Past 2 MiB the cap keeps to 2 MiB boundaries where it can (huge pages). */
+ * POLICY_CAP_Q quarters of the live bytes: compaction starts at
+ * POLICY_COMPACT_Q and holds writers at POLICY_HOLD_Q (internal.h), so the
+ * file's own slack never takes it past the bound (docs/engine.md).  Where
+ * the cap would leave less than GROW_MIN_SLACK past NEED -- the part in
+ * use is already at the bound: a store too small for the hold, or one whose
+ * compactions fail -- the growth is left alone: a cap there bounds nothing
+ * and would cost a growth, and its sync, every few commits.  Past 2 MiB the
+ * cap keeps to 2 MiB boundaries where it can (huge pages). */
 #define GROW_MIN_SLACK ((uint64_t)64 << 10)
-#define GROW_CAP_MIN ((uint64_t)1 << 20)
 
 uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live)
 {
-	uint64_t floor = (need + GROW_MIN_SLACK + KEEL_BLOCK - 1) &
-	                 ~(uint64_t)(KEEL_BLOCK - 1);
-	uint64_t cap = live / 2 * 5;
+	uint64_t cap = live > UINT64_MAX / POLICY_CAP_Q ? UINT64_MAX
+	                                                 : live * POLICY_CAP_Q / 4;
+	uint64_t floor = need + GROW_MIN_SLACK;
 	cap &= cap >= DB_HUGE && (cap & ~(DB_HUGE - 1)) >= floor
 	           ? ~(DB_HUGE - 1) : ~(uint64_t)(KEEL_BLOCK - 1);
-	cap = cap > floor ? cap : floor;
-	cap = cap > GROW_CAP_MIN ? cap : GROW_CAP_MIN;
+	if (cap < floor)
+		return size;
 	return size < cap ? size : cap;
 }
 

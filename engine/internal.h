@@ -20,6 +20,20 @@
 #include "io.h"
 #include "keel.h"
 
+/* ---- the automatic compaction policy's space bounds ------------------------
+ * In quarters of the live bytes: compaction is due when the part of the file
+ * in use reaches POLICY_COMPACT_Q (compact.c), new writes wait for a lagging
+ * compaction past POLICY_HOLD_Q (commit.c; only past POLICY_HOLD_MIN_END),
+ * and the file's growth stops at POLICY_CAP_Q (db.c), so the file with its
+ * preallocated slack stays within 2.5 times the live bytes. */
+#define POLICY_COMPACT_Q 8u
+#define POLICY_HOLD_Q 9u
+#define POLICY_CAP_Q 10u
+#define POLICY_HOLD_MIN_END ((uint64_t)1 << 20)
+_Static_assert(POLICY_COMPACT_Q < POLICY_HOLD_Q && POLICY_HOLD_Q < POLICY_CAP_Q,
+               "compaction is due before writers wait, and they wait before "
+               "the file reaches its bound");
+
 /* ---- mappings (map.c) ------------------------------------------------------
  * A keel_map is one read-only MAP_SHARED mapping of a data file.  The db holds
  * one reference to its current map; every snapshot, view, iterator and commit
@@ -206,6 +220,8 @@ struct keel_db {
 	pthread_t compactor;  /* background thread of the automatic policy    */
 	bool compactor_started, compact_wanted;
 	pthread_cond_t compactor_cv;
+	uint64_t compact_retry_end; /* after a failed automatic compaction, the
+	                             * next waits for the used part to get here */
 
 	keel_recovery recovery;
 	uint64_t n_commits, n_syncs, n_compactions;
@@ -239,8 +255,8 @@ uint64_t keel_now_ns(void);
  * automatic policy's cap, db_grow_cap).  Sets *grew when the size changed
  * (the commit must fsync, not fdatasync). */
 int db_ensure_size(keel_db *db, uint64_t need, uint64_t live, bool *grew);
-/* SIZE, lowered where it would take the file past 2.5 times LIVE bytes,
- * but never below NEED plus 64 KiB, nor below 1 MiB. */
+/* SIZE, lowered where it would take the file past POLICY_CAP_Q quarters of
+ * LIVE bytes, unless that would leave less than 64 KiB past NEED. */
 uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live);
 /* Allocates [from, to) of FD: zeros written, or fallocate when FLAGS has
  * KEEL_PREALLOC_FALLOCATE. */

@@ -49,7 +49,14 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 	return keel_node_index_valid(p, len);
 }
 
+/* A node's first KiB (all of a leaf, unless its keys are long; a branch's
+ * header, prefix and slots) is asked for at once, before the header is
+ * read: the cache misses of the header, the search's probes and the entry
+ * it lands on then overlap instead of following one another.  1.5x the
+ * point reads of a million keys (docs/engine.md); 2 KiB measured the same,
+ * 4 KiB slower. */
 #define NODE_PREFETCH ((uint64_t)KEEL_REC_HDR + KEEL_LEAF_MAX)
+#define CACHE_LINE 64u
 
 /* The node record at OFF, verified (once) and validated; its payload, or
  * NULL when it is not a good node with that CRC. */
@@ -58,13 +65,9 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
 {
 	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
 		return NULL;
-	/* A node's first KiB (a whole leaf; a branch's header, prefix and
-	 * slots) is asked for at once, before the header is read: the cache
-	 * misses of the header, the search's probes and the entry it lands on
-	 * then overlap instead of following one another.  1.5x the point reads
-	 * of a million keys (docs/bench.md); 4 KiB was slower than 1 or 2. */
 	uint64_t end = off + NODE_PREFETCH < m->len ? off + NODE_PREFETCH : m->len;
-	for (uint64_t at = off & ~(uint64_t)63; at < end; at += 64)
+	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
+	     at += CACHE_LINE)
 		__builtin_prefetch(m->base + at);
 	uint8_t type = m->base[off + 4];
 	if (type != KEEL_REC_LEAF && type != KEEL_REC_BRANCH)
@@ -86,12 +89,33 @@ static const uint8_t *entry_at(const uint8_t *p, unsigned i,
 	return e;
 }
 
+/* How many of the node's COUNT slots have a head below KH (OR_EQUAL: at
+ * most KH).  Heads never decrease from slot to slot (format.h).  Without
+ * branches: the probes' outcomes are coin flips no predictor learns, and a
+ * conditional move per probe costs less than a mispredicted branch. */
+static int heads_below(const uint8_t *slots, int count, uint32_t kh,
+                       bool or_equal)
+{
+	const uint8_t *base = slots;
+	uint32_t bound = kh + or_equal; /* head < bound; KH+1 can wrap: */
+	if (or_equal && bound == 0)
+		return count;           /* every head is <= 0xffffffff */
+	for (size_t len = (size_t)count; len > 1;) {
+		size_t half = len / 2;
+		const uint8_t *mid = base + KEEL_SLOT * half;
+		base = keel_ld32(mid + 2) < bound ? mid : base;
+		len -= half;
+	}
+	return (int)((size_t)(base - slots) / KEEL_SLOT) +
+	       (keel_ld32(base + 2) < bound);
+}
+
 /* Index of the last entry with key <= KEY (0 if none) in a valid node;
  * *exact tells whether that entry equals KEY.  The node's prefix settles a
- * key outside it at once; inside, the slots' heads order the entries: a
- * search without branches (its probes' outcomes are coin flips no branch
- * predictor can learn) counts the slots whose head is <= KEY's head, and
- * only the run of slots whose head ties with KEY's has its keys read. */
+ * key outside it at once; inside, the slots' heads order the entries, and
+ * only the slots whose head ties with KEY's have their keys read (a binary
+ * search among them: keys that share their first bytes past the prefix can
+ * make a long run of ties). */
 static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
                        bool *exact)
 {
@@ -106,32 +130,29 @@ static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
 	if (klen < plen)
 		return 0;                 /* a proper prefix of every key */
 	uint32_t kh = keel_key_head(key, klen, plen);
-	/* Heads never decrease from slot to slot (format.h).  R: how many
-	 * slots have a head <= KH. */
-	const uint8_t *base = slots;
-	for (size_t len = (size_t)count; len > 1;) {
-		size_t half = len / 2;
-		const uint8_t *mid = base + KEEL_SLOT * half;
-		base = keel_ld32(mid + 2) <= kh ? mid : base;
-		len -= half;
-	}
-	int r = (int)((size_t)(base - slots) / KEEL_SLOT) +
-	        (keel_ld32(base + 2) <= kh);
-	/* Back through the run of tied heads, whose keys decide, to the last
-	 * entry whose key is <= KEY. */
-	for (int j = r - 1; j >= 0; j--) {
-		const uint8_t *sj = slots + KEEL_SLOT * (unsigned)j;
-		if (keel_ld32(sj + 2) != kh)
-			return j;         /* a head below KH: a key below KEY */
-		const uint8_t *e = p + keel_ld16(sj);
+	int hi = heads_below(slots, count, kh, true) - 1; /* last head <= KH */
+	if (hi < 0)
+		return 0;                 /* below every key */
+	if (keel_ld32(slots + KEEL_SLOT * (unsigned)hi + 2) != kh)
+		return hi;                /* no tie: a key below KEY */
+	int lo = heads_below(slots, hi + 1, kh, false), ans = lo - 1;
+	while (lo <= hi) {            /* the tied run [lo, hi] */
+		int mid = (lo + hi) / 2;
+		const uint8_t *e = p + keel_ld16(slots + KEEL_SLOT * (unsigned)mid);
 		int c = keel_key_cmp(e + KEEL_LEAF_ENTRY + plen, keel_ld16(e) - plen,
 		                     key + plen, klen - plen);
-		if (c <= 0) {
-			*exact = c == 0;
-			return j;
+		if (c == 0) {
+			*exact = true;
+			return mid;
+		}
+		if (c < 0) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
 		}
 	}
-	return 0;
+	return ans < 0 ? 0 : ans;
 }
 
 int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
