@@ -135,7 +135,10 @@ static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
 		return 0;                 /* below every key */
 	if (keel_ld32(slots + KEEL_SLOT * (unsigned)hi + 2) != kh)
 		return hi;                /* no tie: a key below KEY */
-	int lo = heads_below(slots, hi + 1, kh, false), ans = lo - 1;
+	/* Mostly the run is that one slot; otherwise find where it begins. */
+	int lo = hi > 0 && keel_ld32(slots + KEEL_SLOT * (unsigned)(hi - 1) + 2) == kh
+	             ? heads_below(slots, hi, kh, false) : hi;
+	int ans = lo - 1;
 	while (lo <= hi) {            /* the tied run [lo, hi] */
 		int mid = (lo + hi) / 2;
 		const uint8_t *e = p + keel_ld16(slots + KEEL_SLOT * (unsigned)mid);
