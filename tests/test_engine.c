@@ -21,6 +21,7 @@
 #include "io.h"
 #include "keel.h"
 #include "testutil.h"
+#include "teststore.h"
 
 typedef struct fixture {
 	char *dir, *path;
@@ -1329,28 +1330,14 @@ static void the_file_stays_within_the_space_bound(void **state)
 	fixture *f = *state;
 	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
 	enum { KEYS = 10000, PUTS = 150000 };
-	char k[16], v[16];
 	keel_stats st;
 	double peak = 0;
+	uint32_t x = 777;
 
 	reopen_with(f, &o);
-	memset(v, 'v', sizeof(v));
-	keel_batch *load;
-	assert_int_equal(keel_batch_new(&load), KEEL_OK);
-	for (int i = 0; i < KEYS; i++) {
-		snprintf(k, sizeof(k), "%08d", i);
-		assert_int_equal(keel_batch_put(load, k, 8, v, sizeof(v), KEEL_REV_ANY),
-		                 KEEL_OK);
-	}
-	assert_int_equal(keel_commit(f->db, load, NULL, NULL), KEEL_OK);
-	keel_batch_free(load);
-	uint32_t x = 777;
+	ts_load_numbered(f->db, KEYS);
 	for (int i = 0; i < PUTS; i++) {
-		x = x * 1103515245u + 12345u;
-		snprintf(k, sizeof(k), "%08u", (x >> 8) % KEYS);
-		memcpy(v, &i, sizeof(i));
-		assert_int_equal(keel_put(f->db, k, 8, v, sizeof(v), KEEL_REV_ANY, NULL),
-		                 KEEL_OK);
+		ts_overwrite_numbered(f->db, KEYS, &x, i);
 		if (i % 50 == 0) {
 			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
 			double r = (double)st.file_size / (double)st.live_bytes;
