@@ -382,7 +382,7 @@ static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
 	return end > POLICY_HOLD_MIN_END &&
-	       end > db->tail.live_bytes / 4 * POLICY_HOLD_Q;
+	       end > policy_bytes(db->tail.live_bytes, POLICY_HOLD_Q);
 }
 
 /* Backpressure: while compaction is due or running and lagging, new groups

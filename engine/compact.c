@@ -582,7 +582,7 @@ void compact_maybe_schedule(keel_db *db)
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
 	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
 	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
-	    end < db->head.live_bytes / 4 * POLICY_COMPACT_Q ||
+	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q) ||
 	    end < db->compact_retry_end)
 		return;
 	if (!db->compactor_started) {

@@ -329,8 +329,7 @@ int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
 
 uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live)
 {
-	uint64_t cap = live > UINT64_MAX / POLICY_CAP_Q ? UINT64_MAX
-	                                                 : live * POLICY_CAP_Q / 4;
+	uint64_t cap = policy_bytes(live, POLICY_CAP_Q);
 	uint64_t floor = need + GROW_MIN_SLACK;
 	cap &= cap >= DB_HUGE && (cap & ~(DB_HUGE - 1)) >= floor
 	           ? ~(DB_HUGE - 1) : ~(uint64_t)(KEEL_BLOCK - 1);

@@ -145,7 +145,7 @@ bool keel_node_index_valid(const uint8_t *p, uint32_t len)
 		uint16_t klen = keel_ld16(e);
 		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (klen < plen || memcmp(key, prefix, plen) != 0 ||
-		    keel_ld32(s + 2) != keel_key_head(key, klen, plen))
+		    keel_slot_head(s) != keel_key_head(key, klen, plen))
 			return false;
 	}
 	return true;

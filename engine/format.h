@@ -145,6 +145,7 @@
 #define KEEL_HEAD_SIZE (KEEL_REC_HDR + KEEL_HEAD_PAYLOAD) /* 112, aligned   */
 #define KEEL_NODE_HDR 8u
 #define KEEL_SLOT 6u          /* a node slot: entry offset, key head      */
+#define KEEL_SLOT_HEAD 2u     /* the key head's place in a slot           */
 #define KEEL_LEAF_ENTRY 16u   /* fixed part of a leaf entry; key at +16  */
 #define KEEL_LEAF_VREF 12u    /* value part of a non-inline leaf entry    */
 #define KEEL_LEAF_INLINE 1u   /* leaf entry flag: the value follows the key */
@@ -303,7 +304,13 @@ static inline void keel_node_set_slot(uint8_t *p, unsigned i, uint32_t eo,
 {
 	uint8_t *s = (uint8_t *)keel_node_slot(p, i);
 	keel_st16(s, (uint16_t)eo);
-	keel_st32(s + 2, keel_key_head(key, klen, keel_node_plen(p)));
+	keel_st32(s + KEEL_SLOT_HEAD, keel_key_head(key, klen, keel_node_plen(p)));
+}
+
+/* The key head of the slot at S. */
+static inline uint32_t keel_slot_head(const uint8_t *s)
+{
+	return keel_ld32(s + KEEL_SLOT_HEAD);
 }
 
 /* Checks a node's index against its entries: prefix inside the payload,

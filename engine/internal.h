@@ -34,6 +34,12 @@ _Static_assert(POLICY_COMPACT_Q < POLICY_HOLD_Q && POLICY_HOLD_Q < POLICY_CAP_Q,
                "compaction is due before writers wait, and they wait before "
                "the file reaches its bound");
 
+/* Q quarters of LIVE bytes (rounded down; UINT64_MAX where that overflows). */
+static inline uint64_t policy_bytes(uint64_t live, unsigned q)
+{
+	return live / 4 > UINT64_MAX / q ? UINT64_MAX : live / 4 * q;
+}
+
 /* ---- mappings (map.c) ------------------------------------------------------
  * A keel_map is one read-only MAP_SHARED mapping of a data file.  The db holds
  * one reference to its current map; every snapshot, view, iterator and commit

@@ -103,11 +103,11 @@ static int heads_below(const uint8_t *slots, int count, uint32_t kh,
 	for (size_t len = (size_t)count; len > 1;) {
 		size_t half = len / 2;
 		const uint8_t *mid = base + KEEL_SLOT * half;
-		base = keel_ld32(mid + 2) < bound ? mid : base;
+		base = keel_slot_head(mid) < bound ? mid : base;
 		len -= half;
 	}
 	return (int)((size_t)(base - slots) / KEEL_SLOT) +
-	       (keel_ld32(base + 2) < bound);
+	       (keel_slot_head(base) < bound);
 }
 
 /* Index of the last entry with key <= KEY (0 if none) in a valid node;
@@ -133,10 +133,10 @@ static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
 	int hi = heads_below(slots, count, kh, true) - 1; /* last head <= KH */
 	if (hi < 0)
 		return 0;                 /* below every key */
-	if (keel_ld32(slots + KEEL_SLOT * (unsigned)hi + 2) != kh)
+	if (keel_slot_head(slots + KEEL_SLOT * (unsigned)hi) != kh)
 		return hi;                /* no tie: a key below KEY */
 	/* Mostly the run is that one slot; otherwise find where it begins. */
-	int lo = hi > 0 && keel_ld32(slots + KEEL_SLOT * (unsigned)(hi - 1) + 2) == kh
+	int lo = hi > 0 && keel_slot_head(slots + KEEL_SLOT * (unsigned)(hi - 1)) == kh
 	             ? heads_below(slots, hi, kh, false) : hi;
 	int ans = lo - 1;
 	while (lo <= hi) {            /* the tied run [lo, hi] */
