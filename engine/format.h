@@ -307,6 +307,13 @@ static inline void keel_node_set_slot(uint8_t *p, unsigned i, uint32_t eo,
 	keel_st32(s + KEEL_SLOT_HEAD, keel_key_head(key, klen, keel_node_plen(p)));
 }
 
+/* Entry I of node payload P: only where keel_node_ent_check passed is it
+ * known to lie inside the node. */
+static inline const uint8_t *keel_node_entry(const uint8_t *p, unsigned i)
+{
+	return p + keel_ld16(keel_node_slot(p, i));
+}
+
 /* The key head of the slot at S. */
 static inline uint32_t keel_slot_head(const uint8_t *s)
 {

@@ -125,13 +125,9 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 /* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end. */
 int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out);
 
-/* Decoders for node payloads, shared with recovery/verify.c's reading. */
+/* Decoders for node payloads (tree.c). */
 static inline uint16_t node_count(const uint8_t *p) { return keel_ld16(p); }
 static inline uint8_t node_level(const uint8_t *p) { return p[2]; }
-static inline const uint8_t *node_entry(const uint8_t *p, unsigned i)
-{
-	return p + keel_ld16(keel_node_slot(p, i));
-}
 
 /* ---- building a commit (tree.c) --------------------------------------------
  * A tree_builder turns a sequence of puts and deletes into dirty in-memory

@@ -83,7 +83,7 @@ _Static_assert(KEEL_LEAF_ENTRY == KEEL_BRANCH_ENTRY,
 static const uint8_t *entry_at(const uint8_t *p, unsigned i,
                                const uint8_t **key, uint16_t *klen)
 {
-	const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
+	const uint8_t *e = keel_node_entry(p, i);
 	*klen = keel_ld16(e);
 	*key = e + KEEL_LEAF_ENTRY;
 	return e;

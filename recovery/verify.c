@@ -94,7 +94,7 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 			problem(v, off, "entry %u out of bounds", i);
 			return;
 		}
-		const uint8_t *e = p + keel_ld16(keel_node_slot(p, i));
+		const uint8_t *e = keel_node_entry(p, i);
 		uint16_t klen = keel_ld16(e);
 		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
 		if (i == 0) {
