@@ -181,7 +181,9 @@ void faultsim_cache_change_end(faultsim_ticket *t, int result);
 typedef enum faultsim_profile {
 	FAULTSIM_PROFILE_EXT4 = 0, /* pages marked clean: records become LOST
 	                              (reads still see them, no crash keeps
-	                              them); the error is reported once        */
+	                              them); the error is reported once to
+	                              each descriptor open on the file, as
+	                              errseq does (io_backend.c)               */
 	FAULTSIM_PROFILE_XFS = 1,  /* as ext4                                   */
 	FAULTSIM_PROFILE_BTRFS = 2,/* reverted: the file's unsynced bytes go
 	                              back to their pre-image at once           */

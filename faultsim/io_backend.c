@@ -33,6 +33,8 @@ struct faultsim_io {
 	faultsim_faults *faults;
 	faultsim_profile profile;
 	int32_t fd_file[FAULTSIM_MAX_FDS]; /* file id + 1; 0 = not tracked  */
+	int32_t fd_err[FAULTSIM_MAX_FDS];  /* writeback error not yet reported
+	                                      on this fd (errseq), or 0       */
 };
 
 static const char *const fiu_names[FAULTSIM_OP_COUNT] = {
@@ -102,6 +104,7 @@ static int fs_open(void *ctx, const char *path, int flags, unsigned mode)
 		close(fd); /* an untracked writable fd would escape the model */
 		return rc;
 	}
+	__atomic_store_n(&fio->fd_err[fd], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&fio->fd_file[fd], rc + 1, __ATOMIC_RELEASE);
 	return fd;
 }
@@ -109,8 +112,10 @@ static int fs_open(void *ctx, const char *path, int flags, unsigned mode)
 static int fs_close(void *ctx, int fd)
 {
 	faultsim_io *fio = ctx;
-	if (fd >= 0 && fd < FAULTSIM_MAX_FDS)
+	if (fd >= 0 && fd < FAULTSIM_MAX_FDS) {
 		__atomic_store_n(&fio->fd_file[fd], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&fio->fd_err[fd], 0, __ATOMIC_RELEASE);
+	}
 	return close(fd) == 0 ? 0 : -errno;
 }
 
@@ -150,6 +155,21 @@ static ssize_t fs_pwrite(void *ctx, int fd, const void *buf, size_t len,
 	return n;
 }
 
+/* A sync of FILE failed with RC on FD: like Linux since 4.13 (errseq), the
+ * error is also reported once to every other descriptor open on the file
+ * at their next sync -- the pages are gone whichever descriptor's sync
+ * found out.  A descriptor opened later never hears of it. */
+static void errseq_spread(faultsim_io *fio, int file, int fd, int rc)
+{
+	for (int i = 0; i < FAULTSIM_MAX_FDS; i++) {
+		int32_t zero = 0;
+		if (i != fd && file_of(fio, i) == file)
+			__atomic_compare_exchange_n(&fio->fd_err[i], &zero, rc, 0,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_ACQUIRE);
+	}
+}
+
 /* fdatasync and fsync: the profile decides what a failure leaves behind. */
 static int sync_common(faultsim_io *fio, int fd, faultsim_op op)
 {
@@ -164,7 +184,14 @@ static int sync_common(faultsim_io *fio, int fd, faultsim_op op)
 	}
 	if (file >= 0)
 		faultsim_cache_sync_end(fio->cache, file, mark, rc, fio->profile);
-	return rc;
+	if (file >= 0 && rc < 0)
+		errseq_spread(fio, file, fd, rc);
+	/* An error another descriptor's sync met: this sync wrote back what
+	 * was dirty now, and still reports it, once. */
+	int pending = file >= 0 ? __atomic_exchange_n(&fio->fd_err[fd], 0,
+	                                               __ATOMIC_ACQ_REL)
+	                        : 0;
+	return rc < 0 ? rc : pending;
 }
 
 static int fs_fdatasync(void *ctx, int fd)

@@ -728,6 +728,46 @@ static void test_libfiu_points(void **state)
 	x->io->close(x->io->ctx, fd);
 }
 
+/* Linux reports a writeback error once to every descriptor open on the
+ * file when it happened (errseq), not only to the one whose sync met it:
+ * a program syncing from two descriptors must not hear "ok" on the second. */
+static void test_failed_sync_reported_on_every_open_fd(void **state)
+{
+	fx *x = *state;
+	char err[128];
+
+	int a = xopen(x, "f", KEEL_IO_CREATE), b = xopen(x, "f", 0);
+	fill(x, a, 'a', 100, 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "fdatasync:EIO:nth=1",
+	                                     err, sizeof err), 0);
+	faultsim_faults_reset_counts(x->faults);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, a), -EIO);
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 1);
+	int c = xopen(x, "f", 0); /* opened after the error: never told */
+	assert_int_equal(x->io->fsync(x->io->ctx, b), -EIO);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, b), 0); /* once */
+	assert_int_equal(x->io->fdatasync(x->io->ctx, a), 0);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, c), 0);
+	x->io->close(x->io->ctx, c);
+	x->io->close(x->io->ctx, b);
+	x->io->close(x->io->ctx, a);
+	/* a descriptor number reused by a new open starts clean */
+	faultsim_faults_destroy(x->faults);
+	assert_int_equal(faultsim_faults_create(9, &x->faults), 0);
+	fx_profile(x, FAULTSIM_PROFILE_EXT4);
+	assert_int_equal(faultsim_faults_add(x->faults, "fdatasync:EIO:nth=1",
+	                                     err, sizeof err), 0);
+	a = xopen(x, "f", 0);
+	b = xopen(x, "f", 0);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, a), -EIO);
+	x->io->close(x->io->ctx, b); /* it had the error pending */
+	c = xopen(x, "f", 0);
+	assert_int_equal(c, b);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, c), 0);
+	x->io->close(x->io->ctx, c);
+	x->io->close(x->io->ctx, a);
+}
+
 /* ---- the record outlives its writer ---------------------------------------- */
 
 static void test_record_survives_sigkill(void **state)
@@ -897,6 +937,7 @@ int main(void)
 		T(test_probability_is_seeded),
 		T(test_io_faults_touch_nothing),
 		T(test_libfiu_points),
+		T(test_failed_sync_reported_on_every_open_fd),
 		T(test_record_survives_sigkill),
 		T(test_kill_after_nth_step),
 		T(test_full_cache_fails_stop),
