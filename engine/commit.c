@@ -322,8 +322,8 @@ static void lead_group(keel_db *db)
 		rc = group_finish_build(db, b, &base, &region, &head);
 	if (rc == KEEL_OK && !empty) {
 		keel_head_encode(head_buf, &head);
-		rc = db_ensure_size(db, head.off + KEEL_HEAD_SIZE,
-		                    head.live_bytes, &grew);
+		rc = grow_ensure(db, head.off + KEEL_HEAD_SIZE,
+		                 head.live_bytes, &grew);
 		if (rc == KEEL_OK)
 			rc = commit_write_region(db->io, db->fd, &region, head_buf,
 			                         head.region_start);
@@ -332,8 +332,10 @@ static void lead_group(keel_db *db)
 	map_release(map);
 
 	pthread_mutex_lock(&db->mu);
-	if (rc == KEEL_OK && !empty)
+	if (rc == KEEL_OK && !empty) {
 		db->tail = head;
+		grow_ahead_maybe(db); /* so no later commit writes the zeros */
+	}
 	if (rc == KEEL_EIO || rc == KEEL_ENOSPC)
 		db->failed = rc; /* (4): a failed append is fail-stop */
 	db->building = false;
@@ -375,7 +377,7 @@ static void lead_group(keel_db *db)
 
 /* Compaction is due or running and the file's used part is over 2.25
  * times the live bytes (POLICY_HOLD_Q): with the file's preallocated slack
- * on top, capped at 2.5 times (db_grow_cap), this keeps the file within 2.5
+ * on top, capped at 2.5 times (grow_cap), this keeps the file within 2.5
  * times live even against a writer that appends faster than compaction
  * copies (an unsynced one). */
 static bool compact_lagging(const keel_db *db)

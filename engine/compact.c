@@ -302,11 +302,11 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 		                .file_id = nf->file_id, .data_start = KEEL_DATA_START,
 		                .base_txid = s0->txid, .first_head = nf->head.off};
 		keel_super_encode(sb, &s);
-		nf->size = db_grow_size(w.pos, db_grow_step(w.pos));
+		nf->size = grow_size(w.pos, grow_default_step(w.pos));
 		int e = keel_io_pwrite_all(io, nf->fd, sb, sizeof(sb), 0);
 		rc = keel_err_from_errno(e);
 		if (rc == KEEL_OK)
-			rc = db_preallocate(io, nf->fd, w.pos, nf->size, db->flags);
+			rc = grow_preallocate(io, nf->fd, w.pos, nf->size, db->flags);
 	}
 	if (rc == KEEL_OK)
 		rc = map_create(io, nf->fd, nf->size, &nf->map);
@@ -376,9 +376,9 @@ static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
  * catch-up is serialized: nothing reads the map it replaces any more. */
 static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
 {
-	uint64_t size = db_grow_size(need, db_grow_step(need));
+	uint64_t size = grow_size(need, grow_default_step(need));
 	keel_map *m;
-	int rc = db_preallocate(db->io, nf->fd, nf->size, size, db->flags);
+	int rc = grow_preallocate(db->io, nf->fd, nf->size, size, db->flags);
 	if (rc)
 		return rc;
 	rc = map_create(db->io, nf->fd, size, &m);
@@ -500,7 +500,9 @@ int keel_compact(keel_db *db)
 	if (db->flags & KEEL_RDONLY)
 		return KEEL_EREADONLY;
 	pthread_mutex_lock(&db->mu);
-	while (db->compacting && !db->failed) /* one at a time: wait our turn */
+	/* One at a time: wait our turn; and not beside the grower (grow.c (2)),
+	 * which writes to the file the path names. */
+	while ((db->compacting || db->growing) && !db->failed)
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	if (db->failed) {
 		rc = db->failed;

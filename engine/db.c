@@ -26,7 +26,6 @@
                     KEEL_UNSAFE_NO_SYNC |                                        \
                     KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC)
 #define INITIAL_SIZE ((uint64_t)256 << 10)
-#define ZERO_STEP_MAX ((uint64_t)64 << 20)
 
 struct keel_snapshot {
 	keel_pin pin;    /* first: views from the snapshot hold it           */
@@ -64,7 +63,7 @@ static int write_new_store(keel_db *db, int fd, uint64_t file_id)
 
 	keel_super_encode(sb, &s);
 	keel_head_encode(head, &h);
-	int rc = db_preallocate(io, fd, 0, INITIAL_SIZE, db->flags);
+	int rc = grow_preallocate(io, fd, 0, INITIAL_SIZE, db->flags);
 	if (rc)
 		return rc;
 	if ((e = keel_io_pwrite_all(io, fd, sb, sizeof(sb), 0)) ||
@@ -214,6 +213,7 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	pthread_cond_init(&db->published_cv, NULL);
 	pthread_cond_init(&db->committer_cv, NULL);
 	pthread_cond_init(&db->compactor_cv, NULL);
+	pthread_cond_init(&db->grower_cv, NULL);
 	if (!db->path || !db->dir) {
 		rc = KEEL_ENOMEM;
 		goto out_free;
@@ -233,6 +233,8 @@ out_free:
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);
 	pthread_cond_destroy(&db->committer_cv);
+	pthread_cond_destroy(&db->compactor_cv);
+	pthread_cond_destroy(&db->grower_cv);
 	free(db->path);
 	free(db->dir);
 	free(db);
@@ -244,6 +246,7 @@ int keel_close(keel_db *db)
 	if (!db)
 		return KEEL_OK;
 	compact_shutdown(db);
+	grow_shutdown(db); /* before the groups drain: they may wait for it */
 	commit_shutdown(db);
 	int rc = db->failed;
 	map_release(db->map);
@@ -252,6 +255,7 @@ int keel_close(keel_db *db)
 	pthread_cond_destroy(&db->published_cv);
 	pthread_cond_destroy(&db->committer_cv);
 	pthread_cond_destroy(&db->compactor_cv);
+	pthread_cond_destroy(&db->grower_cv);
 	free(db->path);
 	free(db->dir);
 	free(db);
@@ -263,107 +267,6 @@ int keel_recovery_info(keel_db *db, keel_recovery *out)
 	if (!db || !out)
 		return KEEL_EINVAL;
 	*out = db->recovery;
-	return KEEL_OK;
-}
-
-/* ---- growth ------------------------------------------------------------- */
-
-/* An eighth of the file, 256 KiB to 1 GiB: few growth syncs on big stores,
- * little unused space on small ones. */
-uint64_t db_grow_step(uint64_t size)
-{
-	uint64_t step = size / 8;
-	step = step < ((uint64_t)256 << 10) ? (uint64_t)256 << 10 : step;
-	return step > ((uint64_t)1 << 30) ? (uint64_t)1 << 30 : step;
-}
-
-/* Allocates [from, to) of FD.  By default the space is written with zeros:
- * on ext4 and xfs a write into fallocate'd (unwritten) space makes the next
- * fdatasync also commit the extent conversion, which cost 40% of the sync
- * rate on this project's machines (docs/engine.md).  KEEL_PREALLOC_FALLOCATE
- * asks for fallocate instead (cheaper to grow, dearer to sync). */
-#define DB_HUGE ((uint64_t)2 << 20)
-
-uint64_t db_grow_size(uint64_t need, uint64_t step)
-{
-	uint64_t size = (need + step + KEEL_BLOCK - 1) & ~(uint64_t)(KEEL_BLOCK - 1);
-	return size > DB_HUGE ? (size + DB_HUGE - 1) & ~(DB_HUGE - 1) : size;
-}
-
-int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
-                   unsigned flags)
-{
-	if (to <= from)
-		return KEEL_OK;
-	if (flags & KEEL_PREALLOC_FALLOCATE)
-		return keel_err_from_errno(io->fallocate(io->ctx, fd, from, to - from));
-	/* Writes of 2 MiB at 2 MiB boundaries, so the page cache holds the
-	 * file in 2 MiB folios that a mapping can use as huge pages (one TLB
-	 * entry for 2 MiB of tree: io_posix.c). */
-	const uint64_t chunk = DB_HUGE;
-	size_t blen = to - from < chunk ? (size_t)(to - from) : (size_t)chunk;
-	uint8_t *zeros = calloc(1, blen);
-	if (!zeros)
-		return KEEL_ENOMEM;
-	int e = 0;
-	for (uint64_t at = from; at < to && !e;) {
-		uint64_t end = (at / chunk + 1) * chunk;
-		end = end < to ? end : to;
-		e = keel_io_pwrite_all(io, fd, zeros, (size_t)(end - at), at);
-		at = end;
-	}
-	free(zeros);
-	return keel_err_from_errno(e);
-}
-
-/* With the automatic policy on (and the default step), growth stops at
- * POLICY_CAP_Q quarters of the live bytes: compaction starts at
- * POLICY_COMPACT_Q and holds writers at POLICY_HOLD_Q (internal.h), so the
- * file's own slack never takes it past the bound (docs/engine.md).  Where
- * the cap would leave less than GROW_MIN_SLACK past NEED -- the part in
- * use is already at the bound: a store too small for the hold, or one whose
- * compactions fail -- the growth is left alone: a cap there bounds nothing
- * and would cost a growth, and its sync, every few commits.  Past 2 MiB the
- * cap keeps to 2 MiB boundaries where it can (huge pages). */
-#define GROW_MIN_SLACK ((uint64_t)64 << 10)
-
-uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live)
-{
-	uint64_t cap = policy_bytes(live, POLICY_CAP_Q);
-	uint64_t floor = need + GROW_MIN_SLACK;
-	cap &= cap >= DB_HUGE && (cap & ~(DB_HUGE - 1)) >= floor
-	           ? ~(DB_HUGE - 1) : ~(uint64_t)(KEEL_BLOCK - 1);
-	if (cap < floor)
-		return size;
-	return size < cap ? size : cap;
-}
-
-/* Called by the leader without mu: only a leader grows the file, and
- * leaders run one at a time (building), never beside a compaction switch. */
-int db_ensure_size(keel_db *db, uint64_t need, uint64_t live, bool *grew)
-{
-	if (need <= db->file_size)
-		return KEEL_OK;
-	uint64_t step = db->grow_step ? db->grow_step : db_grow_step(db->file_size);
-	if (!(db->flags & KEEL_PREALLOC_FALLOCATE) && step > ZERO_STEP_MAX)
-		step = ZERO_STEP_MAX; /* writing zeros: keep each growth short */
-	uint64_t size = db_grow_size(need, step);
-	if (!db->grow_step && !(db->flags & KEEL_NOCOMPACT))
-		size = db_grow_cap(need, size, live);
-	assert(size >= need);
-	int rc = db_preallocate(db->io, db->fd, db->file_size, size, db->flags);
-	if (rc)
-		return rc;
-	keel_map *m;
-	if ((rc = map_create(db->io, db->fd, size, &m)))
-		return rc;
-	pthread_mutex_lock(&db->mu);
-	map_release(db->map); /* readers of the old map keep it alive */
-	db->map = m;
-	db->file_size = size;
-	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
-	pthread_mutex_unlock(&db->mu);
-	*grew = true;
 	return KEEL_OK;
 }
 
@@ -753,6 +656,8 @@ int keel_stat(keel_db *db, keel_stats *out)
 	out->commits = db->n_commits;
 	out->syncs = db->n_syncs;
 	out->compactions = db->n_compactions;
+	out->growths = db->n_growths;
+	out->growths_inline = db->n_growths_inline;
 	pthread_mutex_unlock(&db->mu);
 	return KEEL_OK;
 }

@@ -24,7 +24,7 @@
  * In quarters of the live bytes: compaction is due when the part of the file
  * in use reaches POLICY_COMPACT_Q (compact.c), new writes wait for a lagging
  * compaction past POLICY_HOLD_Q (commit.c; only past POLICY_HOLD_MIN_END),
- * and the file's growth stops at POLICY_CAP_Q (db.c), so the file with its
+ * and the file's growth stops at POLICY_CAP_Q (grow.c), so the file with its
  * preallocated slack stays within 2.5 times the live bytes. */
 #define POLICY_COMPACT_Q 8u
 #define POLICY_HOLD_Q 9u
@@ -225,6 +225,16 @@ struct keel_db {
 	uint64_t compact_retry_end; /* after a failed automatic compaction, the
 	                             * next waits for the used part to get here */
 
+	/* growth (grow.c) */
+	bool growing;         /* a growth (ahead or inline) is in progress    */
+	bool grow_wanted;     /* the grower is asked to grow to grow_to       */
+	uint64_t grow_to;
+	uint64_t grow_failed_size; /* a growth ahead failed at this size      */
+	pthread_t grower;
+	bool grower_started;
+	pthread_cond_t grower_cv;
+	uint64_t n_growths, n_growths_inline;
+
 	keel_recovery recovery;
 	uint64_t n_commits, n_syncs, n_compactions;
 };
@@ -252,22 +262,30 @@ void commit_thread_sched(const keel_db *db);
 int keel_err_from_errno(int neg_errno);
 uint64_t keel_now_ns(void);
 
-/* Grows the file so [0, need) is allocated, remapping; called by the
- * leader without mu.  LIVE: the live bytes of the head being written (the
- * automatic policy's cap, db_grow_cap).  Sets *grew when the size changed
- * (the commit must fsync, not fdatasync). */
-int db_ensure_size(keel_db *db, uint64_t need, uint64_t live, bool *grew);
+/* ---- growth (grow.c) ---- */
+
+/* Makes [0, need) of the file allocated, waiting for a growth in flight or
+ * growing the file itself; called by the leader without mu.  LIVE: the live
+ * bytes of the head being written (the automatic policy's cap, grow_cap).
+ * Sets *grew when this call grew the file (the commit must fsync, not
+ * fdatasync). */
+int grow_ensure(keel_db *db, uint64_t need, uint64_t live, bool *grew);
+/* Asks the grower for the next step when the room past the tail is under
+ * half a step.  Called by a leader after its append, with mu held. */
+void grow_ahead_maybe(keel_db *db);
+/* Stops the grower (a growth in progress stops at its next piece). */
+void grow_shutdown(keel_db *db);
 /* SIZE, lowered where it would take the file past POLICY_CAP_Q quarters of
  * LIVE bytes, unless that would leave less than 64 KiB past NEED. */
-uint64_t db_grow_cap(uint64_t need, uint64_t size, uint64_t live);
+uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live);
 /* Allocates [from, to) of FD: zeros written, or fallocate when FLAGS has
  * KEEL_PREALLOC_FALLOCATE. */
-int db_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
-                   unsigned flags);
+int grow_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
+                     unsigned flags);
 /* How much to preallocate beyond what a file of SIZE bytes needs. */
-uint64_t db_grow_step(uint64_t size);
+uint64_t grow_default_step(uint64_t size);
 /* The size a file holding NEED bytes grows to: NEED plus a step, in whole
- * blocks, and past 2 MiB in whole 2 MiB pieces (huge pages: db.c). */
-uint64_t db_grow_size(uint64_t need, uint64_t step);
+ * blocks, and past 2 MiB in whole 2 MiB pieces (huge pages: grow.c). */
+uint64_t grow_size(uint64_t need, uint64_t step);
 
 #endif /* KEEL_INTERNAL_H */

@@ -34,7 +34,10 @@
  * THREADS
  *   A keel_db may be used from any number of threads at once.  Writers are
  *   grouped: concurrent commits share one sync (group commit).  Readers never
- *   block writers: a snapshot or view pins the mapping it reads from.
+ *   block writers: a snapshot or view pins the mapping it reads from.  The
+ *   engine starts threads of its own when first needed: two committers for
+ *   async commits, the compactor (automatic compaction) and the grower
+ *   (which preallocates the file ahead of need); keel_close joins them.
  *
  * ERRORS
  *   Every function returns 0 (KEEL_OK) or a negative keel_err.  errno values
@@ -101,7 +104,8 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
                                           cheaper growth, dearer syncs on
                                           ext4/xfs (docs/engine.md)      */
 #define KEEL_BATCH_THREADS 0x20u /* the engine's own threads (the async
-                                     committers, the compactor) run under
+                                     committers, the compactor, the
+                                     grower) run under
                                      SCHED_BATCH: one that is woken does
                                      not preempt the thread that woke it,
                                      so a server's thread keeps the CPU
@@ -329,8 +333,14 @@ typedef struct keel_stats {
 	uint64_t keys;        /* number of keys                                  */
 	uint64_t txid;        /* newest transaction id                           */
 	uint64_t commits;     /* commits by this handle                          */
-	uint64_t syncs;       /* syncs issued by this handle                     */
+	uint64_t syncs;       /* commit syncs issued by this handle (one per
+	                         group; growth and compaction syncs not counted) */
 	uint64_t compactions; /* compactions by this handle                      */
+	uint64_t growths;     /* times this handle grew the data file            */
+	uint64_t growths_inline; /* of those, grown by a commit itself: the file
+	                         is normally grown ahead of need by a background
+	                         thread, and a commit grows it only when that
+	                         thread is behind or failed (docs/engine.md) */
 } keel_stats;
 
 int keel_stat(keel_db *db, keel_stats *out);

@@ -574,6 +574,8 @@ static void a_view_stays_valid_while_100_mib_are_written_behind_it(void **state)
 
 /* ---- counting through the I/O seam ---------------------------------------- */
 
+/* (One sync per commit, counted per descriptor: tests/test_grow.c.) */
+
 static atomic_ulong n_fdatasync, n_fsync, n_pread_bytes;
 
 static int count_fdatasync(void *ctx, int fd)
@@ -601,28 +603,6 @@ static keel_io counting_io(void)
 	io.fsync = count_fsync;
 	io.pread = count_pread;
 	return io;
-}
-
-static void each_commit_costs_exactly_one_sync(void **state)
-{
-	fixture *f = *state;
-	keel_io io = counting_io();
-	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT}; /* count commits only */
-	reopen_with(f, &o);
-	atomic_store(&n_fdatasync, 0);
-	atomic_store(&n_fsync, 0);
-	char val[2000];
-	memset(val, 'v', sizeof(val));
-	for (int i = 0; i < 3000; i++) { /* enough to grow the file a few times */
-		char key[32];
-		snprintf(key, sizeof(key), "key%d", i % 300);
-		assert_int_equal(keel_put(f->db, key, strlen(key), val, sizeof(val), KEEL_REV_ANY, NULL), KEEL_OK);
-	}
-	assert_int_equal(atomic_load(&n_fdatasync) + atomic_load(&n_fsync), 3000);
-	assert_true(atomic_load(&n_fsync) >= 1); /* growth commits use fsync */
-	keel_stats st;
-	keel_stat(f->db, &st);
-	assert_int_equal(st.syncs, 3000);
 }
 
 /* Open reads the same bounded amount from a 256 MiB store as a 1 MiB one. */
@@ -1450,7 +1430,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(keys_sharing_prefixes_are_found_exactly_and_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_view_stays_valid_while_100_mib_are_written_behind_it, setup, teardown),
-		cmocka_unit_test_setup_teardown(each_commit_costs_exactly_one_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(recovery_reads_are_bounded_by_the_hint_not_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(threads_share_syncs_and_conflicts_fail_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_commits_complete_durably_and_in_order, setup, teardown),

@@ -1,0 +1,241 @@
+/*
+ * test_grow.c -- growing the data file (engine/grow.c), seen through the
+ * I/O seam: which descriptor each sync goes to, and what happens when the
+ * grower's descriptor fails.
+ *
+ * The counting backend below tells the store's own descriptor (the first
+ * writable open of the data file after a reset) from any other: the grower
+ * works on a descriptor of its own, so a sync there is a growth's, and a
+ * sync on the store's descriptor is a commit's.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "io.h"
+#include "keel.h"
+#include "testutil.h"
+
+#define COMMITS 3000
+#define VALUE 2000 /* a commit appends about 5 KiB */
+
+enum fail_mode { FAIL_NONE, FAIL_OPEN, FAIL_PWRITE, FAIL_SYNC };
+
+static atomic_int main_fd = -1;
+static atomic_ulong main_fdatasync, main_fsync, other_syncs, other_opens;
+static atomic_int fail_mode;
+
+static void counts_reset(enum fail_mode m)
+{
+	atomic_store(&main_fd, -1);
+	atomic_store(&main_fdatasync, 0);
+	atomic_store(&main_fsync, 0);
+	atomic_store(&other_syncs, 0);
+	atomic_store(&other_opens, 0);
+	atomic_store(&fail_mode, m);
+}
+
+static bool is_other(int fd)
+{
+	return fd != atomic_load(&main_fd);
+}
+
+static int c_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+	int fd = keel_io_posix()->open(ctx, path, flags, mode);
+	if (fd < 0 || (flags & KEEL_IO_RDONLY))
+		return fd;
+	int none = -1;
+	if (atomic_compare_exchange_strong(&main_fd, &none, fd))
+		return fd;
+	atomic_fetch_add(&other_opens, 1);
+	if (atomic_load(&fail_mode) == FAIL_OPEN) {
+		keel_io_posix()->close(ctx, fd);
+		return -EMFILE;
+	}
+	return fd;
+}
+
+static ssize_t c_pwrite(void *ctx, int fd, const void *buf, size_t len,
+                        uint64_t off)
+{
+	if (is_other(fd) && atomic_load(&fail_mode) == FAIL_PWRITE)
+		return -ENOSPC;
+	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
+}
+
+static int c_sync(void *ctx, int fd, bool full)
+{
+	if (is_other(fd)) {
+		atomic_fetch_add(&other_syncs, 1);
+		if (atomic_load(&fail_mode) == FAIL_SYNC)
+			return -EIO; /* as if the grower's own sync failed */
+	} else {
+		atomic_fetch_add(full ? &main_fsync : &main_fdatasync, 1);
+	}
+	return full ? keel_io_posix()->fsync(ctx, fd)
+	            : keel_io_posix()->fdatasync(ctx, fd);
+}
+
+static int c_fdatasync(void *ctx, int fd)
+{
+	return c_sync(ctx, fd, false);
+}
+
+static int c_fsync(void *ctx, int fd)
+{
+	return c_sync(ctx, fd, true);
+}
+
+static keel_io counting_io(void)
+{
+	keel_io io = *keel_io_posix();
+	io.open = c_open;
+	io.pwrite = c_pwrite;
+	io.fdatasync = c_fdatasync;
+	io.fsync = c_fsync;
+	return io;
+}
+
+typedef struct fixture {
+	char *dir, *path;
+	keel_io io;
+} fixture;
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	f->dir = tu_mkdtemp();
+	f->path = tu_path(f->dir, "db");
+	f->io = counting_io();
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+	tu_rmdir(f->dir);
+	free(f->path);
+	free(f);
+	return 0;
+}
+
+/* Opens the fixture's store with the counting backend, counters reset and
+ * failure mode M.  The store is created first with the plain backend:
+ * creating opens a temporary file, which is not the store's descriptor. */
+static keel_db *open_counted(fixture *f, enum fail_mode m)
+{
+	/* 2 MiB steps: the grower takes steps of 1 MiB and more (smaller ones
+	 * the commits take themselves); a growth every ~400 commits here */
+	keel_options o = {.io = &f->io, .flags = KEEL_NOCOMPACT,
+	                  .grow_step = (uint64_t)2 << 20};
+	keel_db *db;
+	if (access(f->path, F_OK) != 0) {
+		assert_int_equal(keel_open(f->path, NULL, &db), KEEL_OK);
+		assert_int_equal(keel_close(db), KEEL_OK);
+	}
+	counts_reset(m);
+	assert_int_equal(keel_open(f->path, &o, &db), KEEL_OK);
+	return db;
+}
+
+static void put_numbered(keel_db *db, int i)
+{
+	char key[32], val[VALUE];
+	snprintf(key, sizeof(key), "key%05d", i);
+	memset(val, 'a' + i % 26, sizeof(val));
+	assert_int_equal(keel_put(db, key, strlen(key), val, sizeof(val),
+	                          KEEL_REV_ANY, NULL), KEEL_OK);
+}
+
+static void check_numbered(keel_db *db, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		keel_view v;
+		snprintf(key, sizeof(key), "key%05d", i);
+		assert_int_equal(keel_get(db, key, strlen(key), &v), KEEL_OK);
+		assert_int_equal(v.len, VALUE);
+		assert_int_equal(((const char *)v.data)[0], 'a' + i % 26);
+		assert_int_equal(((const char *)v.data)[VALUE - 1], 'a' + i % 26);
+		keel_view_release(&v);
+	}
+}
+
+/* Every commit costs exactly one sync of the store's descriptor, and no
+ * commit grows the file: the grower does, ahead of need, on a descriptor
+ * of its own.  A leader that needs room while a growth is in flight waits
+ * for it instead of growing the file itself, so with a fresh store and
+ * commits far smaller than half a step no commit ever does. */
+static void commits_sync_once_and_the_file_grows_ahead(void **state)
+{
+	fixture *f = *state;
+	keel_db *db = open_counted(f, FAIL_NONE);
+	for (int i = 0; i < COMMITS; i++)
+		put_numbered(db, i % 300);
+	keel_stats st;
+	assert_int_equal(keel_stat(db, &st), KEEL_OK);
+	assert_int_equal(atomic_load(&main_fdatasync), COMMITS);
+	assert_int_equal(atomic_load(&main_fsync), 0);
+	assert_int_equal(st.syncs, COMMITS);
+	assert_true(st.growths >= 3);
+	assert_int_equal(st.growths_inline, 0);
+	/* each growth ahead ends with at least an fsync of its own */
+	assert_true(atomic_load(&other_syncs) >= st.growths);
+	assert_true(st.file_size > st.end_offset);
+	print_message("%d commits: %lu growths ahead, %lu syncs by the grower\n",
+	              COMMITS, (unsigned long)st.growths,
+	              (unsigned long)atomic_load(&other_syncs));
+	assert_int_equal(keel_close(db), KEEL_OK);
+	db = open_counted(f, FAIL_NONE);
+	check_numbered(db, 300);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+/* When the grower cannot grow the file -- its descriptor will not open,
+ * its writes fail, or its sync does -- nothing is lost and nothing fails:
+ * the commits that run out of room grow the file themselves (and fsync),
+ * as they did before there was a grower. */
+static void a_failing_grower_leaves_growth_to_the_commits(void **state)
+{
+	static const enum fail_mode modes[] = {FAIL_OPEN, FAIL_PWRITE, FAIL_SYNC};
+	fixture *f = *state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		keel_db *db = open_counted(f, modes[m]);
+		for (int i = 0; i < COMMITS; i++)
+			put_numbered(db, i);
+		keel_stats st;
+		assert_int_equal(keel_stat(db, &st), KEEL_OK);
+		assert_true(atomic_load(&other_opens) >= 1); /* it did try */
+		assert_true(st.growths_inline >= 2);
+		assert_int_equal(st.growths, st.growths_inline);
+		/* one sync per commit; those that grew the file fsync */
+		assert_int_equal(atomic_load(&main_fdatasync) +
+		                 atomic_load(&main_fsync), COMMITS);
+		assert_int_equal(atomic_load(&main_fsync), st.growths_inline);
+		/* the grower tries each size once, not at every commit */
+		assert_true(atomic_load(&other_opens) <= st.growths_inline + 1);
+		assert_int_equal(keel_close(db), KEEL_OK);
+		db = open_counted(f, FAIL_NONE);
+		check_numbered(db, COMMITS);
+		assert_int_equal(keel_close(db), KEEL_OK);
+		assert_int_equal(unlink(f->path), 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(commits_sync_once_and_the_file_grows_ahead, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failing_grower_leaves_growth_to_the_commits, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
