@@ -56,6 +56,15 @@ done
 passes fail-fsync --fail fdatasync:EIO --fsync-profile ext4 --duration 2s
 at_least fail-fsync "$T/fail-fsync.json" faults_fired 5
 at_least fail-fsync "$T/fail-fsync.json" failed_commits 5
+# The grower (engine/grow.c) syncs on a descriptor of its own: a failed
+# sync there is also reported to the commits' descriptor (errseq, as Linux
+# does), and the harness must find nothing lost.  1 MiB steps make the
+# grower work on this small store; a power cut may land mid-growth.
+passes fail-fsync-grower --fail fdatasync:EIO --fsync-profile ext4 \
+	--grow-step 1 --duration 2s
+at_least fail-fsync-grower "$T/fail-fsync-grower.json" faults_fired 5
+passes power-grower --power-loss --device torn --grow-step 1 --duration 2s
+at_least power-grower "$T/power-grower.json" power_cuts 10
 passes fail-pwrite --power-loss --fail pwrite:ENOSPC:p=0.01 \
 	--fail pwrite:short:p=0.01 --fail sync:EIO:p=0.01 \
 	--fsync-profile xfs --duration 2s

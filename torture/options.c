@@ -148,6 +148,16 @@ static int f_keys(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_grow_step(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, 1024, &v) < 0)
+		return -1;
+	o->grow_step = v << 20;
+	return 0;
+}
+
 static int f_seed(torture_options *o, const char *f, const char *a)
 {
 	if (parse_u64(a, &o->seed) < 0)
@@ -354,6 +364,10 @@ static const flag_def flags[] = {
 	{"--quiet", NULL, f_quiet, "no progress lines"},
 	{"--compact-every", "DUR", f_compact_every,
 	 "the writer also calls keel_compact every DUR"},
+	{"--grow-step", "MIB", f_grow_step,
+	 "grow the store in steps of MIB MiB (1 to 1024); steps of 1 MiB\n"
+	 "                        and more are grown ahead by the engine's grower\n"
+	 "                        thread (default: the engine's own steps)"},
 	{"--power-loss", NULL, f_power_loss,
 	 "each kill is also a power cut (fault simulator)"},
 	{"--device", "MODEL", f_device,
@@ -574,6 +588,8 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 		show_duration(o->compact_every_ns, d, sizeof(d));
 		n = append(buf, n, cap, " --compact-every %s", d);
 	}
+	if (o->grow_step)
+		n = append(buf, n, cap, " --grow-step %" PRIu64, o->grow_step >> 20);
 	if (o->power_loss)
 		n = append(buf, n, cap, " --power-loss");
 	if (o->enumerate)

@@ -59,6 +59,7 @@ typedef struct torture_options {
 	int enumerate;           /* --enumerate: crash after every I/O step   */
 	int threads_given;       /* --threads was on the command line        */
 	uint64_t compact_every_ns; /* --compact-every: keel_compact period; 0 off */
+	uint64_t grow_step;      /* --grow-step: keel_options.grow_step; 0 = default */
 	/* Seams for the fault simulator: engine flags and I/O backend the
 	 * writer opens the store with (writer_open_store). */
 	unsigned engine_flags;   /* extra keel_options.flags                  */

@@ -56,6 +56,7 @@ int writer_open_store(const torture_options *opt, const char *path,
 	ko.flags = opt->engine_flags | KEEL_NOCREATE;
 	ko.io = opt->io;
 	ko.lock_timeout_ms = 0; /* the last writer is dead: nobody holds it */
+	ko.grow_step = opt->grow_step;
 	return keel_open(path, &ko, out);
 }
 
