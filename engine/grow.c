@@ -249,6 +249,25 @@ static int grow_ahead(keel_db *db, uint64_t from, uint64_t to,
 	return rc;
 }
 
+/* The size to grow the file to ahead of need, or 0 when none is due: room
+ * enough past the tail, a small step, a compaction running (it makes a new
+ * file with room of its own), the cap reached (compaction's turn), or a
+ * growth ahead that failed at this size.  Caller holds mu. */
+static uint64_t ahead_target(const keel_db *db)
+{
+	if ((db->flags & KEEL_RDONLY) || db->compacting || db->failed ||
+	    db->closing || db->file_size == db->grow_failed_size)
+		return 0;
+	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
+	uint64_t step = next_step(db);
+	if (step < GROW_AHEAD_MIN)
+		return 0; /* small: the commit grows it (top of this file) */
+	if (db->file_size > end && db->file_size - end > step / 2)
+		return 0; /* room enough */
+	uint64_t to = target_size(db, end, db->tail.live_bytes);
+	return to > db->file_size ? to : 0;
+}
+
 static void *grower_main(void *arg)
 {
 	keel_db *db = arg;
@@ -260,8 +279,10 @@ static void *grower_main(void *arg)
 			pthread_cond_wait(&db->grower_cv, &db->mu);
 			continue;
 		}
-		uint64_t from = db->file_size, to = db->grow_to;
-		if (db->compacting || db->growing || db->failed || to <= from) {
+		/* Asked for before a compaction or an inline growth ran, it
+		 * may be due no more: decided again, on the state now. */
+		uint64_t from = db->file_size, to = ahead_target(db);
+		if (db->growing || to == 0) {
 			db->grow_wanted = false; /* (2); a leader asks again */
 			pthread_cond_broadcast(&db->published_cv);
 			continue;
@@ -292,24 +313,13 @@ static void *grower_main(void *arg)
 
 void grow_ahead_maybe(keel_db *db)
 {
-	if ((db->flags & KEEL_RDONLY) || db->growing || db->grow_wanted ||
-	    db->compacting || db->failed || db->closing)
+	if (db->growing || db->grow_wanted || ahead_target(db) == 0)
 		return;
-	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
-	uint64_t step = next_step(db);
-	if (step < GROW_AHEAD_MIN)
-		return; /* small: the commit grows it (grow.c, top) */
-	if (db->file_size > end && db->file_size - end > step / 2)
-		return; /* room enough */
-	uint64_t to = target_size(db, end, db->tail.live_bytes);
-	if (to <= db->file_size || db->file_size == db->grow_failed_size)
-		return; /* capped (compaction's turn), or failed here before */
 	if (!db->grower_started) {
 		if (pthread_create(&db->grower, NULL, grower_main, db))
 			return; /* leaders grow the file themselves */
 		db->grower_started = true;
 	}
-	db->grow_to = to;
 	db->grow_wanted = true;
 	pthread_cond_signal(&db->grower_cv);
 }

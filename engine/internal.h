@@ -227,8 +227,7 @@ struct keel_db {
 
 	/* growth (grow.c) */
 	bool growing;         /* a growth (ahead or inline) is in progress    */
-	bool grow_wanted;     /* the grower is asked to grow to grow_to       */
-	uint64_t grow_to;
+	bool grow_wanted;     /* the grower is asked for a growth ahead       */
 	uint64_t grow_failed_size; /* a growth ahead failed at this size      */
 	pthread_t grower;
 	bool grower_started;
