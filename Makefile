@@ -61,7 +61,7 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_crc32c test_format test_engine test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine
+TESTS = test_crc32c test_format test_engine test_compact test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe = bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
@@ -141,7 +141,7 @@ asan:
 		SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
 		test
 
-TSAN_TESTS = test_engine test_grow test_faults_io test_faultsim_engine
+TSAN_TESTS = test_engine test_compact test_grow test_faults_io test_faultsim_engine
 tsan:
 	$(MAKE) B=build-tsan OPT=-O1 \
 		SAN='-fsanitize=thread -fno-omit-frame-pointer' \

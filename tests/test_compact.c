@@ -1,0 +1,424 @@
+/* test_compact.c -- compaction (engine/compact.c) through the public API:
+ * nothing lost or changed, writers going on meanwhile, failures cleaned up,
+ * the automatic policy's space bound, backpressure on async commits.  The
+ * crash side is in test_faultsim_engine.c and the torture runs. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "io.h"
+#include "keel.h"
+#include "testutil.h"
+#include "testdb.h"
+#include "teststore.h"
+
+/* ---- compaction --------------------------------------------------------- */
+
+static void fill_versions(keel_db *db, int keys, int versions)
+{
+	char k[32], v[64];
+	for (int ver = 1; ver <= versions; ver++)
+		for (int i = 0; i < keys; i++) {
+			snprintf(k, sizeof(k), "c%05d", i);
+			snprintf(v, sizeof(v), "value %d of %d", ver, i);
+			assert_int_equal(keel_put(db, k, strlen(k), v, strlen(v), KEEL_REV_ANY, NULL), KEEL_OK);
+		}
+}
+
+static void check_versions(keel_db *db, int keys, int version)
+{
+	char k[32], v[64];
+	for (int i = 0; i < keys; i++) {
+		snprintf(k, sizeof(k), "c%05d", i);
+		snprintf(v, sizeof(v), "value %d of %d", version, i);
+		check_value(db, k, v);
+	}
+}
+
+static void compaction_keeps_everything_and_shrinks_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	keel_stats before, after;
+	keel_view v;
+	reopen_with(f, &o);
+	fill_versions(f->db, 300, 4);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	uint64_t rev7 = v.rev;
+	const void *held = v.data;
+	keel_stat(f->db, &before);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	keel_stat(f->db, &after);
+	assert_true(after.end_offset < before.end_offset / 2);
+	assert_int_equal(after.keys, before.keys);
+	assert_int_equal(after.txid, before.txid);
+	assert_int_equal(after.compactions, 1);
+	/* the view of the old file still reads its bytes */
+	assert_ptr_equal(v.data, held);
+	assert_memory_equal(v.data, "value 4 of 7", 12);
+	keel_view_release(&v);
+	check_versions(f->db, 300, 4);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	assert_int_equal(v.rev, rev7); /* revisions survive */
+	keel_view_release(&v);
+	/* writes go on in the new file, revisions keep rising */
+	uint64_t rev;
+	assert_int_equal(keel_put(f->db, "c00007", 6, "new", 3, rev7, &rev), KEEL_OK);
+	assert_true(rev > before.txid);
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	reopen(f);
+	check_value(f->db, "c00007", "new");
+	check_value(f->db, "c00008", "value 4 of 8");
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 300);
+	/* compacting an empty store works too */
+	for (int i = 0; i < 300; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "c%05d", i);
+		assert_int_equal(keel_del(f->db, k, strlen(k), KEEL_REV_ANY, NULL), KEEL_OK);
+	}
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	reopen(f);
+	keel_stat(f->db, &after);
+	assert_int_equal(after.keys, 0);
+}
+
+typedef struct compact_writer_arg {
+	keel_db *db;
+	atomic_int stop;
+	int written;
+} compact_writer_arg;
+
+static void *writer_during_compaction(void *p)
+{
+	compact_writer_arg *a = p;
+	while (!atomic_load(&a->stop) || a->written < 50) {
+		char k[32];
+		snprintf(k, sizeof(k), "during%06d", a->written);
+		if (keel_put(a->db, k, strlen(k), k, strlen(k), KEEL_REV_ABSENT, NULL))
+			abort();
+		a->written++;
+	}
+	return NULL;
+}
+
+static void writers_go_on_during_compaction_and_nothing_is_lost(void **state)
+{
+	fixture *f = *state;
+	compact_writer_arg a = {.db = f->db};
+	pthread_t th;
+	fill_versions(f->db, 2000, 2);
+	pthread_create(&th, NULL, writer_during_compaction, &a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(keel_compact(f->db), KEEL_OK);
+	atomic_store(&a.stop, 1);
+	pthread_join(th, NULL);
+	reopen(f);
+	check_versions(f->db, 2000, 2);
+	for (int i = 0; i < a.written; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "during%06d", i);
+		check_value(f->db, k, k);
+	}
+	keel_check_result cr;
+	assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 2000 + (uint64_t)a.written);
+}
+
+/* Two compactions in a row, the first failing: the first one's cleanup
+ * (unlink PATH.compact) is slowed down through the I/O seam, and the second
+ * one's sync waits until that cleanup is over.  If the second could start
+ * before the first had cleaned up, the cleanup would remove the second's
+ * new file and its rename would fail with KEEL_ENOENT. */
+static atomic_int cc_state; /* 0 first not failed yet, 1 failed, 2 cleaning, 3 clean */
+static atomic_int compact_fd = -1; /* the fd of the newest PATH.compact */
+
+static bool is_compact_path(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 8 && strcmp(path + n - 8, ".compact") == 0;
+}
+
+/* The open of the I/O seam, noting compaction's new file in compact_fd. */
+static int compact_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+	int fd = keel_io_posix()->open(ctx, path, flags, mode);
+	if (fd >= 0 && is_compact_path(path))
+		atomic_store(&compact_fd, fd);
+	return fd;
+}
+
+static int cc_fsync(void *ctx, int fd)
+{
+	if (fd == atomic_load(&compact_fd)) {
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&cc_state, &expect, 1))
+			return -EIO; /* the first compaction fails here */
+		for (int i = 0; i < 200 && atomic_load(&cc_state) != 3; i++)
+			usleep(10000);
+	}
+	return keel_io_posix()->fsync(ctx, fd);
+}
+
+static int cc_unlink(void *ctx, const char *path)
+{
+	int expect = 1;
+	if (is_compact_path(path) &&
+	    atomic_compare_exchange_strong(&cc_state, &expect, 2)) {
+		usleep(300000); /* time for a second compaction to start */
+		int rc = keel_io_posix()->unlink(ctx, path);
+		atomic_store(&cc_state, 3);
+		return rc;
+	}
+	return keel_io_posix()->unlink(ctx, path);
+}
+
+static void *compact_thread(void *p)
+{
+	return (void *)(intptr_t)keel_compact(p);
+}
+
+static void a_failed_compaction_cleans_up_before_the_next_one_starts(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = compact_open;
+	io.fsync = cc_fsync;
+	io.unlink = cc_unlink;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	pthread_t t;
+	void *rc1;
+
+	atomic_store(&cc_state, 0);
+	atomic_store(&compact_fd, -1);
+	reopen_with(f, &o);
+	fill_versions(f->db, 200, 1);
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, f->db), 0);
+	for (int i = 0; i < 500 && atomic_load(&cc_state) < 2; i++)
+		usleep(2000);
+	assert_int_equal(atomic_load(&cc_state), 2); /* the first is cleaning up */
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	pthread_join(t, &rc1);
+	assert_int_equal((int)(intptr_t)rc1, KEEL_EIO);
+	check_versions(f->db, 200, 1);
+	keel_stats st;
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	assert_int_equal(st.compactions, 1);
+	reopen(f); /* IO lives on this stack: back to the default backend */
+	check_versions(f->db, 200, 1);
+}
+
+/* A compaction held at its first write into PATH.compact, through the I/O
+ * seam, until the test opens the gate. */
+static atomic_int gate_state; /* 0 closed, 1 reached, 2 open */
+
+static ssize_t gate_pwrite(void *ctx, int fd, const void *buf, size_t len,
+                           uint64_t off)
+{
+	if (fd == atomic_load(&compact_fd)) {
+		int expect = 0;
+		atomic_compare_exchange_strong(&gate_state, &expect, 1);
+		for (int i = 0; i < 2000 && atomic_load(&gate_state) != 2; i++)
+			usleep(5000);
+	}
+	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
+}
+
+/* While a compaction runs and the file is over 2.25x its live bytes,
+ * keel_compacting says so and an async commit waits in the queue
+ * (keel_commit_async itself returns at once); it completes, durably, once
+ * the compaction is done. */
+static void async_commits_wait_while_compaction_is_behind(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = compact_open;
+	io.pwrite = gate_pwrite;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	keel_db *db;
+	pthread_t t;
+	void *crc;
+	char val[1000];
+	keel_batch *b;
+
+	atomic_store(&compact_fd, -1);
+	atomic_store(&gate_state, 0);
+	reopen_with(f, &o);
+	db = f->db;
+	/* 100 rounds over 50 keys of 1000 bytes: about 5 MB appended, 50 KB
+	 * live */
+	memset(val, 'x', sizeof(val));
+	for (int r = 0; r < 100; r++) {
+		assert_int_equal(keel_batch_new(&b), KEEL_OK);
+		for (int i = 0; i < 50; i++) {
+			char k[16];
+			snprintf(k, sizeof(k), "big%02d", i);
+			val[0] = (char)('a' + r % 26);
+			assert_int_equal(keel_batch_put(b, k, strlen(k), val, sizeof(val),
+			                                KEEL_REV_ANY), KEEL_OK);
+		}
+		assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+		keel_batch_free(b);
+	}
+	assert_int_equal(keel_compacting(db), 0); /* none is due */
+	assert_int_equal(keel_compacting(NULL), 0);
+
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
+	for (int i = 0; i < 1000 && atomic_load(&gate_state) < 1; i++)
+		usleep(2000);
+	assert_int_equal(atomic_load(&gate_state), 1); /* compaction under way */
+	assert_int_equal(keel_compacting(db), 1);
+	async_state *s = commit_async_key(db, "held", &b);
+	usleep(200000); /* a commit takes milliseconds when not held */
+	assert_int_equal(async_done(s), 0);
+
+	atomic_store(&gate_state, 2);
+	pthread_join(t, &crc);
+	assert_int_equal((int)(intptr_t)crc, KEEL_OK);
+	for (int i = 0; i < 2000 && async_done(s) == 0; i++)
+		usleep(5000);
+	assert_int_equal(async_done(s), 1);
+	assert_int_equal(s->ok, 1);
+	assert_int_equal(keel_compacting(db), 0);
+	keel_batch_free(b);
+	free(s);
+	reopen(f); /* IO lives on this stack: back to the default backend */
+	check_value(f->db, "held", "held");
+}
+
+/* Async writers faster than compaction (unsynced, 64 in flight) cannot
+ * grow the file past 2.5 times its live bytes: their groups wait for a
+ * lagging compaction as synchronous writers do. */
+static void an_async_flood_keeps_the_file_bounded(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	enum { KEYS = 20000, COMMITS = 60000, INFLIGHT = 64 };
+	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	keel_batch **b = calloc(COMMITS, sizeof(*b));
+	double peak = 0;
+	char k[32], v[48];
+	keel_stats st;
+
+	assert_non_null(b);
+	reopen_with(f, &o);
+	memset(v, 'v', sizeof(v));
+	keel_batch *load;
+	assert_int_equal(keel_batch_new(&load), KEEL_OK);
+	for (int i = 0; i < KEYS; i++) {
+		snprintf(k, sizeof(k), "flood%06d", i);
+		assert_int_equal(keel_batch_put(load, k, strlen(k), v, sizeof(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_commit(f->db, load, NULL, NULL), KEEL_OK);
+	keel_batch_free(load);
+
+	uint32_t x = 12345;
+	for (int i = 0; i < COMMITS; i++) {
+		pthread_mutex_lock(&s.mu);
+		while (i - s.done >= INFLIGHT)
+			pthread_cond_wait(&s.cv, &s.mu);
+		pthread_mutex_unlock(&s.mu);
+		x = x * 1103515245u + 12345u;
+		snprintf(k, sizeof(k), "flood%06u", (x >> 8) % KEYS);
+		v[0] = (char)('a' + i % 26);
+		assert_int_equal(keel_batch_new(&b[i]), KEEL_OK);
+		assert_int_equal(keel_batch_put(b[i], k, strlen(k), v, sizeof(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+		assert_int_equal(keel_commit_async(f->db, b[i], on_commit_count, &s),
+		                 KEEL_OK);
+		if (i % 100 == 0) {
+			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+			double u = (double)st.end_offset / (double)st.live_bytes;
+			if (st.end_offset > (2u << 20) && u > peak)
+				peak = u;
+		}
+	}
+	async_wait(&s, COMMITS);
+	assert_int_equal(s.ok, COMMITS);
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	print_message("%d async commits: peak end/live %.2f, %llu compactions\n",
+	              COMMITS, peak, (unsigned long long)st.compactions);
+	assert_true(st.compactions > 0);
+	assert_true(peak <= 2.5);
+	for (int i = 0; i < COMMITS; i++)
+		keel_batch_free(b[i]);
+	free(b);
+}
+
+static void the_automatic_policy_bounds_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_stats st;
+	fill_versions(f->db, 200, 60); /* 12,000 overwrites of 200 keys */
+	for (int i = 0; i < 100 && (keel_stat(f->db, &st), st.end_offset > 3 * st.live_bytes + (1u << 20)); i++)
+		usleep(20000); /* the background compactor may still be running */
+	keel_stat(f->db, &st);
+	print_message("after 12000 overwrites: end %llu, live %llu, file %llu, %llu compactions\n",
+	              (unsigned long long)st.end_offset, (unsigned long long)st.live_bytes,
+	              (unsigned long long)st.file_size, (unsigned long long)st.compactions);
+	assert_true(st.compactions > 0);
+	assert_true(st.end_offset <= 3 * st.live_bytes + (1u << 20));
+	check_versions(f->db, 200, 60);
+	reopen(f);
+	check_versions(f->db, 200, 60);
+}
+
+/* The bound is on the file, its preallocated slack included, throughout a
+ * run, not only at its end: 10,000 keys of 16-byte values (the space
+ * benchmark's store, about 500 KB live) overwritten by an unsynced writer,
+ * which outruns the compactor the most.  Without the growth cap (db.c) the
+ * file reached 2.62 times the live bytes. */
+static void the_file_stays_within_the_space_bound(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	enum { KEYS = 10000, PUTS = 150000 };
+	keel_stats st;
+	double peak = 0;
+	uint32_t x = 777;
+
+	reopen_with(f, &o);
+	ts_load_numbered(f->db, KEYS);
+	for (int i = 0; i < PUTS; i++) {
+		ts_overwrite_numbered(f->db, KEYS, &x, i);
+		if (i % 50 == 0) {
+			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+			double r = (double)st.file_size / (double)st.live_bytes;
+			peak = r > peak ? r : peak;
+		}
+	}
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	print_message("%d unsynced overwrites: live %llu, peak file/live %.2f, "
+	              "%llu compactions\n", PUTS, (unsigned long long)st.live_bytes,
+	              peak, (unsigned long long)st.compactions);
+	assert_true(st.live_bytes > (400u << 10)); /* the cap's regime: > 1 MiB */
+	assert_true(st.compactions > 100);
+	assert_true(peak <= 2.5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(compaction_keeps_everything_and_shrinks_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(writers_go_on_during_compaction_and_nothing_is_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_compaction_cleans_up_before_the_next_one_starts, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_file_stays_within_the_space_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_commits_wait_while_compaction_is_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_async_flood_keeps_the_file_bounded, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
