@@ -56,8 +56,8 @@
 #define ZERO_STEP_MAX ((uint64_t)64 << 20)
 /* Steps below this are left to the commit that needs them: zeroing 1 MiB
  * inline costs a few milliseconds once, where the grower's extra syncs beside
- * every few hundred commits of a small store cost 3% of one writer's commit
- * rate (docs/engine.md). */
+ * a small store's commits measured about 3% of one writer's commit rate
+ * (docs/engine.md). */
 #define GROW_AHEAD_MIN ((uint64_t)1 << 20)
 
 /* An eighth of the file, 256 KiB to 1 GiB: few growth syncs on big stores,
