@@ -70,7 +70,12 @@ TEST_SCRIPTS = tests/cli.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh 
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
-all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS)
+# Benchmark tools that need no peer library: built with everything else
+# (so they keep compiling), never installed.
+BENCH_TOOLS = $(B)/growth-latency
+
+all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
+	$(BENCH_TOOLS)
 
 .PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench
 
@@ -124,6 +129,9 @@ $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 
 $(B)/fsync-probe: $(FSYNC_PROBE_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
+
+$(B)/growth-latency: $(B)/obj/bench/growth_latency.o $(B)/libkeel.a
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
 .SECONDARY:
 .SECONDEXPANSION:

@@ -10,10 +10,8 @@
  * percentiles, the longest commit, how many took over 10 ms, and the
  * growths the store reports (keel_stats: growths, growths_inline).
  *
- * Build and run (no Makefile target; the library comes from the usual build):
- *   make -j2 build/libkeel.a
- *   cc -std=gnu11 -O2 -D_GNU_SOURCE -Iengine bench/growth_latency.c \
- *      build/libkeel.a -lfiu -lpthread -o build/growth-latency
+ * Build and run (`make` builds it; it is not installed):
+ *   make -j2 build/growth-latency
  *   build/growth-latency [--dir DIR] [--load-mib N] [--commits N]
  * DIR must be on the disk under test (default $TMPDIR or /tmp).  One JSON
  * line on stdout.
