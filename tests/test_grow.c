@@ -131,11 +131,13 @@ static int teardown(void **state)
 /* Opens the fixture's store with the counting backend, counters reset and
  * failure mode M.  The store is created first with the plain backend:
  * creating opens a temporary file, which is not the store's descriptor. */
+static unsigned open_flags; /* extra keel_options.flags for open_counted */
+
 static keel_db *open_counted(fixture *f, enum fail_mode m)
 {
 	/* 2 MiB steps: the grower takes steps of 1 MiB and more (smaller ones
 	 * the commits take themselves); a growth every ~400 commits here */
-	keel_options o = {.io = &f->io, .flags = KEEL_NOCOMPACT,
+	keel_options o = {.io = &f->io, .flags = KEEL_NOCOMPACT | open_flags,
 	                  .grow_step = (uint64_t)2 << 20};
 	keel_db *db;
 	if (access(f->path, F_OK) != 0) {
@@ -177,27 +179,35 @@ static void check_numbered(keel_db *db, int n)
  * commits far smaller than half a step no commit ever does. */
 static void commits_sync_once_and_the_file_grows_ahead(void **state)
 {
+	/* zeros (the default), then fallocate: the grower's two ways */
+	static const unsigned flags[] = {0, KEEL_PREALLOC_FALLOCATE};
 	fixture *f = *state;
-	keel_db *db = open_counted(f, FAIL_NONE);
-	for (int i = 0; i < COMMITS; i++)
-		put_numbered(db, i % 300);
-	keel_stats st;
-	assert_int_equal(keel_stat(db, &st), KEEL_OK);
-	assert_int_equal(atomic_load(&main_fdatasync), COMMITS);
-	assert_int_equal(atomic_load(&main_fsync), 0);
-	assert_int_equal(st.syncs, COMMITS);
-	assert_true(st.growths >= 3);
-	assert_int_equal(st.growths_inline, 0);
-	/* each growth ahead ends with at least an fsync of its own */
-	assert_true(atomic_load(&other_syncs) >= st.growths);
-	assert_true(st.file_size > st.end_offset);
-	print_message("%d commits: %lu growths ahead, %lu syncs by the grower\n",
-	              COMMITS, (unsigned long)st.growths,
-	              (unsigned long)atomic_load(&other_syncs));
-	assert_int_equal(keel_close(db), KEEL_OK);
-	db = open_counted(f, FAIL_NONE);
-	check_numbered(db, 300);
-	assert_int_equal(keel_close(db), KEEL_OK);
+	for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+		open_flags = flags[k];
+		keel_db *db = open_counted(f, FAIL_NONE);
+		for (int i = 0; i < COMMITS; i++)
+			put_numbered(db, i % 300);
+		keel_stats st;
+		assert_int_equal(keel_stat(db, &st), KEEL_OK);
+		assert_int_equal(atomic_load(&main_fdatasync), COMMITS);
+		assert_int_equal(atomic_load(&main_fsync), 0);
+		assert_int_equal(st.syncs, COMMITS);
+		assert_true(st.growths >= 3);
+		assert_int_equal(st.growths_inline, 0);
+		/* each growth ahead ends with an fsync of its own */
+		assert_true(atomic_load(&other_syncs) >= st.growths);
+		assert_true(st.file_size > st.end_offset);
+		print_message("%s: %d commits, %lu growths ahead, %lu syncs by "
+		              "the grower\n", k ? "fallocate" : "zeros", COMMITS,
+		              (unsigned long)st.growths,
+		              (unsigned long)atomic_load(&other_syncs));
+		assert_int_equal(keel_close(db), KEEL_OK);
+		db = open_counted(f, FAIL_NONE);
+		check_numbered(db, 300);
+		assert_int_equal(keel_close(db), KEEL_OK);
+		assert_int_equal(unlink(f->path), 0);
+	}
+	open_flags = 0;
 }
 
 /* When the grower cannot grow the file -- its descriptor will not open,
