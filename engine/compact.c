@@ -500,9 +500,7 @@ int keel_compact(keel_db *db)
 	if (db->flags & KEEL_RDONLY)
 		return KEEL_EREADONLY;
 	pthread_mutex_lock(&db->mu);
-	/* One at a time: wait our turn; and not beside the grower (grow.c (2)),
-	 * which writes to the file the path names. */
-	while ((db->compacting || db->growing) && !db->failed)
+	while (db->compacting && !db->failed) /* one at a time: wait our turn */
 		pthread_cond_wait(&db->published_cv, &db->mu);
 	if (db->failed) {
 		rc = db->failed;

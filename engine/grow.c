@@ -16,8 +16,8 @@
  * Commits go on meanwhile below the old size.  Only a leader that needs
  * space past the size grows the file itself (inline, and its commit then
  * fsyncs): when the step is small (under GROW_AHEAD_MIN: a store under
- * 8 MiB), when a compaction runs, or when the grower failed.  It first waits
- * for a growth in flight.
+ * 8 MiB), or when the grower failed.  It first waits for a growth in
+ * flight.
  *
  *     append --> [room < step/2] --> grow_wanted --> grower: zeros piece by
  *     piece, a sync each --> fsync --> map --> publish size and map
@@ -39,11 +39,14 @@
  *      the commit that first uses it is: the grower fsyncs before it
  *      publishes; an inline growth is followed by its commit's fsync.
  *      Commits write only below db->file_size.
- *  (2) One growth at a time (db->growing), and never a grower beside a
- *      compaction: keel_compact waits for db->growing to clear and the
- *      grower does not start while one runs, so the path names the file
- *      behind db->fd.  (An inline growth may run beside a compaction, as
- *      any commit may; the switch waits for it like for any leader.)
+ *  (2) One growth at a time (db->growing).  The grower may run beside a
+ *      compaction, which can put a new file behind the path and db->fd at
+ *      any time: it grows the file it opened (checked by the superblock's
+ *      file_id to be the store's at the start), maps it through its own
+ *      descriptor, and publishes only if db->file_id is still that file's;
+ *      otherwise its work is dropped.  (An inline growth runs under
+ *      building, and a compaction's switch waits for it like for any
+ *      leader.)
  *  (3) A failed growth ahead is not fail-stop: nothing committed depends on
  *      the space.  The grower does not try that size again; the next
  *      growth is the leader's, which fails the store if the device does.
@@ -242,21 +245,21 @@ static int grow_ahead(keel_db *db, uint64_t from, uint64_t to,
 	}
 	if (rc == KEEL_OK && sync)
 		rc = keel_err_from_errno(io->fsync(io->ctx, fd));
-	/* Mapped through db->fd, which stays put while db->growing (2). */
+	/* Through our own descriptor: a compaction may have replaced db->fd
+	 * (2).  The mapping outlives the descriptor. */
 	if (rc == KEEL_OK)
-		rc = map_create(io, db->fd, to, m);
+		rc = map_create(io, fd, to, m);
 	io->close(io->ctx, fd);
 	return rc;
 }
 
 /* The size to grow the file to ahead of need, or 0 when none is due: room
- * enough past the tail, a small step, a compaction running (it makes a new
- * file with room of its own), the cap reached (compaction's turn), or a
- * growth ahead that failed at this size.  Caller holds mu. */
+ * enough past the tail, a small step, the cap reached (compaction's turn),
+ * or a growth ahead that failed at this size.  Caller holds mu. */
 static uint64_t ahead_target(const keel_db *db)
 {
-	if ((db->flags & KEEL_RDONLY) || db->compacting || db->failed ||
-	    db->closing || db->file_size == db->grow_failed_size)
+	if ((db->flags & KEEL_RDONLY) || db->failed || db->closing ||
+	    db->file_size == db->grow_failed_size)
 		return 0;
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
 	uint64_t step = next_step(db);
@@ -296,11 +299,12 @@ static void *grower_main(void *arg)
 		int rc = grow_ahead(db, from, to, file_id, &m);
 
 		pthread_mutex_lock(&db->mu);
-		if (rc == KEEL_OK && db->file_size == from)
+		bool same = db->file_id == file_id && db->file_size == from;
+		if (rc == KEEL_OK && same)
 			publish_size(db, to, m, false);
 		else if (m)
-			map_release(m);
-		if (rc != KEEL_OK)
+			map_release(m); /* (2): a compaction replaced the file */
+		if (rc != KEEL_OK && same)
 			db->grow_failed_size = from; /* (3) */
 		db->growing = false;
 		pthread_cond_broadcast(&db->published_cv);

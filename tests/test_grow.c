@@ -9,6 +9,8 @@
  * sync on the store's descriptor is a commit's.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -31,6 +33,9 @@ enum fail_mode { FAIL_NONE, FAIL_OPEN, FAIL_PWRITE, FAIL_SYNC };
 static atomic_int main_fd = -1;
 static atomic_ulong main_fdatasync, main_fsync, other_syncs, other_opens;
 static atomic_int fail_mode;
+/* A compaction's new file (PATH.compact): its syncs can be held */
+static atomic_int compact_fd = -1;
+static atomic_bool hold_compaction, compaction_held;
 
 static void counts_reset(enum fail_mode m)
 {
@@ -40,6 +45,13 @@ static void counts_reset(enum fail_mode m)
 	atomic_store(&other_syncs, 0);
 	atomic_store(&other_opens, 0);
 	atomic_store(&fail_mode, m);
+	atomic_store(&compact_fd, -1);
+}
+
+static bool is_compact_path(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 8 && strcmp(path + n - 8, ".compact") == 0;
 }
 
 static bool is_other(int fd)
@@ -50,6 +62,10 @@ static bool is_other(int fd)
 static int c_open(void *ctx, const char *path, int flags, unsigned mode)
 {
 	int fd = keel_io_posix()->open(ctx, path, flags, mode);
+	if (fd >= 0 && is_compact_path(path)) {
+		atomic_store(&compact_fd, fd);
+		return fd;
+	}
 	if (fd < 0 || (flags & KEEL_IO_RDONLY))
 		return fd;
 	int none = -1;
@@ -73,6 +89,11 @@ static ssize_t c_pwrite(void *ctx, int fd, const void *buf, size_t len,
 
 static int c_sync(void *ctx, int fd, bool full)
 {
+	if (fd == atomic_load(&compact_fd) && atomic_load(&hold_compaction)) {
+		atomic_store(&compaction_held, true);
+		for (int i = 0; i < 1000 && atomic_load(&hold_compaction); i++)
+			usleep(10000); /* bounded: 10 s */
+	}
 	if (is_other(fd)) {
 		atomic_fetch_add(&other_syncs, 1);
 		if (atomic_load(&fail_mode) == FAIL_SYNC)
@@ -241,11 +262,76 @@ static void a_failing_grower_leaves_growth_to_the_commits(void **state)
 	}
 }
 
+static void *compact_main(void *db)
+{
+	return (void *)(intptr_t)keel_compact(db);
+}
+
+/* Puts keys FROM..TO-1 in batches of 100: a store whose file is little
+ * more than its live bytes. */
+static void load_numbered(keel_db *db, int from, int to)
+{
+	char key[32], val[VALUE];
+	for (int i = from; i < to;) {
+		keel_batch *b;
+		assert_int_equal(keel_batch_new(&b), KEEL_OK);
+		for (int n = 0; n < 100 && i < to; n++, i++) {
+			snprintf(key, sizeof(key), "key%05d", i);
+			memset(val, 'a' + i % 26, sizeof(val));
+			assert_int_equal(keel_batch_put(b, key, strlen(key), val,
+			                                sizeof(val), KEEL_REV_ANY),
+			                 KEEL_OK);
+		}
+		assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+		keel_batch_free(b);
+	}
+}
+
+/* A compaction of a large store takes seconds, and commits go on meanwhile:
+ * the grower keeps growing the file for them, so none grows it itself.
+ * The compaction is held in its first sync of the new file while 2,000
+ * commits (about 14 MiB, seven 2 MiB steps) run; then it finishes, and
+ * everything is there.  (The store is 20 MiB live, so the used part stays
+ * under the 2.25x at which commits would wait for the compaction.) */
+static void a_growth_runs_beside_a_compaction(void **state)
+{
+	fixture *f = *state;
+	keel_db *db = open_counted(f, FAIL_NONE);
+	load_numbered(db, 0, 10000);
+	keel_stats before, after;
+	assert_int_equal(keel_stat(db, &before), KEEL_OK);
+	atomic_store(&compaction_held, false);
+	atomic_store(&hold_compaction, true);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, compact_main, db), 0);
+	for (int i = 0; i < 1000 && !atomic_load(&compaction_held); i++)
+		usleep(10000);
+	assert_true(atomic_load(&compaction_held));
+	for (int i = 10000; i < 12000; i++)
+		put_numbered(db, i);
+	assert_int_equal(keel_stat(db, &after), KEEL_OK);
+	assert_int_equal(after.compactions, 0); /* it is still held */
+	atomic_store(&hold_compaction, false);
+	void *rc;
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((intptr_t)rc, KEEL_OK);
+	assert_true(after.growths >= before.growths + 3);
+	assert_int_equal(after.growths_inline, 0);
+	assert_int_equal(atomic_load(&main_fsync), 0);
+	assert_int_equal(keel_stat(db, &after), KEEL_OK);
+	assert_int_equal(after.compactions, 1);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	db = open_counted(f, FAIL_NONE);
+	check_numbered(db, 12000);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(commits_sync_once_and_the_file_grows_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failing_grower_leaves_growth_to_the_commits, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_growth_runs_beside_a_compaction, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
