@@ -10,9 +10,15 @@
  * percentiles, the longest commit, how many took over 10 ms, and the
  * growths the store reports (keel_stats: growths, growths_inline).
  *
+ * --compact: the automatic compaction policy stays on in the timed part,
+ * and the load writes every value twice, so the file starts at twice the
+ * live bytes and the policy compacts at the first commit: the commits then
+ * run beside a compaction of --load-mib / 2 MiB of live data, and the file
+ * grows while it runs.
+ *
  * Build and run (`make` builds it; it is not installed):
  *   make -j2 build/growth-latency
- *   build/growth-latency [--dir DIR] [--load-mib N] [--commits N]
+ *   build/growth-latency [--dir DIR] [--load-mib N] [--commits N] [--compact]
  * DIR must be on the disk under test (default $TMPDIR or /tmp).  One JSON
  * line on stdout.
  */
@@ -47,7 +53,7 @@ static void die(const char *what, int rc)
 static void usage(void)
 {
 	fprintf(stderr, "usage: growth-latency [--dir DIR] [--load-mib N] "
-	                "[--commits N]\n");
+	                "[--commits N] [--compact]\n");
 	exit(2);
 }
 
@@ -55,7 +61,12 @@ int main(int argc, char **argv)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	long load_mib = 300, commits = 20000;
+	int compact = 0;
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--compact")) {
+			compact = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage();
 		if (!strcmp(argv[i], "--dir"))
@@ -79,16 +90,17 @@ int main(int argc, char **argv)
 		die("open", rc);
 	static char big[65536];
 	memset(big, 'b', sizeof(big));
+	long keys = compact ? load_mib * 8 : load_mib * 16;
 	for (long i = 0; i < load_mib * 16; i++) {
 		char k[32];
-		snprintf(k, sizeof(k), "big%08ld", i);
+		snprintf(k, sizeof(k), "big%08ld", i % keys);
 		if ((rc = keel_put(db, k, strlen(k), big, sizeof(big), KEEL_REV_ANY, NULL)))
 			die("load", rc);
 	}
 	keel_close(db);
 	sync();
 
-	keel_options run = {.flags = KEEL_NOCOMPACT};
+	keel_options run = {.flags = compact ? 0 : KEEL_NOCOMPACT};
 	if ((rc = keel_open(path, &run, &db)))
 		die("reopen", rc);
 	keel_stats before, after;
@@ -114,16 +126,18 @@ int main(int argc, char **argv)
 	keel_close(db);
 	unlink(path);
 	qsort(lat, (size_t)commits, sizeof(double), cmp_double);
-	printf("{\"bench\":\"growth-latency\",\"load_mib\":%ld,\"commits\":%ld,"
+	printf("{\"bench\":\"growth-latency\",\"compact\":%s,"
+	       "\"load_mib\":%ld,\"commits\":%ld,"
 	       "\"commits_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
 	       "\"p999_ms\":%.3f,\"max_ms\":%.1f,\"over_10ms\":%ld,"
 	       "\"file_mib_before\":%.0f,\"file_mib_after\":%.0f,"
-	       "\"growths\":%llu,\"growths_inline\":%llu}\n",
-	       load_mib, commits, (double)commits / took, lat[commits / 2],
+	       "\"growths\":%llu,\"growths_inline\":%llu,\"compactions\":%llu}\n",
+	       compact ? "true" : "false", load_mib, commits, (double)commits / took, lat[commits / 2],
 	       lat[commits * 99 / 100], lat[commits * 999 / 1000], worst, over10,
 	       before.file_size / 1048576.0, after.file_size / 1048576.0,
 	       (unsigned long long)(after.growths - before.growths),
-	       (unsigned long long)(after.growths_inline - before.growths_inline));
+	       (unsigned long long)(after.growths_inline - before.growths_inline),
+	       (unsigned long long)(after.compactions - before.compactions));
 	free(lat);
 	return 0;
 }
