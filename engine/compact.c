@@ -558,7 +558,7 @@ static void *compactor_main(void *arg)
 	pthread_mutex_lock(&db->mu);
 	while (!db->closing) {
 		if (!db->compact_wanted) {
-			pthread_cond_wait(&db->compactor_cv, &db->mu);
+			pthread_cond_wait(&db->compactor.cv, &db->mu);
 			continue;
 		}
 		db->compact_wanted = false;
@@ -585,22 +585,7 @@ void compact_maybe_schedule(keel_db *db)
 	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q) ||
 	    end < db->compact_retry_end)
 		return;
-	if (!db->compactor_started) {
-		if (pthread_create(&db->compactor, NULL, compactor_main, db))
-			return;
-		db->compactor_started = true;
-	}
-	db->compact_wanted = true;
-	pthread_cond_signal(&db->compactor_cv);
-}
-
-void compact_shutdown(keel_db *db)
-{
-	pthread_mutex_lock(&db->mu);
-	db->closing = true;
-	bool started = db->compactor_started;
-	pthread_cond_broadcast(&db->compactor_cv);
-	pthread_mutex_unlock(&db->mu);
-	if (started)
-		pthread_join(db->compactor, NULL);
+	/* the wanted flag is set under mu, before the woken thread can look */
+	if (db_worker_wake(db, &db->compactor, compactor_main))
+		db->compact_wanted = true;
 }

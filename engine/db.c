@@ -212,8 +212,8 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->published_cv, NULL);
 	pthread_cond_init(&db->committer_cv, NULL);
-	pthread_cond_init(&db->compactor_cv, NULL);
-	pthread_cond_init(&db->grower_cv, NULL);
+	pthread_cond_init(&db->compactor.cv, NULL);
+	pthread_cond_init(&db->grower.cv, NULL);
 	if (!db->path || !db->dir) {
 		rc = KEEL_ENOMEM;
 		goto out_free;
@@ -233,8 +233,8 @@ out_free:
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);
 	pthread_cond_destroy(&db->committer_cv);
-	pthread_cond_destroy(&db->compactor_cv);
-	pthread_cond_destroy(&db->grower_cv);
+	pthread_cond_destroy(&db->compactor.cv);
+	pthread_cond_destroy(&db->grower.cv);
 	free(db->path);
 	free(db->dir);
 	free(db);
@@ -245,8 +245,9 @@ int keel_close(keel_db *db)
 {
 	if (!db)
 		return KEEL_OK;
-	compact_shutdown(db);
-	grow_shutdown(db); /* before the groups drain: they may wait for it */
+	db_worker_stop(db, &db->compactor);
+	db_worker_stop(db, &db->grower); /* before the groups drain: they may
+	                                  * wait for a growth */
 	commit_shutdown(db);
 	int rc = db->failed;
 	map_release(db->map);
@@ -254,12 +255,34 @@ int keel_close(keel_db *db)
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);
 	pthread_cond_destroy(&db->committer_cv);
-	pthread_cond_destroy(&db->compactor_cv);
-	pthread_cond_destroy(&db->grower_cv);
+	pthread_cond_destroy(&db->compactor.cv);
+	pthread_cond_destroy(&db->grower.cv);
 	free(db->path);
 	free(db->dir);
 	free(db);
 	return rc;
+}
+
+bool db_worker_wake(keel_db *db, db_worker *w, void *(*main)(void *))
+{
+	if (!w->started) {
+		if (pthread_create(&w->thread, NULL, main, db))
+			return false;
+		w->started = true;
+	}
+	pthread_cond_signal(&w->cv);
+	return true;
+}
+
+void db_worker_stop(keel_db *db, db_worker *w)
+{
+	pthread_mutex_lock(&db->mu);
+	db->closing = true;
+	bool started = w->started;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&db->mu);
+	if (started)
+		pthread_join(w->thread, NULL);
 }
 
 int keel_recovery_info(keel_db *db, keel_recovery *out)

@@ -161,7 +161,8 @@ static void publish_size(keel_db *db, uint64_t size, keel_map *m, bool inline_)
 {
 	map_release(db->map); /* readers of the old map keep it alive */
 	db->map = m;
-	db->file_size = size;
+	/* atomic: grow_ensure's first look is without mu */
+	__atomic_store_n(&db->file_size, size, __ATOMIC_RELEASE);
 	db->n_growths++;
 	db->n_growths_inline += inline_;
 	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
@@ -169,6 +170,11 @@ static void publish_size(keel_db *db, uint64_t size, keel_map *m, bool inline_)
 
 int grow_ensure(keel_db *db, uint64_t need, uint64_t live, bool *grew)
 {
+	/* Almost every commit fits: no lock for that.  Only growth changes the
+	 * size while a leader builds (a compaction's switch waits for it), and
+	 * only upwards, so a stale size merely takes the locked path. */
+	if (need <= __atomic_load_n(&db->file_size, __ATOMIC_ACQUIRE))
+		return KEEL_OK;
 	pthread_mutex_lock(&db->mu);
 	/* (2): a growth in flight (or asked for) may well cover NEED */
 	while ((db->growing || db->grow_wanted) && need > db->file_size)
@@ -279,7 +285,7 @@ static void *grower_main(void *arg)
 	pthread_mutex_lock(&db->mu);
 	while (!db->closing) {
 		if (!db->grow_wanted) {
-			pthread_cond_wait(&db->grower_cv, &db->mu);
+			pthread_cond_wait(&db->grower.cv, &db->mu);
 			continue;
 		}
 		/* Asked for before a compaction or an inline growth ran, it
@@ -319,22 +325,8 @@ void grow_ahead_maybe(keel_db *db)
 {
 	if (db->growing || db->grow_wanted || ahead_target(db) == 0)
 		return;
-	if (!db->grower_started) {
-		if (pthread_create(&db->grower, NULL, grower_main, db))
-			return; /* leaders grow the file themselves */
-		db->grower_started = true;
-	}
-	db->grow_wanted = true;
-	pthread_cond_signal(&db->grower_cv);
-}
-
-void grow_shutdown(keel_db *db)
-{
-	pthread_mutex_lock(&db->mu);
-	db->closing = true;
-	bool started = db->grower_started;
-	pthread_cond_broadcast(&db->grower_cv);
-	pthread_mutex_unlock(&db->mu);
-	if (started)
-		pthread_join(db->grower, NULL);
+	/* Without a grower, leaders grow the file themselves.  The flag is set
+	 * under mu, before the woken thread can look. */
+	if (db_worker_wake(db, &db->grower, grower_main))
+		db->grow_wanted = true;
 }

@@ -178,6 +178,15 @@ int batch_check_key(const void *key, size_t klen);
 /* ---- the database handle (db.c, commit.c) ------------------------------ */
 typedef struct commit_writer commit_writer;
 
+/* A background thread of a handle (the compactor, the grower), started when
+ * first needed: it waits on CV under mu for work, and returns once the
+ * handle is closing (db.c). */
+typedef struct db_worker {
+	pthread_t thread;
+	bool started;
+	pthread_cond_t cv;
+} db_worker;
+
 struct keel_db {
 	char *path;        /* data file                                      */
 	char *dir;         /* its directory (for fsync_dir)                  */
@@ -193,7 +202,9 @@ struct keel_db {
 	keel_head head;       /* newest published (durable) head             */
 	_Atomic uint64_t gen; /* bumped whenever head or map change: a
 	                         snapshot refresh compares it without the lock */
-	uint64_t file_size;   /* allocated size of the data file             */
+	uint64_t file_size;   /* allocated size of the data file; growth
+	                         stores it atomically, for grow_ensure's
+	                         look without mu (grow.c)                  */
 	int failed;           /* sticky error: KEEL_EIO/KEEL_ENOSPC, 0 if ok */
 	bool closing;
 
@@ -219,9 +230,8 @@ struct keel_db {
 	pthread_cond_t committer_cv;
 	uint64_t hint_txid, hint_bytes; /* last hint written; bytes since   */
 	bool compacting;      /* keel_compact running (one at a time)         */
-	pthread_t compactor;  /* background thread of the automatic policy    */
-	bool compactor_started, compact_wanted;
-	pthread_cond_t compactor_cv;
+	db_worker compactor;  /* background thread of the automatic policy    */
+	bool compact_wanted;
 	uint64_t compact_retry_end; /* after a failed automatic compaction, the
 	                             * next waits for the used part to get here */
 
@@ -229,9 +239,7 @@ struct keel_db {
 	bool growing;         /* a growth (ahead or inline) is in progress    */
 	bool grow_wanted;     /* the grower is asked for a growth ahead       */
 	uint64_t grow_failed_size; /* a growth ahead failed at this size      */
-	pthread_t grower;
-	bool grower_started;
-	pthread_cond_t grower_cv;
+	db_worker grower;
 	uint64_t n_growths, n_growths_inline;
 
 	keel_recovery recovery;
@@ -254,7 +262,13 @@ bool commit_writes_held(const keel_db *db);
 void commit_wake_front(keel_db *db);
 /* The automatic compaction policy: called after a publish, with mu held. */
 void compact_maybe_schedule(keel_db *db);
-void compact_shutdown(keel_db *db);
+/* Starts W's thread running MAIN(db) if it is not running yet, then
+ * signals W->cv.  False when the thread cannot be started (the caller goes
+ * without it).  Caller holds mu. */
+bool db_worker_wake(keel_db *db, db_worker *w, void *(*main)(void *));
+/* At close: marks the handle closing, wakes W and joins its thread (a
+ * worker in the middle of its job finishes or abandons it first). */
+void db_worker_stop(keel_db *db, db_worker *w);
 /* Called first by each engine thread: applies KEEL_BATCH_THREADS. */
 void commit_thread_sched(const keel_db *db);
 /* Maps KEEL errors from negative errnos. */
@@ -272,8 +286,6 @@ int grow_ensure(keel_db *db, uint64_t need, uint64_t live, bool *grew);
 /* Asks the grower for the next step when the room past the tail is under
  * half a step.  Called by a leader after its append, with mu held. */
 void grow_ahead_maybe(keel_db *db);
-/* Stops the grower (a growth in progress stops at its next piece). */
-void grow_shutdown(keel_db *db);
 /* SIZE, lowered where it would take the file past POLICY_CAP_Q quarters of
  * LIVE bytes, unless that would leave less than 64 KiB past NEED. */
 uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live);

@@ -141,9 +141,11 @@ static int node_search(const uint8_t *p, const uint8_t *key, size_t klen,
 	int ans = lo - 1;
 	while (lo <= hi) {            /* the tied run [lo, hi] */
 		int mid = (lo + hi) / 2;
-		const uint8_t *e = p + keel_ld16(slots + KEEL_SLOT * (unsigned)mid);
-		int c = keel_key_cmp(e + KEEL_LEAF_ENTRY + plen, keel_ld16(e) - plen,
-		                     key + plen, klen - plen);
+		const uint8_t *ek;
+		uint16_t eklen;
+		entry_at(p, (unsigned)mid, &ek, &eklen);
+		int c = keel_key_cmp(ek + plen, eklen - plen, key + plen,
+		                     klen - plen);
 		if (c == 0) {
 			*exact = true;
 			return mid;
