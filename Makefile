@@ -32,7 +32,7 @@ DEPS_STAMP = $(B)/.deps-build
 # ---- the library (floors 0-2) -------------------------------------------
 LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
 	engine/map.c engine/tree.c engine/batch.c engine/commit.c engine/db.c \
-	engine/compact.c engine/grow.c \
+	engine/compact.c engine/grow.c engine/marker.c \
 	recovery/recover.c recovery/verify.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 

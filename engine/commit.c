@@ -355,6 +355,7 @@ static void lead_group(keel_db *db)
 			db->failed = rc;
 		} else {
 			db->head = head; /* (2): publish */
+			marker_publish(db); /* for reader processes */
 			atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 			db->n_syncs++;
 			hint_maybe_write(db, &head);

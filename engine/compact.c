@@ -477,6 +477,7 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 		db->head = db->tail = nf->head;
 		atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 		db->file_id = nf->file_id;
+		marker_publish(db); /* before any commit to the new file */
 		db->file_size = nf->size;
 		db->hint_txid = nf->head.txid;
 		db->hint_bytes = 0;

@@ -149,11 +149,34 @@ static int lock_writer(keel_db *db, const keel_options *o)
 	return keel_err_from_errno(e);
 }
 
+/* A writer makes what recovery found durable before anyone is shown it: a
+ * killed writer may have left heads that were written and never synced,
+ * and this handle's threads (and, through the marker, reader processes)
+ * take the recovered head as committed.  Then the marker (marker.c). */
+static int writer_start(keel_db *db)
+{
+	if (db->flags & KEEL_RDONLY)
+		return KEEL_OK;
+	if (!(db->flags & KEEL_UNSAFE_NO_SYNC)) {
+		int rc = keel_err_from_errno(db->io->fdatasync(db->io->ctx, db->fd));
+		if (rc)
+			return rc;
+	}
+	return marker_create(db);
+}
+
 static int recover(keel_db *db, const keel_options *o)
 {
 	recovery_result r;
-	int rc = recovery_find(db->io, db->fd, db->flags, &r);
+	int rc = recovery_find(db->io, db->fd, db->flags, UINT64_MAX, &r);
 	keel_recovery *rep = &db->recovery;
+
+	/* A reader process stops at the writer's durable marker (marker.c). */
+	if (rc == KEEL_OK && (db->flags & KEEL_RDONLY)) {
+		uint64_t limit = marker_limit(db, db->fd, r.super.file_id);
+		if (r.head.txid > limit)
+			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
+	}
 
 	rep->status = r.status;
 	rep->offset = r.offset;
@@ -209,12 +232,14 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	db->fd = -1;
 	db->path = strdup(path);
 	db->dir = dir_of(path);
+	if (asprintf(&db->marker_path, "%s.durable", path) < 0)
+		db->marker_path = NULL;
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->published_cv, NULL);
 	pthread_cond_init(&db->committer_cv, NULL);
 	pthread_cond_init(&db->compactor.cv, NULL);
 	pthread_cond_init(&db->grower.cv, NULL);
-	if (!db->path || !db->dir) {
+	if (!db->path || !db->dir || !db->marker_path) {
 		rc = KEEL_ENOMEM;
 		goto out_free;
 	}
@@ -223,10 +248,15 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 		goto out_close;
 	if ((rc = map_create(db->io, db->fd, db->file_size, &db->map)))
 		goto out_close;
+	if ((rc = writer_start(db))) {
+		map_release(db->map);
+		goto out_close;
+	}
 	*out = db;
 	return KEEL_OK;
 
 out_close:
+	marker_close_reader(db); /* a reader's; a writer's failed to exist */
 	if (db->fd >= 0)
 		db->io->close(db->io->ctx, db->fd);
 out_free:
@@ -237,6 +267,7 @@ out_free:
 	pthread_cond_destroy(&db->grower.cv);
 	free(db->path);
 	free(db->dir);
+	free(db->marker_path);
 	free(db);
 	return rc;
 }
@@ -251,6 +282,10 @@ int keel_close(keel_db *db)
 	commit_shutdown(db);
 	int rc = db->failed;
 	map_release(db->map);
+	if (db->flags & KEEL_RDONLY)
+		marker_close_reader(db);
+	else
+		marker_remove(db); /* while the lock is still ours */
 	db->io->close(db->io->ctx, db->fd); /* also drops the writer lock */
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);
@@ -259,6 +294,7 @@ int keel_close(keel_db *db)
 	pthread_cond_destroy(&db->grower.cv);
 	free(db->path);
 	free(db->dir);
+	free(db->marker_path);
 	free(db);
 	return rc;
 }
@@ -307,8 +343,13 @@ static void reader_follow_rename(keel_db *db)
 	int fd = db->io->open(db->io->ctx, db->path, KEEL_IO_RDONLY, 0);
 	if (fd < 0)
 		return;
-	if (recovery_find(db->io, fd, db->flags, &r) != KEEL_OK ||
-	    map_create(db->io, fd, r.file_size, &m) != KEEL_OK) {
+	int rc = recovery_find(db->io, fd, db->flags, UINT64_MAX, &r);
+	if (rc == KEEL_OK) {
+		uint64_t limit = marker_limit(db, fd, r.super.file_id);
+		if (r.head.txid > limit)
+			rc = recovery_find(db->io, fd, db->flags, limit, &r);
+	}
+	if (rc != KEEL_OK || map_create(db->io, fd, r.file_size, &m) != KEEL_OK) {
 		db->io->close(db->io->ctx, fd);
 		return; /* keep reading the old file; try again next time */
 	}
@@ -338,8 +379,12 @@ static void refresh_readonly(keel_db *db)
 		return;
 	if (db->io->fstat(db->io->ctx, db->fd, &size, &is_reg))
 		return;
-	if (recovery_walk(db->io, db->fd, size, &db->head, db->flags, &newest,
-	                  &stop, &why, &n) != KEEL_OK || newest.txid == db->head.txid)
+	uint64_t limit = marker_limit(db, db->fd, db->file_id);
+	if (limit <= db->head.txid)
+		return; /* nothing durable past our head yet */
+	if (recovery_walk(db->io, db->fd, size, &db->head, limit, db->flags,
+	                  &newest, &stop, &why, &n) != KEEL_OK ||
+	    newest.txid == db->head.txid)
 		return;
 	if (newest.off + KEEL_HEAD_SIZE > db->map->len) {
 		keel_map *m;

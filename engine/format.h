@@ -120,7 +120,20 @@
  *   before the region, so the region check is what makes one sync enough.
  *
  * PAD payload: zeros; fills space that must not hold a record (unused now,
- *   reserved so a reader skips it).
+ *   reserved so a reader skips it). *
+ * THE DURABLE MARKER (PATH.durable: a second, 4096-byte file beside the
+ *   store, kept by the writer process and mapped shared by reader
+ *   processes; engine/marker.c).  Memory shared between processes of one
+ *   machine, not storage: it is never synced, its integers are in the
+ *   machine's own byte order, and it means something only while a writer
+ *   process holds the data file's lock -- after a crash or a power cut it
+ *   is ignored, and the next writer replaces it.
+ *   0   8     magic     "KEELDURA"
+ *   8   8     seq       even: stable; odd: being rewritten (a seqlock)
+ *   16  8     file_id   the data file the head below is in
+ *   24  8     txid      the newest head whose sync has returned
+ *   32  8     head_off  that head's offset
+ *   40  4056  zero
  */
 #ifndef KEEL_FORMAT_H
 #define KEEL_FORMAT_H
@@ -134,6 +147,8 @@
  * part and no inline values) is refused with KEEL_EVERSION like any other. */
 #define KEEL_SUPER_MAGIC "KEELSTOR"               /* FROZEN, 8 bytes         */
 #define KEEL_HINT_MAGIC "KEELHINT"                /* FROZEN, 8 bytes         */
+#define KEEL_MARKER_MAGIC "KEELDURA"              /* 8 bytes                 */
+#define KEEL_MARKER_SIZE 4096u
 #define KEEL_REC_MAGIC 0x6C65656Bu                /* FROZEN, "keel" in LE    */
 #define KEEL_BLOCK 4096u
 #define KEEL_SUPER_SIZE 64u

@@ -8,6 +8,8 @@
  *   commit.c  the group-commit pipeline
  *   db.c      open, close, reads, snapshots, stats
  *   compact.c online compaction
+ *   grow.c    growing the data file, ahead of need
+ *   marker.c  the durable marker a reader process stops at
  */
 #ifndef KEEL_INTERNAL_H
 #define KEEL_INTERNAL_H
@@ -196,6 +198,12 @@ struct keel_db {
 	unsigned flags;
 	uint64_t file_id;
 	uint64_t grow_step;
+	/* The durable marker (marker.c): the writer's mapping, read-write, set
+	 * at open; a reader process's, read-only, (re)mapped under mu. */
+	char *marker_path;    /* PATH.durable                                */
+	_Atomic uint64_t *marker;
+	dev_t marker_dev;
+	ino_t marker_ino;
 
 	pthread_mutex_t mu;   /* guards everything below                     */
 	keel_map *map;        /* current mapping (db's reference)            */
@@ -298,5 +306,21 @@ uint64_t grow_default_step(uint64_t size);
 /* The size a file holding NEED bytes grows to: NEED plus a step, in whole
  * blocks, and past 2 MiB in whole 2 MiB pieces (huge pages: grow.c). */
 uint64_t grow_size(uint64_t need, uint64_t step);
+
+/* ---- the durable marker (marker.c) ------------------------------------------
+ * PATH.durable names the newest head whose sync has returned, for reader
+ * processes (invariants at the top of marker.c). */
+/* Writer, at open after the recovered head is durable: makes the marker, or
+ * removes a stale one.  KEEL_OK, or an error that fails the open. */
+int marker_create(keel_db *db);
+/* Writer: db->head (and db->file_id) just became durable.  Caller holds mu. */
+void marker_publish(keel_db *db);
+/* Writer, at close while it still holds the lock. */
+void marker_remove(keel_db *db);
+/* Reader process: the newest txid it may accept in the data file FILE_ID,
+ * open as FD; UINT64_MAX for no limit, 0 to stay where it is.  Caller holds
+ * mu (or has the handle to itself, at open). */
+uint64_t marker_limit(keel_db *db, int fd, uint64_t file_id);
+void marker_close_reader(keel_db *db);
 
 #endif /* KEEL_INTERNAL_H */

@@ -7,6 +7,12 @@
  * unsynced writes in a simulated volatile cache and injects failures.  A
  * backend is passed to keel_open through keel_options.io.
  *
+ * One thing is outside it: the durable marker (engine/marker.c), a 4 KiB
+ * file beside the store mapped shared between the writer and reader
+ * processes, and a reader's probe of the writer lock (F_OFD_GETLK on the
+ * data file's descriptor).  They are memory and locks, not storage: nothing
+ * about them is synced or recovered, so there is nothing to simulate.
+ *
  * CONVENTIONS
  *   Files are plain file descriptors.  Every function returns >= 0 on success
  *   (a byte count for pread/pwrite, 0 otherwise) and a NEGATIVE ERRNO on

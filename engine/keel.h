@@ -39,6 +39,13 @@
  *   async commits, the compactor (automatic compaction) and the grower
  *   (which preallocates the file ahead of need); keel_close joins them.
  *
+ * PROCESSES
+ *   One writer process at a time (a lock on the data file; a second gets
+ *   KEEL_EBUSY).  Any number of reader processes open with KEEL_RDONLY and see
+ *   new commits without reopening -- only those whose sync has returned: the
+ *   writer keeps PATH.durable, a small shared file naming its newest durable
+ *   commit, and removes it at close (docs/engine.md, "Concurrency").
+ *
  * ERRORS
  *   Every function returns 0 (KEEL_OK) or a negative keel_err.  errno values
  *   never leak through this interface; keel_strerror() names each code.
@@ -135,7 +142,10 @@ typedef struct keel_options {
  * keel_open - open the store at PATH, creating it if missing (unless
  * KEEL_NOCREATE).  OPT may be NULL for defaults.  Runs recovery: finds the
  * newest head whose region checks out, and cuts a torn tail after it.  Reads
- * on open are bounded whatever the file's size.
+ * on open are bounded whatever the file's size.  A writer then syncs what
+ * it found (one fdatasync) and makes PATH.durable; a KEEL_RDONLY handle in
+ * another process stops at the commit that file names while a writer is
+ * open.
  * Returns KEEL_OK and *out, or: KEEL_EINVAL (NULL path/out), KEEL_EISDIR,
  * KEEL_ENOENT, KEEL_EACCES, KEEL_ENOTKEEL (zero-length or foreign file),
  * KEEL_EVERSION, KEEL_ECORRUPT (damage behind the newest valid head; use

@@ -194,7 +194,8 @@ static bool trusted_next_head(rbuf *r, uint64_t from, const keel_head *cur,
 }
 
 int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
-                  const keel_head *from, unsigned flags, keel_head *newest,
+                  const keel_head *from, uint64_t max_txid, unsigned flags,
+                  keel_head *newest,
                   uint64_t *stop, const char **why, uint64_t *bytes_read)
 {
 	rbuf r;
@@ -250,6 +251,8 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 			break;
 		}
 		nh.off = pos;
+		if (nh.txid > max_txid)
+			break; /* as far as the caller may look: a clean stop */
 		if (!head_follows(&nh, &cur)) {
 			*why = "head does not continue the chain";
 			break;
@@ -265,7 +268,8 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 	if ((flags & KEEL_UNSAFE_TRUST_HEAD) && rc == KEEL_OK) {
 		keel_head nh;
 		/* The positive control: believe any head that claims to follow. */
-		while (trusted_next_head(&r, cur.off + KEEL_HEAD_SIZE, &cur, &nh))
+		while (trusted_next_head(&r, cur.off + KEEL_HEAD_SIZE, &cur, &nh) &&
+		       nh.txid <= max_txid)
 			cur = nh;
 		pos = cur.off + KEEL_HEAD_SIZE;
 		*why = NULL;
@@ -328,7 +332,7 @@ static int start_from_hint(const keel_io *io, int fd, uint64_t file_id,
 }
 
 int recovery_find(const keel_io *io, int fd, unsigned flags,
-                  recovery_result *out)
+                  uint64_t max_txid, recovery_result *out)
 {
 	uint8_t sb[KEEL_SUPER_SIZE];
 	int is_reg, rc;
@@ -371,8 +375,8 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 
 	const char *why;
 	uint64_t stop;
-	rc = recovery_walk(io, fd, out->file_size, &start, flags, &out->head,
-	                   &stop, &why, &out->bytes_read);
+	rc = recovery_walk(io, fd, out->file_size, &start, max_txid, flags,
+	                   &out->head, &stop, &why, &out->bytes_read);
 	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
 		return rc;
 	if (rc == KEEL_ECORRUPT) {

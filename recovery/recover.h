@@ -37,19 +37,24 @@ typedef struct recovery_result {
 } recovery_result;
 
 /* Reads the superblock and finds the newest valid head.  FLAGS: the
- * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD).  Returns KEEL_OK
+ * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD).  MAX_TXID: the
+ * walk from the starting head (the newer valid hint, or the first head)
+ * accepts no head past this txid; UINT64_MAX for none (a reader process's
+ * limit: engine/marker.c).  Returns KEEL_OK
  * (status OK, TRUNCATED, or CORRUPT under KEEL_SALVAGE), KEEL_ENOTKEEL,
  * KEEL_EVERSION, KEEL_ECORRUPT or KEEL_EIO. */
 int recovery_find(const keel_io *io, int fd, unsigned flags,
-                  recovery_result *out);
+                  uint64_t max_txid, recovery_result *out);
 
 /* Continues from the valid head FROM: accepts every later head that checks
- * out.  Used by recovery_find and by read-only handles to see new commits.
+ * out, up to txid MAX_TXID (a head past it ends the walk cleanly).  Used by
+ * recovery_find and by read-only handles to see new commits.
  * *NEWEST receives the newest accepted head (FROM if none), *STOP where the
  * walk stopped, *why a reason when that is not a clean end.  Returns KEEL_OK
  * or KEEL_EIO. */
 int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
-                  const keel_head *from, unsigned flags, keel_head *newest,
+                  const keel_head *from, uint64_t max_txid, unsigned flags,
+                  keel_head *newest,
                   uint64_t *stop, const char **why, uint64_t *bytes_read);
 
 /* Cuts the file at AT (truncate, then fsync).  Returns 0 or a keel error. */

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -876,6 +877,160 @@ static void a_reader_process_sees_new_commits_without_reopening(void **state)
 	close(go[1]);
 }
 
+/* A sync that waits while `sync_held` is set (bounded), and says when it
+ * is waiting: the commit's region and head are written, not yet durable. */
+static atomic_bool sync_held, sync_waiting;
+
+static int held_fdatasync(void *ctx, int fd)
+{
+	atomic_store(&sync_waiting, true);
+	for (int i = 0; i < 1000 && atomic_load(&sync_held); i++)
+		usleep(10000); /* 10 s at most */
+	atomic_store(&sync_waiting, false);
+	return keel_io_posix()->fdatasync(ctx, fd);
+}
+
+static void *put_k2(void *arg)
+{
+	keel_db *db = arg;
+	return (void *)(intptr_t)keel_put(db, "k2", 2, "b", 1, KEEL_REV_ANY, NULL);
+}
+
+/* Asks the reader process whether "k2" shows; 'y' or 'n'. */
+static char reader_sees_k2(int ask, int answer)
+{
+	char c = '?';
+	assert_int_equal(write(ask, "?", 1), 1);
+	assert_int_equal(read(answer, &c, 1), 1);
+	return c;
+}
+
+static void wait_for_sync_waiting(void)
+{
+	for (int i = 0; i < 1000 && !atomic_load(&sync_waiting); i++)
+		usleep(10000);
+	assert_true(atomic_load(&sync_waiting));
+}
+
+/* A reader process sees a commit only once its sync has returned: the
+ * writer's head is in the file (the page cache) while the sync is held, and
+ * the reader, which reads that file, must not take it (engine/marker.c). */
+static void a_reader_process_sees_only_durable_commits(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.fdatasync = held_fdatasync;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	int ask[2], answer[2];
+	reopen_with(f, &o);
+	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(pipe(ask), 0);
+	assert_int_equal(pipe(answer), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		keel_db *r;
+		keel_options ro = {.flags = KEEL_RDONLY};
+		keel_view v;
+		char c;
+		close(ask[1]); /* so the read ends if the test's process does */
+		close(answer[0]);
+		if (keel_open(f->path, &ro, &r) || keel_get(r, "k1", 2, &v))
+			_exit(3);
+		keel_view_release(&v);
+		while (read(ask[0], &c, 1) == 1 && c == '?') {
+			int rc = keel_get(r, "k2", 2, &v);
+			if (rc == KEEL_OK)
+				keel_view_release(&v);
+			if (write(answer[1], rc == KEEL_OK ? "y" : "n", 1) != 1)
+				_exit(4);
+		}
+		_exit(keel_close(r) == KEEL_OK ? 0 : 5);
+	}
+	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
+	atomic_store(&sync_held, true);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, put_k2, f->db), 0);
+	wait_for_sync_waiting();
+	/* written, not durable: the reader reads past the head it knew
+	 * (twice: the second look must not differ) */
+	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
+	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
+	atomic_store(&sync_held, false);
+	void *rc;
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((int)(intptr_t)rc, KEEL_OK);
+	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'y'); /* durable */
+	assert_int_equal(write(ask[1], "q", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(ask[0]);
+	close(ask[1]);
+	close(answer[0]);
+	close(answer[1]);
+}
+
+/* The marker binds readers only while a writer holds the lock: a writer
+ * killed inside a commit's sync leaves its head in the file and a marker
+ * that stops before it.  With the writer alive a reader does not show the
+ * commit; once the kernel has dropped the writer's lock it does (nothing is
+ * in flight any more), and the next writer's open syncs it, replaces the
+ * marker and removes it at close. */
+static void a_killed_writers_marker_binds_no_reader(void **state)
+{
+	fixture *f = *state;
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_db *r;
+	int go[2], stay[2];
+	char c, *marker = NULL;
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(access(marker, F_OK), 0); /* a writer keeps one */
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(access(marker, F_OK), -1); /* and removes it */
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(stay), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		keel_io io = *keel_io_posix();
+		io.fdatasync = held_fdatasync;
+		keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+		keel_db *w;
+		pthread_t t;
+		if (keel_open(f->path, &o, &w))
+			_exit(3);
+		atomic_store(&sync_held, true);
+		if (pthread_create(&t, NULL, put_k2, w))
+			_exit(4);
+		for (int i = 0; i < 1000 && !atomic_load(&sync_waiting); i++)
+			usleep(10000);
+		if (!atomic_load(&sync_waiting) || write(go[1], "w", 1) != 1)
+			_exit(5);
+		close(stay[1]);
+		(void)read(stay[0], &c, 1); /* killed in the sync; or the test
+		                             * failed and its process ended */
+		_exit(6);
+	}
+	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+	check_value(r, "k1", "a");
+	check_value(r, "k2", NULL); /* written, not durable, writer alive */
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(access(marker, F_OK), 0); /* left behind */
+	check_value(r, "k2", "b"); /* no writer: nothing is in flight */
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	check_value(f->db, "k2", "b");
+	assert_int_equal(keel_close(r), KEEL_OK);
+	close(go[0]);
+	close(go[1]);
+	close(stay[0]);
+	close(stay[1]);
+	free(marker);
+}
+
 static void a_killed_writer_process_releases_the_lock(void **state)
 {
 	fixture *f = *state;
@@ -936,6 +1091,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_second_writer_handle_is_refused_while_the_first_holds_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_new_commits_without_reopening, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_killed_writers_marker_binds_no_reader, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,7 +325,7 @@ static int cmd_heads(int argc, char **argv)
 		fprintf(stderr, "keel heads: cannot open %s: %s\n", a.pos[0], strerror(-fd));
 		return EXIT_USAGE;
 	}
-	rc = recovery_find(io, fd, KEEL_SALVAGE, &r);
+	rc = recovery_find(io, fd, KEEL_SALVAGE, UINT64_MAX, &r);
 	if (rc) {
 		io->close(io->ctx, fd);
 		return fail(rc, "heads", a.pos[0]);
