@@ -29,9 +29,11 @@
  *      earlier region.  While it waits, the next leader absorbs writers.
  *  (4) Fail-stop: after any failed write or sync, db->failed is set before
  *      anyone is told, every group not yet published fails with it, and no
- *      later write is attempted: a failed fsync is never retried, because on
+ *      later commit is attempted: a failed fsync is never retried, because on
  *      Linux the failed pages may have been marked clean and a retry would
- *      report success for data that is gone.
+ *      report success for data that is gone.  The one later write is the
+ *      erasure at close (db.c): those clean pages still read back, and the
+ *      next open must not take the failed groups from them.
  *  (5) A hint (format.h) names only a head whose sync has returned.
  */
 #include <errno.h>
@@ -324,9 +326,11 @@ static void lead_group(keel_db *db)
 		keel_head_encode(head_buf, &head);
 		rc = grow_ensure(db, head.off + KEEL_HEAD_SIZE,
 		                 head.live_bytes, &grew);
-		if (rc == KEEL_OK)
+		if (rc == KEEL_OK) {
+			db->append_end = head.off + KEEL_HEAD_SIZE; /* building */
 			rc = commit_write_region(db->io, db->fd, &region, head_buf,
 			                         head.region_start);
+		}
 	}
 	tree_builder_free(b);
 	map_release(map);

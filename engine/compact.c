@@ -475,6 +475,7 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 		db->map = nf->map;
 		nf->map = NULL;
 		db->head = db->tail = nf->head;
+		db->append_end = nf->head.off + KEEL_HEAD_SIZE;
 		atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 		db->file_id = nf->file_id;
 		marker_publish(db); /* before any commit to the new file */

@@ -229,6 +229,9 @@ struct keel_db {
 	uint64_t inflight_peak; /* most in flight since the last group began */
 	uint64_t sync_ns_avg; /* moving average of a sync's duration         */
 	keel_head tail;       /* state after the newest APPENDED group       */
+	uint64_t append_end;  /* end of the newest append ATTEMPTED: what a
+	                       * failed handle erases at close (db.c) reaches
+	                       * this far; written by the building leader */
 	uint64_t appended_seq, published_seq;
 	pthread_cond_t published_cv;
 	/* Two threads lead groups of async writers, so one can build the next
