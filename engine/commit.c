@@ -32,8 +32,10 @@
  *      later commit is attempted: a failed fsync is never retried, because on
  *      Linux the failed pages may have been marked clean and a retry would
  *      report success for data that is gone.  The one later write is the
- *      erasure at close (db.c): those clean pages still read back, and the
- *      next open must not take the failed groups from them.
+ *      erasure of the failed groups (commit_erase_unacked), by the leader
+ *      that failed, before any writer hears of it: those clean pages still
+ *      read back, and the next open must not take the failed groups from
+ *      them.
  *  (5) A hint (format.h) names only a head whose sync has returned.
  */
 #include <errno.h>
@@ -149,6 +151,39 @@ static int group_sync(keel_db *db, bool grew)
 	if (e && (db->flags & KEEL_UNSAFE_RETRY_FSYNC)) /* the classic bug */
 		e = db->io->fdatasync(db->io->ctx, db->fd);
 	return keel_err_from_errno(e);
+}
+
+/* Zeros over everything appended past the newest durable head, by whoever
+ * failed the handle (and again at close if that did not take).  Linux marks
+ * the pages of a failed write-back clean and keeps them readable; without
+ * this the next open -- which errseq tells nothing -- would take the failed
+ * groups from them, append behind them and sync, and once those pages go
+ * (eviction, a power cut) the disk would show a hole behind acknowledged
+ * commits (tests/test_faultsim_engine.c).  With zeros there the next open
+ * ends at the durable head.  Best effort: a device that refuses this too
+ * leaves nothing more to do.  Waits until no group is being built: with
+ * db->failed set none appends any more.  Caller holds mu, db->failed set. */
+void commit_erase_unacked(keel_db *db)
+{
+	static const uint8_t zeros[64 << 10];
+
+	pthread_cond_broadcast(&db->published_cv); /* a builder waiting on us */
+	while (db->building)
+		pthread_cond_wait(&db->published_cv, &db->mu);
+	uint64_t at = db->head.off + KEEL_HEAD_SIZE, end = db->append_end;
+	if (end <= at || (db->flags & KEEL_RDONLY))
+		return;
+	pthread_mutex_unlock(&db->mu);
+	int e = 0;
+	for (uint64_t off = at; off < end && !e;) {
+		size_t n = end - off < sizeof(zeros) ? (size_t)(end - off)
+		                                     : sizeof(zeros);
+		e = keel_io_pwrite_all(db->io, db->fd, zeros, n, off);
+		off += n;
+	}
+	pthread_mutex_lock(&db->mu);
+	if (!e)
+		db->append_end = at; /* erased */
 }
 
 /* Writes a hint for HEAD if one is due.  Caller holds mu; HEAD is durable. */
@@ -340,9 +375,14 @@ static void lead_group(keel_db *db)
 		db->tail = head;
 		grow_ahead_maybe(db); /* so no later commit writes the zeros */
 	}
-	if (rc == KEEL_EIO || rc == KEEL_ENOSPC)
+	bool failed_here = false;
+	if (rc == KEEL_EIO || rc == KEEL_ENOSPC) {
 		db->failed = rc; /* (4): a failed append is fail-stop */
+		failed_here = true;
+	}
 	db->building = false;
+	if (db->failed) /* one that failed the handle may wait for this */
+		pthread_cond_broadcast(&db->published_cv);
 	commit_wake_front(db); /* the next group builds while this one syncs */
 	while (db->published_seq != seq - 1)
 		pthread_cond_wait(&db->published_cv, &db->mu);
@@ -357,6 +397,7 @@ static void lead_group(keel_db *db)
 		db->sync_ns_avg = (db->sync_ns_avg * 7 + took) / 8;
 		if (rc) {
 			db->failed = rc;
+			failed_here = true;
 		} else {
 			db->head = head; /* (2): publish */
 			marker_publish(db); /* for reader processes */
@@ -369,6 +410,8 @@ static void lead_group(keel_db *db)
 	if (rc == KEEL_OK && !empty)
 		for (commit_writer *w = group; w; w = w->next)
 			db->n_commits += w->rc == KEEL_OK;
+	if (failed_here)
+		commit_erase_unacked(db); /* (4), before anyone hears of it */
 	db->published_seq = seq;
 	pthread_cond_broadcast(&db->published_cv);
 	group_finish(db, group, rc, head.txid);

@@ -273,28 +273,6 @@ out_free:
 	return rc;
 }
 
-/* A failed handle's last write: zeros over everything appended past the
- * newest durable head.  Linux marks the pages of a failed write-back clean
- * and keeps them readable, so without this the next open -- which cannot
- * hear of the failure (errseq reports it to no descriptor opened later) --
- * would read the failed groups back as committed, append behind them and
- * sync; and once those pages are evicted, or the power goes, the disk
- * shows a hole behind acknowledged commits.  With zeros there, the next
- * open ends at the durable head.  Best effort: if the device refuses even
- * this, there is nothing more to do.  All threads are stopped. */
-static void erase_failed_tail(keel_db *db)
-{
-	static const uint8_t zeros[64 << 10];
-	uint64_t at = db->head.off + KEEL_HEAD_SIZE, end = db->append_end;
-	while (at < end) {
-		size_t n = end - at < sizeof(zeros) ? (size_t)(end - at)
-		                                    : sizeof(zeros);
-		if (keel_io_pwrite_all(db->io, db->fd, zeros, n, at))
-			return;
-		at += n;
-	}
-}
-
 int keel_close(keel_db *db)
 {
 	if (!db)
@@ -304,8 +282,11 @@ int keel_close(keel_db *db)
 	                                  * wait for a growth */
 	commit_shutdown(db);
 	int rc = db->failed;
-	if (rc && !(db->flags & KEEL_RDONLY))
-		erase_failed_tail(db);
+	if (rc) { /* the failing leader erased its tail; if that did not take */
+		pthread_mutex_lock(&db->mu);
+		commit_erase_unacked(db);
+		pthread_mutex_unlock(&db->mu);
+	}
 	map_release(db->map);
 	if (db->flags & KEEL_RDONLY)
 		marker_close_reader(db);

@@ -230,8 +230,9 @@ struct keel_db {
 	uint64_t sync_ns_avg; /* moving average of a sync's duration         */
 	keel_head tail;       /* state after the newest APPENDED group       */
 	uint64_t append_end;  /* end of the newest append ATTEMPTED: what a
-	                       * failed handle erases at close (db.c) reaches
-	                       * this far; written by the building leader */
+	                       * failed handle erases (commit_erase_unacked)
+	                       * reaches this far; written by the building
+	                       * leader */
 	uint64_t appended_seq, published_seq;
 	pthread_cond_t published_cv;
 	/* Two threads lead groups of async writers, so one can build the next
@@ -263,6 +264,9 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
                       tree_op *owned, keel_commit_cb cb, void *arg,
                       uint64_t *txid, size_t *failed_index);
 void commit_shutdown(keel_db *db);
+/* After a failure: zeros from the newest durable head to db->append_end
+ * (commit.c, invariant (4)).  Caller holds mu; db->failed is set. */
+void commit_erase_unacked(keel_db *db);
 /* Writes a serialized region and then its head record, starting at AT.
  * Returns 0 or a keel error (a short write is KEEL_EIO). */
 int commit_write_region(const keel_io *io, int fd, const tree_region *r,

@@ -306,16 +306,17 @@ static void test_control_retry_fsync(void **state)
 }
 
 /*
- * A commit whose sync fails, then close and open again with no crash in
- * between: on ext4 the failed pages are marked clean and still read back,
- * so the next open must not take the failed commit from them.  Without the
- * erasure at close (engine/db.c) it did: "b" came back, "c" was appended
- * behind it and acknowledged, and the power cut that followed -- the disk
- * never had "b" -- left a hole that took "c" with it.
+ * A commit whose sync fails, then a new writer with no crash in between: on
+ * ext4 the failed pages are marked clean and still read back, so the next
+ * open must not take the failed commit from them.  Before the erasure of a
+ * failed group (commit_erase_unacked, engine/commit.c) it did: "b" came
+ * back, "c" was appended behind it and acknowledged, and the power cut that
+ * followed -- the disk never had "b" -- left a hole that took "c" with it.
+ * DIE: the failed writer is a child that exits without closing (the erasure
+ * must not wait for keel_close); otherwise it closes.
  */
-static void test_a_failed_commit_is_not_read_back_from_the_page_cache(void **state)
+static void failed_commit_then_new_writer(rig *r, int die)
 {
-	rig *r = *state;
 	keel_options o = { .flags = KEEL_NOCOMPACT,
 	                   .io = faultsim_io_table(r->fio) };
 	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 1 };
@@ -324,14 +325,32 @@ static void test_a_failed_commit_is_not_read_back_from_the_page_cache(void **sta
 	keel_view v;
 	char err[128];
 
-	assert_int_equal(keel_open(r->path, &o, &db), KEEL_OK);
-	assert_int_equal(keel_put(db, "a", 1, "1", 1, KEEL_REV_ANY, NULL), KEEL_OK);
-	assert_int_equal(faultsim_faults_add(r->faults, "fdatasync:EIO:nth=1",
+	unlink(r->path);
+	/* the open's sync, a's, then b's: the third fails */
+	assert_int_equal(faultsim_faults_add(r->faults, "fdatasync:EIO:nth=3",
 	                                     err, sizeof err), 0);
-	faultsim_faults_reset_counts(r->faults);
-	assert_int_equal(keel_put(db, "b", 1, "2", 1, KEEL_REV_ANY, NULL), KEEL_EIO);
-	assert_int_equal(faultsim_faults_fired(r->faults, 0), 1);
-	assert_int_equal(keel_close(db), KEEL_EIO);
+	pid_t pid = die ? fork() : 0;
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rc = keel_open(r->path, &o, &db);
+		if (rc == KEEL_OK)
+			rc = keel_put(db, "a", 1, "1", 1, KEEL_REV_ANY, NULL);
+		if (rc == KEEL_OK)
+			rc = keel_put(db, "b", 1, "2", 1, KEEL_REV_ANY, NULL) ==
+			             KEEL_EIO ? KEEL_OK : KEEL_EINVAL;
+		if (rc == KEEL_OK && faultsim_faults_fired(r->faults, 0) != 1)
+			rc = KEEL_EINVAL;
+		if (die)
+			_exit(rc == KEEL_OK ? 0 : 3); /* no close */
+		assert_int_equal(rc, KEEL_OK);
+		assert_int_equal(keel_close(db), KEEL_EIO);
+	} else {
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		faultsim_cache_writer_died(r->cache); /* the page cache lives */
+	}
 
 	/* The machine lives on: no crash, the page cache as Linux leaves it. */
 	assert_int_equal(keel_open(r->path, &o, &db), KEEL_OK);
@@ -350,6 +369,16 @@ static void test_a_failed_commit_is_not_read_back_from_the_page_cache(void **sta
 	assert_int_equal(keel_close(db), KEEL_OK);
 }
 
+static void test_a_failed_commit_is_not_read_back_from_the_page_cache(void **state)
+{
+	failed_commit_then_new_writer(*state, 0);
+}
+
+static void test_nor_after_its_writer_died_without_closing(void **state)
+{
+	failed_commit_then_new_writer(*state, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +388,7 @@ int main(void)
 		T(test_control_trust_head),
 		T(test_control_retry_fsync),
 		T(test_a_failed_commit_is_not_read_back_from_the_page_cache),
+		T(test_nor_after_its_writer_died_without_closing),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
