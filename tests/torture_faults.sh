@@ -141,6 +141,9 @@ bad_input "bad probability" "--fail fdatasync:EIO:p=1.5: bad probability" \
 bad_input "unknown profile" "--fsync-profile zfs: unknown fsync profile" \
 	--fail fdatasync:EIO --fsync-profile zfs
 bad_input "profile without --fail" "needs a --fail" --fsync-profile ext4
+bad_input "cache-lives without --fail" "it needs a --fail spec and no power cut" --cache-lives
+bad_input "cache-lives with power loss" "it needs a --fail spec and no power cut" \
+	--cache-lives --power-loss --fail fdatasync:EIO
 bad_input "enumerate with compaction" "drop --compact-every" --enumerate \
 	--compact-every 10ms
 bad_input "enumerate with threads" "drop --threads" --enumerate --threads 4

@@ -143,12 +143,20 @@ int faults_after_writer(torture_faults *f, uint64_t cycle, report *r)
 			        "filled up (raise FAULTSIM_CACHE_DEFAULT)\n");
 			return -1;
 		}
-		/* The machine lives on: the kernel drops what a failed sync
-		 * marked clean, and writes the rest back in its own time.
-		 * Taking the rest as durable keeps the cache from filling
-		 * over a long run; no crash will ever undo it. */
-		faultsim_cache_evict_lost(f->cache);
-		faultsim_cache_forget(f->cache);
+		/* The machine lives on.  --cache-lives, after every other
+		 * writer: the pages a failed sync marked clean stay readable
+		 * for the next writer, as Linux keeps them until memory is
+		 * short -- a writer that takes its state from them must not be
+		 * fooled (docs/faults.md).  Otherwise the kernel drops them
+		 * now, and writes the rest back in its own time; taking the
+		 * rest as durable keeps the cache from filling over a long
+		 * run, and no crash will ever undo it. */
+		if (f->opt->cache_lives && cycle % 2 == 0) {
+			faultsim_cache_writer_died(f->cache);
+		} else {
+			faultsim_cache_evict_lost(f->cache);
+			faultsim_cache_forget(f->cache);
+		}
 	}
 	/* --enumerate repeats one workload: the same faults every time */
 	return arm(f, f->opt->enumerate ? 0 : cycle + 1);

@@ -265,6 +265,14 @@ static int f_power_loss(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_cache_lives(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->cache_lives = 1;
+	return 0;
+}
+
 static int f_device(torture_options *o, const char *f, const char *a)
 {
 	faultsim_device d;
@@ -370,6 +378,11 @@ static const flag_def flags[] = {
 	 "                        thread (default: the engine's own steps)"},
 	{"--power-loss", NULL, f_power_loss,
 	 "each kill is also a power cut (fault simulator)"},
+	{"--cache-lives", NULL, f_cache_lives,
+	 "with --fail and no --power-loss: after every other writer the\n"
+	 "                        pages a failed sync marked clean stay readable\n"
+	 "                        for the next one, as Linux leaves them (they go\n"
+	 "                        after it); default: they go at once"},
 	{"--device", "MODEL", f_device,
 	 "what a power cut leaves of unsynced writes: ordered,\n"
 	 "                        reorder, torn (default), garbage"},
@@ -461,6 +474,9 @@ static int check_faults(torture_options *o)
 	if ((o->device_given || o->sector_given) && !cuts)
 		return refuse("--device and --sector describe a power cut: "
 		              "they need --power-loss or --enumerate");
+	if (o->cache_lives && (!o->nfail || cuts))
+		return refuse("--cache-lives keeps a failed sync's pages between "
+		              "writers: it needs a --fail spec and no power cut");
 	if (o->profile_given && !o->nfail)
 		return refuse("--fsync-profile says what a failed sync does: "
 		              "it needs a --fail spec");
@@ -592,6 +608,8 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 		n = append(buf, n, cap, " --grow-step %" PRIu64, o->grow_step >> 20);
 	if (o->power_loss)
 		n = append(buf, n, cap, " --power-loss");
+	if (o->cache_lives)
+		n = append(buf, n, cap, " --cache-lives");
 	if (o->enumerate)
 		n = append(buf, n, cap, " --enumerate");
 	if (o->power_loss || o->enumerate)

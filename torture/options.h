@@ -48,6 +48,8 @@ typedef struct torture_options {
 	/* The fault simulator (faults.h): any of these puts the writer on
 	 * faultsim's I/O backend. */
 	int power_loss;          /* --power-loss: each kill is a power cut    */
+	int cache_lives;         /* --cache-lives: a failed sync's pages stay
+	                            readable for the next writer          */
 	int device;              /* --device: a faultsim_device               */
 	int device_given;
 	unsigned sector;         /* --sector: 512 or 4096                     */
