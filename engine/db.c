@@ -177,6 +177,22 @@ static int recover(keel_db *db, const keel_options *o)
 		if (r.head.txid > limit)
 			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
 	}
+	/* A writer builds on what the device holds, not on what the page cache
+	 * says: pages a failed sync left there read back as if written
+	 * (recovery_device_check).  What the cache holds past that is cut. */
+	if (rc == KEEL_OK && !(db->flags & KEEL_RDONLY)) {
+		keel_head dev;
+		rc = recovery_device_check(db->io, db->fd, &r, db->flags, &dev);
+		if (rc == KEEL_OK && dev.txid < r.head.txid) {
+			r.status = KEEL_RECOVERY_TRUNCATED;
+			r.offset = dev.off + KEEL_HEAD_SIZE;
+			snprintf(r.reason, sizeof(r.reason), "commits %llu to %llu are "
+			         "in the page cache but not on the device (a failed "
+			         "sync's pages)", (unsigned long long)dev.txid + 1,
+			         (unsigned long long)r.head.txid);
+			r.head = dev;
+		}
+	}
 
 	rep->status = r.status;
 	rep->offset = r.offset;

@@ -23,7 +23,7 @@
  *   keel/io/open       keel/io/close      keel/io/pread     keel/io/pwrite
  *   keel/io/fdatasync  keel/io/fsync      keel/io/ftruncate keel/io/fallocate
  *   keel/io/fstat      keel/io/rename     keel/io/unlink    keel/io/fsync_dir
- *   keel/io/mmap       keel/io/lock
+ *   keel/io/mmap       keel/io/lock       keel/io/pread_device
  *   When a point is enabled the call fails without touching the file; its
  *   failinfo, when non-zero, is the errno to report (default EIO).  For
  *   keel/io/pwrite a failinfo of -1 makes a short write: half the bytes are
@@ -70,6 +70,14 @@ typedef struct keel_io {
 	 * WAIT_MS 0 = try once (-EAGAIN if held), >0 = wait up to, -1 = forever;
 	 * UNLOCK with exclusive = -1 */
 	int (*lock)(void *ctx, int fd, int exclusive, int wait_ms);
+	/* read [off, off+len) as the DEVICE holds it, not the page cache: dirty
+	 * pages are written back first, and pages a failed sync left in the
+	 * cache (marked clean, never written) are not believed.  A byte count
+	 * (short at the end of the file), -EOPNOTSUPP where the file system
+	 * cannot (then the caller trusts the cache), or a negative errno.  May
+	 * be NULL: not supported. */
+	ssize_t (*pread_device)(void *ctx, int fd, void *buf, size_t len,
+	                        uint64_t off);
 } keel_io;
 
 /* The default backend: plain POSIX calls with the libfiu points above. */

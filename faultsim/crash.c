@@ -369,6 +369,59 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 	return rep->errors ? -EIO : 0;
 }
 
+int faultsim_cache_device_view(faultsim_cache *c, int file, unsigned char *buf,
+                               size_t len, uint64_t off)
+{
+	uint64_t n = 0, *pos;
+	unsigned char *decided;
+
+	pthread_mutex_lock(&c->lock);
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	for (uint64_t p = win_start(w); p < win_tail(w); p += rec_at(c, p)->size)
+		n++;
+	pos = calloc(n ? n : 1, sizeof *pos);
+	decided = calloc(len ? len : 1, 1);
+	if (!pos || !decided) {
+		pthread_mutex_unlock(&c->lock);
+		free(pos);
+		free(decided);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (uint64_t p = win_start(w); p < win_tail(w); p += rec_at(c, p)->size)
+		pos[n++] = p;
+	/* Newest first.  A byte's device value is the new bytes of the newest
+	 * write to it that is not LOST; LOST writes on the way down leave
+	 * their pre-image, which an older LOST write replaces with its own,
+	 * older one (what the device held before either). */
+	while (n-- > 0) {
+		fs_rec *r = rec_at(c, pos[n]);
+		if (r->kind != REC_WRITE || r->file != file || r->len == 0)
+			continue;
+		uint8_t st = rec_state(r);
+		if (st == ST_VOID)
+			continue;
+		uint64_t lo = r->off > off ? r->off : off;
+		uint64_t hi = r->off + r->len < off + len ? r->off + r->len
+		                                          : off + len;
+		for (uint64_t b = lo; b < hi; b++) {
+			size_t i = (size_t)(b - off), k = (size_t)(b - r->off);
+			if (decided[i])
+				continue;
+			if (st == ST_LOST) {
+				buf[i] = k < r->pre_len ? rec_pre(r)[k] : 0;
+			} else {
+				buf[i] = rec_new(r)[k];
+				decided[i] = 1;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(pos);
+	free(decided);
+	return 0;
+}
+
 void faultsim_cache_evict_lost(faultsim_cache *c)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE), n = 0;

@@ -289,6 +289,14 @@ void faultsim_cache_forget(faultsim_cache *c);
  * can still undo them) and make the cache usable by the next writer. */
 void faultsim_cache_writer_died(faultsim_cache *c);
 
+/* faultsim_cache_device_view - BUF holds tracked file FILE's bytes
+ * [off, off+len) as the page cache has them; overlays them with what the
+ * device holds: a byte whose newest write a failed sync LOST reads as that
+ * write's pre-image (an older LOST write's, if its pre-image was lost too).
+ * The backend's pread_device.  0 or -ENOMEM. */
+int faultsim_cache_device_view(faultsim_cache *c, int file, unsigned char *buf,
+                               size_t len, uint64_t off);
+
 /*
  * faultsim_cache_evict_lost - the writer was killed, the machine kept
  * running, and the kernel evicted the pages a failed sync had marked clean

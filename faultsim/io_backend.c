@@ -131,6 +131,28 @@ static ssize_t fs_pread(void *ctx, int fd, void *buf, size_t len,
 	return n < 0 ? -errno : n;
 }
 
+/* What the device holds: the page cache's bytes, except those whose newest
+ * write a failed sync LOST (ext4/xfs: marked clean, still readable, never
+ * written), which read as their pre-image. */
+static ssize_t fs_pread_device(void *ctx, int fd, void *buf, size_t len,
+                               uint64_t off)
+{
+	faultsim_io *fio = ctx;
+	int e = inject(ctx, FAULTSIM_OP_PREAD), file = file_of(fio, fd);
+	if (e == FAULTSIM_SHORT)
+		len /= 2;
+	else if (e)
+		return e;
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+	if (n < 0)
+		return -errno;
+	if (file >= 0 && n > 0 &&
+	    (e = faultsim_cache_device_view(fio->cache, file, buf, (size_t)n,
+	                                    off)) < 0)
+		return e;
+	return n;
+}
+
 static ssize_t fs_pwrite(void *ctx, int fd, const void *buf, size_t len,
                          uint64_t off)
 {
@@ -398,6 +420,7 @@ int faultsim_io_new(const faultsim_io_options *opt, faultsim_io **out)
 		.mmap = fs_mmap,
 		.munmap = fs_munmap,
 		.lock = fs_lock,
+		.pread_device = fs_pread_device,
 	};
 	*out = fio;
 	return 0;

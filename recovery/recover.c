@@ -28,7 +28,26 @@ typedef struct rbuf {
 	                  RBUF_SIZE, so a walk that finds one small commit (a
 	                  reader's refresh, a clean open) reads little */
 	uint64_t *bytes_read;
+	bool device;   /* read the device, not the page cache (pread_device) */
 } rbuf;
+
+/* keel_io_pread_all through pread_device: 0, -ENODATA short of LEN (the
+ * file's end), -EOPNOTSUPP, or a negative errno. */
+static int pread_device_all(const keel_io *io, int fd, uint8_t *buf,
+                            size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = io->pread_device(io->ctx, fd, buf, len, off);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return -ENODATA;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
 
 /* Makes [off, off+len) available (len <= RBUF_SIZE); returns a pointer to it,
  * or NULL with *err (0 when the range is past the end of the file). */
@@ -44,7 +63,8 @@ static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
 		r->ahead *= 2;
 	if (off + want > r->file_size)
 		want = (size_t)(r->file_size - off);
-	int e = keel_io_pread_all(r->io, r->fd, r->buf, want, off);
+	int e = r->device ? pread_device_all(r->io, r->fd, r->buf, want, off)
+	                  : keel_io_pread_all(r->io, r->fd, r->buf, want, off);
 	if (e) {
 		*err = e == -ENODATA ? 0 : KEEL_EIO; /* shrank under us: the end */
 		r->len = 0;
@@ -82,6 +102,7 @@ static int rbuf_init(rbuf *r, const keel_io *io, int fd, uint64_t file_size,
 	r->len = 0;
 	r->ahead = (size_t)64 << 10;
 	r->bytes_read = bytes_read;
+	r->device = false;
 	r->buf = malloc(RBUF_SIZE);
 	return r->buf ? KEEL_OK : KEEL_ENOMEM;
 }
@@ -193,15 +214,16 @@ static bool trusted_next_head(rbuf *r, uint64_t from, const keel_head *cur,
 	return false;
 }
 
-int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
-                  const keel_head *from, uint64_t max_txid, unsigned flags,
-                  keel_head *newest,
-                  uint64_t *stop, const char **why, uint64_t *bytes_read)
+static int walk(const keel_io *io, int fd, uint64_t file_size,
+                const keel_head *from, uint64_t max_txid, unsigned flags,
+                bool device, keel_head *newest, uint64_t *stop,
+                const char **why, uint64_t *bytes_read)
 {
 	rbuf r;
 	int rc = rbuf_init(&r, io, fd, file_size, bytes_read), err;
 	if (rc)
 		return rc;
+	r.device = device;
 	keel_head cur = *from;
 	uint64_t pos = cur.off + KEEL_HEAD_SIZE;
 	uint32_t crc = cur.chain_crc;
@@ -285,6 +307,36 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 	*stop = pos;
 	free(r.buf);
 	return rc;
+}
+
+int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
+                  const keel_head *from, uint64_t max_txid, unsigned flags,
+                  keel_head *newest,
+                  uint64_t *stop, const char **why, uint64_t *bytes_read)
+{
+	return walk(io, fd, file_size, from, max_txid, flags, false, newest,
+	            stop, why, bytes_read);
+}
+
+int recovery_device_check(const keel_io *io, int fd,
+                          const recovery_result *r, unsigned flags,
+                          keel_head *out)
+{
+	uint8_t probe[KEEL_HEAD_SIZE];
+	const char *why;
+	uint64_t stop, n = 0;
+
+	*out = r->head;
+	if (!io->pread_device || r->head.txid == r->start.txid)
+		return KEEL_OK; /* nothing the walk added to check */
+	int e = pread_device_all(io, fd, probe, sizeof(probe), r->start.off);
+	if (e == -EOPNOTSUPP)
+		return KEEL_OK; /* this file system cannot say: trust the cache */
+	if (e)
+		return KEEL_EIO;
+	/* (the positive control stays wrong: KEEL_UNSAFE_TRUST_HEAD) */
+	return walk(io, fd, r->file_size, &r->start, r->head.txid,
+	            flags & KEEL_UNSAFE_TRUST_HEAD, true, out, &stop, &why, &n);
 }
 
 /* The newer of the two hints whose head and region check out: KEEL_OK,
@@ -375,6 +427,7 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 
 	const char *why;
 	uint64_t stop;
+	out->start = start;
 	rc = recovery_walk(io, fd, out->file_size, &start, max_txid, flags,
 	                   &out->head, &stop, &why, &out->bytes_read);
 	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)

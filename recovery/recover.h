@@ -28,6 +28,8 @@
 
 typedef struct recovery_result {
 	keel_head head;          /* the newest valid head                       */
+	keel_head start;         /* the head the walk started from (a hint's,
+	                            or the first): durable when it was named  */
 	keel_super super;
 	uint64_t file_size;
 	keel_recovery_status status;
@@ -56,6 +58,18 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
                   const keel_head *from, uint64_t max_txid, unsigned flags,
                   keel_head *newest,
                   uint64_t *stop, const char **why, uint64_t *bytes_read);
+
+/* What the device holds of the walk recovery_find made into R: the same
+ * walk from R->start, reading through keel_io.pread_device (the device, not
+ * the page cache).  *OUT receives the newest head the device holds, at most
+ * R->head; R->head itself where the backend or the file system cannot read
+ * the device.  On ext4 and xfs the pages of a failed write-back stay in the
+ * cache, marked clean, and read back as if written: a writer's open must
+ * not build on them (engine/db.c).  Returns KEEL_OK, KEEL_EIO, or
+ * KEEL_ECORRUPT when the device shows damage behind a head it holds. */
+int recovery_device_check(const keel_io *io, int fd,
+                          const recovery_result *r, unsigned flags,
+                          keel_head *out);
 
 /* Cuts the file at AT (truncate, then fsync).  Returns 0 or a keel error. */
 int recovery_cut(const keel_io *io, int fd, uint64_t at);

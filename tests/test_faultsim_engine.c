@@ -379,6 +379,60 @@ static void test_nor_after_its_writer_died_without_closing(void **state)
 	failed_commit_then_new_writer(*state, 1);
 }
 
+/*
+ * The case no erasure can cover: a writer's open syncs what recovery found,
+ * and that sync fails.  What it found included a commit that was written
+ * and never synced ("b", from a KEEL_UNSAFE_NO_SYNC writer here; a killed
+ * writer leaves the same); the failed sync leaves its pages clean in the
+ * cache, readable as if written.  The next writer must take its state from
+ * the device (recovery_device_check), not from those pages: without that,
+ * it read "b" back, appended "c" behind it, and the power cut took "c".
+ */
+static void test_a_writer_open_believes_the_device_not_the_cache(void **state)
+{
+	rig *r = *state;
+	keel_options o = { .flags = KEEL_NOCOMPACT,
+	                   .io = faultsim_io_table(r->fio) };
+	keel_options unsynced = { .flags = KEEL_NOCOMPACT | KEEL_UNSAFE_NO_SYNC,
+	                          .io = faultsim_io_table(r->fio) };
+	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 1 };
+	faultsim_crash_report rep;
+	keel_recovery rec;
+	keel_db *db;
+	keel_view v;
+	char err[128];
+
+	assert_int_equal(keel_open(r->path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_put(db, "a", 1, "1", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_open(r->path, &unsynced, &db), KEEL_OK);
+	assert_int_equal(keel_put(db, "b", 1, "2", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+
+	assert_int_equal(faultsim_faults_add(r->faults, "fdatasync:EIO:nth=1",
+	                                     err, sizeof err), 0);
+	faultsim_faults_reset_counts(r->faults);
+	assert_int_equal(keel_open(r->path, &o, &db), KEEL_EIO); /* its sync */
+	assert_int_equal(faultsim_faults_fired(r->faults, 0), 1);
+
+	o.report = &rec;
+	assert_int_equal(keel_open(r->path, &o, &db), KEEL_OK);
+	assert_int_equal(rec.status, KEEL_RECOVERY_TRUNCATED); /* "b" cut */
+	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_put(db, "c", 1, "3", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+
+	assert_int_equal(faultsim_cache_crash(r->cache, &co, &rep), 0);
+	assert_true(rep.lost_failed > 0);
+	assert_int_equal(keel_open(r->path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "a", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_get(db, "c", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +443,7 @@ int main(void)
 		T(test_control_retry_fsync),
 		T(test_a_failed_commit_is_not_read_back_from_the_page_cache),
 		T(test_nor_after_its_writer_died_without_closing),
+		T(test_a_writer_open_believes_the_device_not_the_cache),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
