@@ -165,8 +165,6 @@ static int group_sync(keel_db *db, bool grew)
  * db->failed set none appends any more.  Caller holds mu, db->failed set. */
 void commit_erase_unacked(keel_db *db)
 {
-	static const uint8_t zeros[64 << 10];
-
 	pthread_cond_broadcast(&db->published_cv); /* a builder waiting on us */
 	while (db->building)
 		pthread_cond_wait(&db->published_cv, &db->mu);
@@ -174,15 +172,10 @@ void commit_erase_unacked(keel_db *db)
 	if (end <= at || (db->flags & KEEL_RDONLY))
 		return;
 	pthread_mutex_unlock(&db->mu);
-	int e = 0;
-	for (uint64_t off = at; off < end && !e;) {
-		size_t n = end - off < sizeof(zeros) ? (size_t)(end - off)
-		                                     : sizeof(zeros);
-		e = keel_io_pwrite_all(db->io, db->fd, zeros, n, off);
-		off += n;
-	}
+	/* zeros, whatever the growth flags say: fallocate would erase nothing */
+	int rc = grow_preallocate(db->io, db->fd, at, end, 0);
 	pthread_mutex_lock(&db->mu);
-	if (!e)
+	if (rc == KEEL_OK)
 		db->append_end = at; /* erased */
 }
 

@@ -25,6 +25,8 @@
                     KEEL_PREALLOC_FALLOCATE | KEEL_BATCH_THREADS |               \
                     KEEL_UNSAFE_NO_SYNC |                                        \
                     KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC)
+_Static_assert((OPEN_FLAGS & RECOVERY_READ_DEVICE) == 0,
+               "recovery's own flag is no keel_options flag");
 #define INITIAL_SIZE ((uint64_t)256 << 10)
 
 struct keel_snapshot {
@@ -168,7 +170,11 @@ static int writer_start(keel_db *db)
 static int recover(keel_db *db, const keel_options *o)
 {
 	recovery_result r;
-	int rc = recovery_find(db->io, db->fd, db->flags, UINT64_MAX, &r);
+	/* A writer builds on what the device holds (RECOVERY_READ_DEVICE):
+	 * what only the page cache holds past it is a torn tail, and cut. */
+	unsigned rflags = db->flags | ((db->flags & KEEL_RDONLY)
+	                               ? 0 : RECOVERY_READ_DEVICE);
+	int rc = recovery_find(db->io, db->fd, rflags, UINT64_MAX, &r);
 	keel_recovery *rep = &db->recovery;
 
 	/* A reader process stops at the writer's durable marker (marker.c). */
@@ -176,22 +182,6 @@ static int recover(keel_db *db, const keel_options *o)
 		uint64_t limit = marker_limit(db, db->fd, r.super.file_id);
 		if (r.head.txid > limit)
 			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
-	}
-	/* A writer builds on what the device holds, not on what the page cache
-	 * says: pages a failed sync left there read back as if written
-	 * (recovery_device_check).  What the cache holds past that is cut. */
-	if (rc == KEEL_OK && !(db->flags & KEEL_RDONLY)) {
-		keel_head dev;
-		rc = recovery_device_check(db->io, db->fd, &r, db->flags, &dev);
-		if (rc == KEEL_OK && dev.txid < r.head.txid) {
-			r.status = KEEL_RECOVERY_TRUNCATED;
-			r.offset = dev.off + KEEL_HEAD_SIZE;
-			snprintf(r.reason, sizeof(r.reason), "commits %llu to %llu are "
-			         "in the page cache but not on the device (a failed "
-			         "sync's pages)", (unsigned long long)dev.txid + 1,
-			         (unsigned long long)r.head.txid);
-			r.head = dev;
-		}
 	}
 
 	rep->status = r.status;

@@ -64,7 +64,11 @@ static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
 	if (off + want > r->file_size)
 		want = (size_t)(r->file_size - off);
 	int e = r->device ? pread_device_all(r->io, r->fd, r->buf, want, off)
-	                  : keel_io_pread_all(r->io, r->fd, r->buf, want, off);
+	                  : -EOPNOTSUPP;
+	if (e == -EOPNOTSUPP) { /* no device reads here: trust the cache */
+		r->device = false;
+		e = keel_io_pread_all(r->io, r->fd, r->buf, want, off);
+	}
 	if (e) {
 		*err = e == -ENODATA ? 0 : KEEL_EIO; /* shrank under us: the end */
 		r->len = 0;
@@ -102,7 +106,7 @@ static int rbuf_init(rbuf *r, const keel_io *io, int fd, uint64_t file_size,
 	r->len = 0;
 	r->ahead = (size_t)64 << 10;
 	r->bytes_read = bytes_read;
-	r->device = false;
+	r->device = false;  /* walk() sets it for RECOVERY_READ_DEVICE */
 	r->buf = malloc(RBUF_SIZE);
 	return r->buf ? KEEL_OK : KEEL_ENOMEM;
 }
@@ -214,16 +218,16 @@ static bool trusted_next_head(rbuf *r, uint64_t from, const keel_head *cur,
 	return false;
 }
 
-static int walk(const keel_io *io, int fd, uint64_t file_size,
-                const keel_head *from, uint64_t max_txid, unsigned flags,
-                bool device, keel_head *newest, uint64_t *stop,
-                const char **why, uint64_t *bytes_read)
+int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
+                  const keel_head *from, uint64_t max_txid, unsigned flags,
+                  keel_head *newest,
+                  uint64_t *stop, const char **why, uint64_t *bytes_read)
 {
 	rbuf r;
 	int rc = rbuf_init(&r, io, fd, file_size, bytes_read), err;
 	if (rc)
 		return rc;
-	r.device = device;
+	r.device = (flags & RECOVERY_READ_DEVICE) && io->pread_device;
 	keel_head cur = *from;
 	uint64_t pos = cur.off + KEEL_HEAD_SIZE;
 	uint32_t crc = cur.chain_crc;
@@ -309,36 +313,6 @@ static int walk(const keel_io *io, int fd, uint64_t file_size,
 	return rc;
 }
 
-int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
-                  const keel_head *from, uint64_t max_txid, unsigned flags,
-                  keel_head *newest,
-                  uint64_t *stop, const char **why, uint64_t *bytes_read)
-{
-	return walk(io, fd, file_size, from, max_txid, flags, false, newest,
-	            stop, why, bytes_read);
-}
-
-int recovery_device_check(const keel_io *io, int fd,
-                          const recovery_result *r, unsigned flags,
-                          keel_head *out)
-{
-	uint8_t probe[KEEL_HEAD_SIZE];
-	const char *why;
-	uint64_t stop, n = 0;
-
-	*out = r->head;
-	if (!io->pread_device || r->head.txid == r->start.txid)
-		return KEEL_OK; /* nothing the walk added to check */
-	int e = pread_device_all(io, fd, probe, sizeof(probe), r->start.off);
-	if (e == -EOPNOTSUPP)
-		return KEEL_OK; /* this file system cannot say: trust the cache */
-	if (e)
-		return KEEL_EIO;
-	/* (the positive control stays wrong: KEEL_UNSAFE_TRUST_HEAD) */
-	return walk(io, fd, r->file_size, &r->start, r->head.txid,
-	            flags & KEEL_UNSAFE_TRUST_HEAD, true, out, &stop, &why, &n);
-}
-
 /* The newer of the two hints whose head and region check out: KEEL_OK,
  * KEEL_ENOTFOUND (no usable hint), or KEEL_EIO -- a failing read is never
  * mistaken for a bad hint. */
@@ -381,6 +355,22 @@ static int start_from_hint(const keel_io *io, int fd, uint64_t file_id,
 	}
 	*out = best;
 	return found ? KEEL_OK : KEEL_ENOTFOUND;
+}
+
+/* After a walk that read the device and ended cleanly at AT: does the page
+ * cache show a record there all the same?  Then it holds pages a failed
+ * sync left, and the caller cuts them (a truncate drops them from the
+ * cache too, so no reader process takes them either).  1, 0, KEEL_EIO. */
+static int cache_holds_more(const keel_io *io, int fd, uint64_t file_size,
+                            uint64_t at)
+{
+	uint8_t hdr[KEEL_REC_HDR];
+	if (at + sizeof(hdr) > file_size)
+		return 0;
+	int e = keel_io_pread_all(io, fd, hdr, sizeof(hdr), at);
+	if (e)
+		return e == -ENODATA ? 0 : KEEL_EIO;
+	return keel_ld32(hdr) == KEEL_REC_MAGIC;
 }
 
 int recovery_find(const keel_io *io, int fd, unsigned flags,
@@ -427,7 +417,6 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 
 	const char *why;
 	uint64_t stop;
-	out->start = start;
 	rc = recovery_walk(io, fd, out->file_size, &start, max_txid, flags,
 	                   &out->head, &stop, &why, &out->bytes_read);
 	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
@@ -438,6 +427,13 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 		snprintf(out->reason, sizeof(out->reason),
 		         "%s, with a valid later head beyond it", why);
 		return (flags & KEEL_SALVAGE) ? KEEL_OK : KEEL_ECORRUPT;
+	}
+	if (!why && (flags & RECOVERY_READ_DEVICE) &&
+	    (rc = cache_holds_more(io, fd, out->file_size, stop)) != 0) {
+		if (rc < 0)
+			return rc;
+		why = "the page cache holds records the device does not (a "
+		      "failed sync's pages)";
 	}
 	if (why) {
 		out->status = KEEL_RECOVERY_TRUNCATED;

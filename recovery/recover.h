@@ -28,8 +28,6 @@
 
 typedef struct recovery_result {
 	keel_head head;          /* the newest valid head                       */
-	keel_head start;         /* the head the walk started from (a hint's,
-	                            or the first): durable when it was named  */
 	keel_super super;
 	uint64_t file_size;
 	keel_recovery_status status;
@@ -38,8 +36,18 @@ typedef struct recovery_result {
 	char reason[128];
 } recovery_result;
 
+/* A FLAGS bit of recovery_find and recovery_walk, above the keel_options
+ * flags: the walk reads the device, not the page cache (keel_io.pread_device;
+ * the cache where the backend or the file system cannot).  A writer's open
+ * asks for it: on ext4 and xfs the pages of a failed write-back stay in the
+ * cache, marked clean, and read back as if written, and a writer must not
+ * build on them (engine/db.c).  The starting head is read from the cache: a
+ * hint names only a head that was durable, and the first head is. */
+#define RECOVERY_READ_DEVICE 0x80000000u
+
 /* Reads the superblock and finds the newest valid head.  FLAGS: the
- * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD).  MAX_TXID: the
+ * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD), and
+ * RECOVERY_READ_DEVICE.  MAX_TXID: the
  * walk from the starting head (the newer valid hint, or the first head)
  * accepts no head past this txid; UINT64_MAX for none (a reader process's
  * limit: engine/marker.c).  Returns KEEL_OK
@@ -58,18 +66,6 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
                   const keel_head *from, uint64_t max_txid, unsigned flags,
                   keel_head *newest,
                   uint64_t *stop, const char **why, uint64_t *bytes_read);
-
-/* What the device holds of the walk recovery_find made into R: the same
- * walk from R->start, reading through keel_io.pread_device (the device, not
- * the page cache).  *OUT receives the newest head the device holds, at most
- * R->head; R->head itself where the backend or the file system cannot read
- * the device.  On ext4 and xfs the pages of a failed write-back stay in the
- * cache, marked clean, and read back as if written: a writer's open must
- * not build on them (engine/db.c).  Returns KEEL_OK, KEEL_EIO, or
- * KEEL_ECORRUPT when the device shows damage behind a head it holds. */
-int recovery_device_check(const keel_io *io, int fd,
-                          const recovery_result *r, unsigned flags,
-                          keel_head *out);
 
 /* Cuts the file at AT (truncate, then fsync).  Returns 0 or a keel error. */
 int recovery_cut(const keel_io *io, int fd, uint64_t at);

@@ -305,6 +305,26 @@ static void test_control_retry_fsync(void **state)
 	assert_int_equal(control(r, 0, FAULTSIM_DEVICE_ORDERED, 5, spec), 0);
 }
 
+/* The power cut after "a" (acknowledged), "b" (failed, its pages LOST) and
+ * "c" (acknowledged after the failure): the disk must hold a and c, not b. */
+static void after_the_power_cut_a_and_c_not_b(rig *r)
+{
+	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 1 };
+	faultsim_crash_report rep;
+	keel_db *db;
+	keel_view v;
+
+	assert_int_equal(faultsim_cache_crash(r->cache, &co, &rep), 0);
+	assert_true(rep.lost_failed > 0); /* the failed pages were lost */
+	assert_int_equal(keel_open(r->path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "a", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_get(db, "c", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
 /*
  * A commit whose sync fails, then a new writer with no crash in between: on
  * ext4 the failed pages are marked clean and still read back, so the next
@@ -319,8 +339,6 @@ static void failed_commit_then_new_writer(rig *r, int die)
 {
 	keel_options o = { .flags = KEEL_NOCOMPACT,
 	                   .io = faultsim_io_table(r->fio) };
-	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 1 };
-	faultsim_crash_report rep;
 	keel_db *db;
 	keel_view v;
 	char err[128];
@@ -358,15 +376,7 @@ static void failed_commit_then_new_writer(rig *r, int die)
 	assert_int_equal(keel_put(db, "c", 1, "3", 1, KEEL_REV_ANY, NULL), KEEL_OK);
 	assert_int_equal(keel_close(db), KEEL_OK);
 
-	assert_int_equal(faultsim_cache_crash(r->cache, &co, &rep), 0);
-	assert_true(rep.lost_failed > 0); /* the failed pages were lost */
-	assert_int_equal(keel_open(r->path, NULL, &db), KEEL_OK);
-	assert_int_equal(keel_get(db, "a", 1, &v), KEEL_OK);
-	keel_view_release(&v);
-	assert_int_equal(keel_get(db, "c", 1, &v), KEEL_OK);
-	keel_view_release(&v);
-	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_ENOTFOUND);
-	assert_int_equal(keel_close(db), KEEL_OK);
+	after_the_power_cut_a_and_c_not_b(r);
 }
 
 static void test_a_failed_commit_is_not_read_back_from_the_page_cache(void **state)
@@ -385,7 +395,7 @@ static void test_nor_after_its_writer_died_without_closing(void **state)
  * and never synced ("b", from a KEEL_UNSAFE_NO_SYNC writer here; a killed
  * writer leaves the same); the failed sync leaves its pages clean in the
  * cache, readable as if written.  The next writer must take its state from
- * the device (recovery_device_check), not from those pages: without that,
+ * the device (RECOVERY_READ_DEVICE), not from those pages: without that,
  * it read "b" back, appended "c" behind it, and the power cut took "c".
  */
 static void test_a_writer_open_believes_the_device_not_the_cache(void **state)
@@ -395,8 +405,6 @@ static void test_a_writer_open_believes_the_device_not_the_cache(void **state)
 	                   .io = faultsim_io_table(r->fio) };
 	keel_options unsynced = { .flags = KEEL_NOCOMPACT | KEEL_UNSAFE_NO_SYNC,
 	                          .io = faultsim_io_table(r->fio) };
-	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 1 };
-	faultsim_crash_report rep;
 	keel_recovery rec;
 	keel_db *db;
 	keel_view v;
@@ -422,15 +430,7 @@ static void test_a_writer_open_believes_the_device_not_the_cache(void **state)
 	assert_int_equal(keel_put(db, "c", 1, "3", 1, KEEL_REV_ANY, NULL), KEEL_OK);
 	assert_int_equal(keel_close(db), KEEL_OK);
 
-	assert_int_equal(faultsim_cache_crash(r->cache, &co, &rep), 0);
-	assert_true(rep.lost_failed > 0);
-	assert_int_equal(keel_open(r->path, NULL, &db), KEEL_OK);
-	assert_int_equal(keel_get(db, "a", 1, &v), KEEL_OK);
-	keel_view_release(&v);
-	assert_int_equal(keel_get(db, "c", 1, &v), KEEL_OK);
-	keel_view_release(&v);
-	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_ENOTFOUND);
-	assert_int_equal(keel_close(db), KEEL_OK);
+	after_the_power_cut_a_and_c_not_b(r);
 }
 
 int main(void)
