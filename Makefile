@@ -7,6 +7,7 @@
 #                   not the scripts: fiu-run's preload cannot be combined with TSan)
 #   make torture    a 30-second torture of the embedded engine at --kill-every 50ms
 #   make fuzz       the HTTP request parser under libFuzzer for 60 seconds
+#   make mutants    the mutation suite (tests/mutants/): long, not in CI
 #   make install PREFIX=/usr/local
 #
 # Missing Debian packages are installed when run as root (apt-get), otherwise
@@ -19,7 +20,7 @@ OPT ?= -O2
 SAN ?=
 CFLAGS_BASE = -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wvla \
 	-fPIC -D_GNU_SOURCE -DFIU_ENABLE=1 $(SAN) \
-	-Iengine -Irecovery -Ifaultsim -Ihttp -Itorture
+	-Iengine -Irecovery -Ifaultsim -Ihttp -Itorture -Itools -Ishim
 CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
@@ -28,6 +29,10 @@ DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
+# The engines the claims table tortures (targets/, docs/claims.md).
+DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
+	redis-server
+DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
 LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
@@ -41,15 +46,43 @@ FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
 	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
+# ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
+# Built without sanitizers even in build-asan: it is preloaded into programs
+# that carry no sanitizer runtime.
+SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/crash.c faultsim/fault.c
+SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
+SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
+SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/shim/*.c)) \
+	$(patsubst tests/targets/%.c,$(B)/shim-tests/%,$(wildcard tests/targets/*.c))
+
+# ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
+# One program per engine, each with the shared loop of targets/adapter.c.
+TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel
+TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%)
+TARGET_LIBS_files =
+TARGET_LIBS_sqlite = -lsqlite3
+TARGET_LIBS_lmdb = -llmdb
+TARGET_LIBS_leveldb = -lleveldb
+TARGET_LIBS_rocksdb = -lrocksdb
+TARGET_LIBS_redis =
+TARGET_LIBS_keel = $(B)/libkeel.a -lfiu -lpthread
+# RocksDB's C API has no version call; its C++ header has the numbers.
+ROCKSDB_VERSION = $(shell sed -n 's/^\#define ROCKSDB_[A-Z]* //p' \
+	/usr/include/rocksdb/version.h 2>/dev/null | paste -sd.)
+TARGET_CFLAGS_rocksdb = -DROCKSDB_VERSION_TEXT='"$(ROCKSDB_VERSION)"'
+
 # ---- programs (floor 3) ----------------------------------------------------
 KEEL_CLI_SRCS = tools/keel.c
 TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/writer.c torture/oracle.c torture/value.c torture/proto.c \
 	torture/report.c torture/samples.c torture/synclat.c torture/faults.c \
-	torture/http_target.c torture/http_client.c
+	torture/http_target.c torture/http_client.c torture/rot.c tools/duration.c \
+	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
+	shim/shim_ctl.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c
 LOADGEN_SRCS = bench/http/loadgen.c
-FSYNC_PROBE_SRCS = bench/fsync_probe.c bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
+FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
 
 PROGRAMS = $(B)/keel \
@@ -61,12 +94,14 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_crc32c test_format test_engine test_compact test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine
+TESTS = test_duration test_crc32c test_format test_engine test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine test_exec_proto
+TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
+TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
-TEST_EXTRA_test_fsync_probe = bench/probe_hist.c bench/probe_json.c bench/probe_device.c bench/probe_run.c bench/probe_svg.c bench/probe_powercut.c
+TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh
+TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/claims.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
@@ -75,16 +110,20 @@ TEST_BINS = $(TESTS:%=$(B)/tests/%)
 BENCH_TOOLS = $(B)/growth-latency
 
 all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
-	$(BENCH_TOOLS)
+	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS)
 
-.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench
+.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants claims
 
 # ---- dependencies -------------------------------------------------------
 $(DEPS_STAMP):
 	@sh tests/deps.sh $(DEPS_BUILD)
 	@mkdir -p $(B) && touch $@
 
-deps: $(DEPS_STAMP)
+$(DEPS_TARGETS_STAMP):
+	@sh tests/deps.sh $(DEPS_TARGETS)
+	@mkdir -p $(B) && touch $@
+
+deps: $(DEPS_STAMP) $(DEPS_TARGETS_STAMP)
 
 deps-bench:
 	@sh tests/deps.sh $(DEPS_BUILD) $(DEPS_BENCH)
@@ -102,6 +141,40 @@ $(B)/libkeel.a: $(LIB_OBJS)
 
 $(B)/libkeel.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.0 -o $@ $^ $(LDLIBS_ALL)
+
+$(B)/obj-shim/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(B)/obj-shim -name '*.d' 2>/dev/null)
+
+$(B)/libkeel-shim.so: $(SHIM_OBJS) shim/shim.map
+	$(CC) $(SHIM_CFLAGS) -shared -Wl,--version-script=shim/shim.map \
+		-o $@ $(SHIM_OBJS) -ldl -lpthread
+
+# Small programs the shim tests run under it (tests/shim/*.c), plain libc.
+$(B)/shim-tests/%: tests/shim/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $<
+
+$(B)/shim-tests/%: tests/targets/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $<
+
+# keel itself as an exec target: the engine on its POSIX backend
+$(B)/shim-tests/keel_kv: tests/targets/keel_kv.c $(B)/libkeel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(B)/libkeel.a $(LDLIBS_ALL)
+
+# The engine adapters: plain programs (no sanitizer: they run under the
+# shim), linked with their engine.
+$(B)/targets/%: targets/%.c targets/adapter.c targets/adapter.h \
+		$(DEPS_TARGETS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) $(TARGET_CFLAGS_$*) -Itargets -o $@ $< \
+		targets/adapter.c $(TARGET_LIBS_$*)
+
+$(B)/targets/keel: $(B)/libkeel.a
 
 $(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
 	@rm -f $@
@@ -159,6 +232,17 @@ tsan:
 torture: all
 	$(B)/torture --kill-every 50ms --duration 30s
 
+# The claims table (docs/claims.md): every engine adapter under every fault;
+# bounded by CLAIMS_DURATION per run (default 8s).  Not part of make test.
+claims: all
+	sh tools/claims.sh $(B) > $(B)/claims-table.md
+	@cat $(B)/claims-table.md
+
+# Each patch of tests/mutants/ plants a bug; make test and a fixed torture
+# set must catch it.  Long (minutes per mutant): not part of make test.
+mutants: all
+	@sh tests/mutants/run.sh
+
 # ---- benchmarks (need the peers: make deps-bench) ---------------------------
 BENCH_ENGINE_LIBS = -llmdb -lsqlite3 -lrocksdb -lleveldb
 $(B)/bench-engine: $(BENCH_ENGINE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
@@ -167,15 +251,27 @@ $(B)/bench-engine: $(BENCH_ENGINE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 bench: deps-bench all $(B)/bench-engine
 
 # ---- install --------------------------------------------------------------
+# keel.h goes to PREFIX/include (so #include <keel.h> works), the I/O seam
+# for custom backends to PREFIX/include/keel/io.h.  Installing as root into
+# the system (no DESTDIR) runs ldconfig; when PREFIX/lib is not a directory
+# the loader searches, it says so (see the README).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/keel \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(B)/libkeel.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.0
 	ln -sf libkeel.so.0 $(DESTDIR)$(PREFIX)/lib/libkeel.so
-	install -m 644 engine/keel.h engine/io.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 engine/keel.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 engine/io.h $(DESTDIR)$(PREFIX)/include/keel/
 	printf $(PC_TEXT) '$(PREFIX)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/keel.pc
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+		echo ldconfig; ldconfig; \
+		ldconfig -p | grep -qF '$(PREFIX)/lib/libkeel.so.0' || \
+		echo "note: $(PREFIX)/lib is not searched by the loader: add it to /etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(PREFIX)/lib"; \
+	elif [ -z "$(DESTDIR)" ]; then \
+		echo "note: run ldconfig as root (or set LD_LIBRARY_PATH=$(PREFIX)/lib) before running programs linked with -lkeel"; \
+	fi
 
 clean:
 	rm -rf build build-asan build-tsan

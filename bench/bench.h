@@ -60,6 +60,8 @@ typedef struct bench_space {
 	uint64_t syncs;       /* syncs issued so far by this handle             */
 	uint64_t commits;     /* commits so far by this handle                  */
 	uint64_t compactions; /* compactions so far by this handle              */
+	uint64_t space_bound; /* the size the engine promises to stay within
+	                         (keel: keel_stats.space_bound); 0: none        */
 } bench_space;
 
 typedef struct bench_engine {

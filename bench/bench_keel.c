@@ -203,6 +203,7 @@ static int keel_bench_space(void *db, bench_space *out)
 	out->syncs = st.syncs;
 	out->commits = st.commits;
 	out->compactions = st.compactions;
+	out->space_bound = st.space_bound;
 	return 0;
 }
 

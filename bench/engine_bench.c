@@ -728,6 +728,8 @@ typedef struct space_track {
 	bench_space last;   /* at the last sample                      */
 	double peak_file;   /* highest file size / live bytes sampled  */
 	double peak_end;    /* highest end offset / live bytes sampled */
+	double peak_bound;  /* highest file size / the engine's space
+	                       bound sampled (0: no bound reported)    */
 	uint64_t done;      /* overwrites done                         */
 	double seconds;     /* time they took                          */
 	int capped;         /* stopped early at --space-cap-mib        */
@@ -775,6 +777,10 @@ static int overwrite_run(const bench_engine *e, int nocompact, uint64_t n,
 
 			t->peak_file = f > t->peak_file ? f : t->peak_file;
 			t->peak_end = u > t->peak_end ? u : t->peak_end;
+		}
+		if (s->space_bound) {
+			double b = (double)s->file_size / (double)s->space_bound;
+			t->peak_bound = b > t->peak_bound ? b : t->peak_bound;
 		}
 		if (s->file_size > cfg.space_cap) {
 			t->capped = 1;
@@ -824,6 +830,8 @@ static int space_one(const bench_engine *e)
 	jl_num(&l, "end_over_live", s->live_bytes ? (double)s->end_offset / (double)s->live_bytes : -1);
 	jl_num(&l, "peak_file_over_live", t.peak_file);
 	jl_num(&l, "peak_end_over_live", t.peak_end);
+	jl_int(&l, "space_bound", (int64_t)s->space_bound);
+	jl_num(&l, "peak_file_over_bound", t.peak_bound);
 	jl_num(&l, "bytes_per_op", per_put);
 	jl_int(&l, "bytes_per_op_puts", (int64_t)b.done);
 	jl_int(&l, "overwrites_asked", (int64_t)cfg.overwrites);

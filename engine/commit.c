@@ -416,16 +416,17 @@ static void lead_group(keel_db *db)
 	pthread_cond_broadcast(&db->published_cv); /* for commit_shutdown */
 }
 
-/* Compaction is due or running and the file's used part is over 2.25
- * times the live bytes (POLICY_HOLD_Q): with the file's preallocated slack
- * on top, capped at 2.5 times (grow_cap), this keeps the file within 2.5
- * times live even against a writer that appends faster than compaction
- * copies (an unsynced one). */
+/* Compaction is due or running and the file's used part is over
+ * max(2.25 x live, live + 5/6 of the slack) (POLICY_HOLD_Q): with the
+ * file's preallocated space on top, capped at max(2.5 x live, live +
+ * slack) (grow_cap), this keeps the file within that bound even against a
+ * writer that appends faster than compaction copies (an unsynced one). */
 static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
 	return end > POLICY_HOLD_MIN_END &&
-	       end > policy_bytes(db->tail.live_bytes, POLICY_HOLD_Q);
+	       end > policy_bytes(db->tail.live_bytes, POLICY_HOLD_Q,
+	                          db->compact_slack);
 }
 
 /* Backpressure: while compaction is due or running and lagging, new groups

@@ -27,7 +27,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "crc32c.h"
@@ -264,6 +266,24 @@ typedef struct newfile {
 	keel_map *map;
 } newfile;
 
+/* Gives the new file FD the identity of the store's file: its owner and
+ * group where this process may set them (root, or a group it is in: EPERM
+ * is ignored and the new file stays this process's), then its mode, set
+ * exactly (no umask).  Ownership and mode are metadata, not bytes a crash
+ * could lose: they are set on the descriptor, outside the I/O seam, before
+ * the file is synced and renamed. */
+static int newfile_identity(const keel_db *db, int fd)
+{
+	struct stat st;
+	if (fstat(db->fd, &st))
+		return keel_err_from_errno(-errno);
+	if (fchown(fd, st.st_uid, st.st_gid) && errno != EPERM)
+		return keel_err_from_errno(-errno);
+	if (fchmod(fd, st.st_mode & 07777))
+		return keel_err_from_errno(-errno);
+	return KEEL_OK;
+}
+
 /* Steps 1-2: the new file with S0's tree and its first head. */
 static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
                          newfile *nf)
@@ -277,9 +297,12 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 	if (getrandom(&nf->file_id, sizeof(nf->file_id), 0) != sizeof(nf->file_id))
 		nf->file_id = keel_now_ns();
 	io->unlink(io->ctx, nf->tmp); /* a leftover of a crashed compaction */
-	nf->fd = io->open(io->ctx, nf->tmp, KEEL_IO_CREATE | KEEL_IO_EXCL, 0644);
+	/* Readable by this process alone until it has the store's identity. */
+	nf->fd = io->open(io->ctx, nf->tmp, KEEL_IO_CREATE | KEEL_IO_EXCL, 0600);
 	if (nf->fd < 0)
 		return keel_err_from_errno(nf->fd);
+	if ((rc = newfile_identity(db, nf->fd)))
+		return rc;
 	w.fd = nf->fd;
 	w.buf = malloc(COMPACT_BUF);
 	l.node = malloc(KEEL_REC_HDR + KEEL_BRANCH_MAX + 4096);
@@ -584,7 +607,8 @@ void compact_maybe_schedule(keel_db *db)
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
 	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
 	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
-	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q) ||
+	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q,
+	                        db->compact_slack) ||
 	    end < db->compact_retry_end)
 		return;
 	/* the wanted flag is set under mu, before the woken thread can look */

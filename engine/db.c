@@ -11,6 +11,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fiu.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -154,13 +155,19 @@ static int lock_writer(keel_db *db, const keel_options *o)
 /* A writer makes what recovery found durable before anyone is shown it: a
  * killed writer may have left heads that were written and never synced,
  * and this handle's threads (and, through the marker, reader processes)
- * take the recovered head as committed.  Then the marker (marker.c). */
+ * take the recovered head as committed.  The file's name too: a killed
+ * writer may have renamed a compaction's file over PATH and died before
+ * the directory sync, and a power cut would then put the old file back
+ * under every commit acknowledged since.  Then the marker (marker.c). */
 static int writer_start(keel_db *db)
 {
 	if (db->flags & KEEL_RDONLY)
 		return KEEL_OK;
 	if (!(db->flags & KEEL_UNSAFE_NO_SYNC)) {
 		int rc = keel_err_from_errno(db->io->fdatasync(db->io->ctx, db->fd));
+		if (!rc)
+			rc = keel_err_from_errno(db->io->fsync_dir(db->io->ctx,
+			                                           db->dir));
 		if (rc)
 			return rc;
 	}
@@ -218,6 +225,36 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/* The file PATH names, resolved once, at open: through a symbolic link,
+ * compaction must replace the file the link names, not the link, and the
+ * durable marker and temporary files belong beside that file.  A missing
+ * PATH that is a dangling link is created where the link points.  A path
+ * that cannot be resolved otherwise is kept as given, for the open to
+ * report why.  NULL when out of memory. */
+static char *path_resolve(const char *path)
+{
+	char *real = realpath(path, NULL);
+	if (real || errno != ENOENT)
+		return real ? real : strdup(path);
+	char *cur = strdup(path);
+	for (int hops = 0; cur && hops < 40; hops++) { /* 40: as the kernel */
+		char target[PATH_MAX], *next = NULL;
+		ssize_t n = readlink(cur, target, sizeof(target) - 1);
+		if (n < 0)
+			return cur; /* not a link: the store is created here */
+		target[n] = '\0';
+		char *dir = target[0] == '/' ? NULL : dir_of(cur);
+		if (target[0] == '/')
+			next = strdup(target);
+		else if (!dir || asprintf(&next, "%s/%s", dir, target) < 0)
+			next = NULL;
+		free(dir);
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
 int keel_open(const char *path, const keel_options *opt, keel_db **out)
 {
 	keel_options o = opt ? *opt : (keel_options){0};
@@ -236,10 +273,12 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	db->io = &db->io_copy;
 	db->flags = o.flags;
 	db->grow_step = o.grow_step;
+	db->compact_slack = o.compact_slack ? o.compact_slack
+	                                    : KEEL_COMPACT_SLACK_DEFAULT;
 	db->fd = -1;
-	db->path = strdup(path);
-	db->dir = dir_of(path);
-	if (asprintf(&db->marker_path, "%s.durable", path) < 0)
+	db->path = path_resolve(path);
+	db->dir = db->path ? dir_of(db->path) : NULL;
+	if (!db->path || asprintf(&db->marker_path, "%s.durable", db->path) < 0)
 		db->marker_path = NULL;
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->published_cv, NULL);
@@ -738,6 +777,9 @@ int keel_stat(keel_db *db, keel_stats *out)
 	out->compactions = db->n_compactions;
 	out->growths = db->n_growths;
 	out->growths_inline = db->n_growths_inline;
+	out->space_bound = (db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) ? 0
+	                 : policy_bytes(db->head.live_bytes, POLICY_CAP_Q,
+	                                db->compact_slack);
 	pthread_mutex_unlock(&db->mu);
 	return KEEL_OK;
 }

@@ -94,9 +94,13 @@
  *     16 klen key: the smallest key in the child's subtree
  *   Invariants (checked by keel check): keys strictly ascending in a node and
  *   across the tree; a branch entry's key equals the first key of its
- *   child's subtree; a child's level is the parent's level - 1; every offset
- *   points backwards, to a record of the right type inside the head's range;
- *   every crc matches.
+ *   child's subtree, and every key of that subtree is below the next
+ *   entry's key; a child's level is the parent's level - 1; every offset
+ *   points backwards (a child is written before its parent), to a record of
+ *   the right type inside the head's range; a record is referenced once in
+ *   a tree; no two records overlap; every crc matches.  Readers check levels, backward offsets and
+ *   key order as they walk (engine/tree.c), so a crafted file cannot make a
+ *   walk loop or repeat.
  *
  * HEAD payload (96 bytes; the commit record)
  *   0   8     txid          greater than the previous head's txid (the

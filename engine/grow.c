@@ -122,8 +122,9 @@ int grow_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
 	return keel_err_from_errno(e);
 }
 
-/* With the automatic policy on (and the default step), growth stops at
- * POLICY_CAP_Q quarters of the live bytes: compaction starts at
+/* With the automatic policy on (and the default step), growth stops at the
+ * policy's bound, max(2.5 x live, live + slack) (POLICY_CAP_Q): compaction
+ * starts at
  * POLICY_COMPACT_Q and holds writers at POLICY_HOLD_Q (internal.h), so the
  * file's own slack never takes it past the bound (docs/engine.md).  Where
  * the cap would leave less than GROW_MIN_SLACK past NEED -- the part in
@@ -133,9 +134,9 @@ int grow_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,
  * cap keeps to 2 MiB boundaries where it can (huge pages). */
 #define GROW_MIN_SLACK ((uint64_t)64 << 10)
 
-uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live)
+uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live, uint64_t slack)
 {
-	uint64_t cap = policy_bytes(live, POLICY_CAP_Q);
+	uint64_t cap = policy_bytes(live, POLICY_CAP_Q, slack);
 	uint64_t floor = need + GROW_MIN_SLACK;
 	cap &= cap >= GROW_HUGE && (cap & ~(GROW_HUGE - 1)) >= floor
 	           ? ~(GROW_HUGE - 1) : ~(uint64_t)(KEEL_BLOCK - 1);
@@ -162,7 +163,7 @@ static uint64_t target_size(const keel_db *db, uint64_t need, uint64_t live)
 {
 	uint64_t size = grow_size(need, next_step(db));
 	if (!db->grow_step && !(db->flags & KEEL_NOCOMPACT))
-		size = grow_cap(need, size, live);
+		size = grow_cap(need, size, live, db->compact_slack);
 	assert(size >= need);
 	return size;
 }

@@ -23,11 +23,16 @@
 #include "keel.h"
 
 /* ---- the automatic compaction policy's space bounds ------------------------
- * In quarters of the live bytes: compaction is due when the part of the file
- * in use reaches POLICY_COMPACT_Q (compact.c), new writes wait for a lagging
- * compaction past POLICY_HOLD_Q (commit.c; only past POLICY_HOLD_MIN_END),
- * and the file's growth stops at POLICY_CAP_Q (grow.c), so the file with its
- * preallocated slack stays within 2.5 times the live bytes. */
+ * Each threshold is the larger of a share of the live bytes and the live
+ * bytes plus a share of the slack (keel_options.compact_slack): compaction
+ * is due when the part of the file in use reaches POLICY_COMPACT_Q
+ * (compact.c), new writes wait for a lagging compaction past POLICY_HOLD_Q
+ * (commit.c; only past POLICY_HOLD_MIN_END), and the file's growth stops at
+ * POLICY_CAP_Q (grow.c), so the file with its preallocated slack stays
+ * within max(2.5 x live, live + slack).  Q counts quarters of the live
+ * bytes (8: twice live); the slack's share is (Q - 4) / 6 of it (8: two
+ * thirds, 9: five sixths, 10: all), so both forms put the three thresholds
+ * at the same places relative to the dead bytes the bound allows. */
 #define POLICY_COMPACT_Q 8u
 #define POLICY_HOLD_Q 9u
 #define POLICY_CAP_Q 10u
@@ -35,11 +40,16 @@
 _Static_assert(POLICY_COMPACT_Q < POLICY_HOLD_Q && POLICY_HOLD_Q < POLICY_CAP_Q,
                "compaction is due before writers wait, and they wait before "
                "the file reaches its bound");
+_Static_assert(POLICY_COMPACT_Q > 4, "the slack's share must be positive");
 
-/* Q quarters of LIVE bytes (rounded down; UINT64_MAX where that overflows). */
-static inline uint64_t policy_bytes(uint64_t live, unsigned q)
+/* The policy's threshold Q for LIVE bytes and SLACK: max(Q/4 x LIVE,
+ * LIVE + SLACK x (Q-4)/6), UINT64_MAX where that overflows. */
+static inline uint64_t policy_bytes(uint64_t live, unsigned q, uint64_t slack)
 {
-	return live / 4 > UINT64_MAX / q ? UINT64_MAX : live / 4 * q;
+	uint64_t share = live / 4 > UINT64_MAX / q ? UINT64_MAX : live / 4 * q;
+	uint64_t extra = (uint64_t)((unsigned __int128)slack * (q - 4) / 6);
+	uint64_t floor = extra > UINT64_MAX - live ? UINT64_MAX : live + extra;
+	return share > floor ? share : floor;
 }
 
 /* ---- mappings (map.c) ------------------------------------------------------
@@ -82,7 +92,12 @@ typedef struct keel_map {
 	 * verify a node or value only once.  Anonymous memory, so untouched
 	 * parts cost nothing. */
 	_Atomic uint64_t *verified;
-	size_t verified_len;
+	/* One bit per 8 bytes, set over the whole extent of each verified
+	 * record: records never overlap, so a record whose extent meets a
+	 * verified one is refused -- a crafted file cannot make N nested
+	 * records cost N times their bytes of CRC. */
+	_Atomic uint64_t *covered;
+	size_t verified_len; /* bytes of 'verified'; 'covered' has twice that */
 } keel_map;
 
 int map_create(const keel_io *io, int fd, size_t len, keel_map **out);
@@ -118,13 +133,18 @@ typedef struct tree_cursor {
 	const uint8_t *node[TREE_MAX_DEPTH]; /* node payloads, root first   */
 	uint16_t index[TREE_MAX_DEPTH];
 	uint16_t count[TREE_MAX_DEPTH];
+	const uint8_t *last_key;          /* the key returned last, in the map */
+	uint16_t last_klen;
 	bool started, done;
+	bool broken;                      /* found damage: KEEL_ECORRUPT on   */
 } tree_cursor;
 
 /* Positions C before the first key >= START (or the first key at all). */
 int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
                      uint32_t root_crc, const void *start, size_t slen);
-/* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end. */
+/* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end, or
+ * KEEL_ECORRUPT (from then on) when a node fails its checks or a key does
+ * not follow the previous one strictly. */
 int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out);
 
 /* Decoders for node payloads (tree.c). */
@@ -198,6 +218,7 @@ struct keel_db {
 	unsigned flags;
 	uint64_t file_id;
 	uint64_t grow_step;
+	uint64_t compact_slack; /* keel_options.compact_slack, default applied */
 	/* The durable marker (marker.c): the writer's mapping, read-write, set
 	 * at open; a reader process's, read-only, (re)mapped under mu. */
 	char *marker_path;    /* PATH.durable                                */
@@ -301,9 +322,10 @@ int grow_ensure(keel_db *db, uint64_t need, uint64_t live, bool *grew);
 /* Asks the grower for the next step when the room past the tail is under
  * half a step.  Called by a leader after its append, with mu held. */
 void grow_ahead_maybe(keel_db *db);
-/* SIZE, lowered where it would take the file past POLICY_CAP_Q quarters of
- * LIVE bytes, unless that would leave less than 64 KiB past NEED. */
-uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live);
+/* SIZE, lowered where it would take the file past the policy's bound for
+ * LIVE bytes and SLACK (POLICY_CAP_Q), unless that would leave less than
+ * 64 KiB past NEED. */
+uint64_t grow_cap(uint64_t need, uint64_t size, uint64_t live, uint64_t slack);
 /* Allocates [from, to) of FD: zeros written, or fallocate when FLAGS has
  * KEEL_PREALLOC_FALLOCATE. */
 int grow_preallocate(const keel_io *io, int fd, uint64_t from, uint64_t to,

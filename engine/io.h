@@ -10,8 +10,10 @@
  * One thing is outside it: the durable marker (engine/marker.c), a 4 KiB
  * file beside the store mapped shared between the writer and reader
  * processes, and a reader's probe of the writer lock (F_OFD_GETLK on the
- * data file's descriptor).  They are memory and locks, not storage: nothing
- * about them is synced or recovered, so there is nothing to simulate.
+ * data file's descriptor); and the metadata a compaction copies to its new
+ * file (fchown, fchmod) and the path resolution at open (realpath).  They
+ * are memory, locks and metadata, not data: nothing about them is synced or
+ * recovered, so there is nothing to simulate.
  *
  * CONVENTIONS
  *   Files are plain file descriptors.  Every function returns >= 0 on success

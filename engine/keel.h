@@ -136,7 +136,22 @@ typedef struct keel_options {
 	unsigned file_mode;          /* mode for a new file; 0 = 0644             */
 	struct keel_recovery *report;/* if set, filled with what recovery did --
 	                                also when the open fails (damage found)  */
+	uint64_t compact_slack;      /* the automatic compaction policy's floor,
+	                                in bytes; 0 = KEEL_COMPACT_SLACK_DEFAULT.
+	                                A compaction is due once the dead bytes
+	                                (file in use minus live bytes) pass both
+	                                the live bytes and two thirds of this; the
+	                                file then stays within
+	                                max(2.5 x live, live + compact_slack)
+	                                (keel_stats.space_bound).  Smaller:
+	                                less disk, more compactions (each rewrites
+	                                the live tree and syncs four times).
+	                                docs/engine.md, "Compaction"            */
 } keel_options;
+
+/* The default compact_slack: a small store grows by tens of MiB between
+ * compactions instead of compacting every few hundred commits. */
+#define KEEL_COMPACT_SLACK_DEFAULT ((uint64_t)64 << 20)
 
 /*
  * keel_open - open the store at PATH, creating it if missing (unless
@@ -146,6 +161,9 @@ typedef struct keel_options {
  * it found (one fdatasync) and makes PATH.durable; a KEEL_RDONLY handle in
  * another process stops at the commit that file names while a writer is
  * open.
+ * PATH is resolved once, here (symbolic links followed, as realpath; a
+ * dangling link is created where it points): compaction replaces the file
+ * it named then, and PATH.durable and temporary files lie beside that file.
  * Returns KEEL_OK and *out, or: KEEL_EINVAL (NULL path/out), KEEL_EISDIR,
  * KEEL_ENOENT, KEEL_EACCES, KEEL_ENOTKEEL (zero-length or foreign file),
  * KEEL_EVERSION, KEEL_ECORRUPT (damage behind the newest valid head; use
@@ -279,9 +297,9 @@ int keel_batch_set_expect(keel_batch *b, size_t i, uint64_t expect);
  * keel_put; on KEEL_ECONFLICT *failed_index (may be NULL) names the change
  * whose expectation failed.  An empty batch commits nothing and returns OK.
  * It may wait for a compaction (keel_compacting): for its switch to the new
- * file always, and for all of it while the file is over 2.25 times its live
- * bytes -- that keeps the file under 2.5 times its live bytes against
- * writers faster than compaction. */
+ * file always, and for all of it while the file's used part is over
+ * max(2.25 x live, live + 5/6 x compact_slack) -- that keeps the file within
+ * keel_stats.space_bound against writers faster than compaction. */
 int keel_commit(keel_db *db, keel_batch *b, uint64_t *txid,
                 size_t *failed_index);
 
@@ -304,12 +322,18 @@ int keel_commit_async(keel_db *db, keel_batch *b, keel_commit_cb cb,
 /* ---- integrity check ------------------------------------------------------ */
 /*
  * keel_check - verify everything reachable from the newest head: every
- * record's CRC, the Merkle links, key order, separator keys, levels, the
- * head's key count and live bytes.  REPORT (may be NULL) is called for each
- * problem with its file offset and a description.  Returns KEEL_OK when
- * clean, KEEL_ECORRUPT when damage was found (details in *out), or another
- * error.  OUT may be NULL.
+ * record's CRC, the Merkle links, key order, separator keys (each child's
+ * keys lie between its separator and the next), levels, each record
+ * referenced once, the head's key count and live bytes.  A node found wrong
+ * is reported and its subtree not entered, so a check does work bounded by
+ * the file's size whatever the file holds.  REPORT (may be NULL) is called
+ * for each of the first KEEL_CHECK_REPORT_MAX problems with its file offset
+ * and a description; when there were more, once more at the end with the
+ * head's offset and "and N more problems not listed".  out->problems counts
+ * them all.  Returns KEEL_OK when clean, KEEL_ECORRUPT when damage was found
+ * (details in *out), or another error (KEEL_ENOMEM).  OUT may be NULL.
  */
+#define KEEL_CHECK_REPORT_MAX 100u
 typedef struct keel_check_result {
 	uint64_t records;      /* records verified                          */
 	uint64_t keys;         /* keys found                                */
@@ -325,7 +349,16 @@ int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
 
 /* ---- compaction --------------------------------------------------------- */
 /* keel_compact - rewrite the live tree into a new file and switch to it.
- * Views and snapshots of the old file keep reading the old bytes. */
+ * Views and snapshots of the old file keep reading the old bytes.
+ * The new file keeps the store's identity: the old file's mode, exactly
+ * (the umask does not narrow it), and its owner and group where this
+ * process may set them -- root may; another process may keep only its own
+ * user and a group it is in, and otherwise (EPERM, ignored) the new file is
+ * this process's user's and group's, and still has the old mode.  It
+ * replaces the file PATH named at keel_open: through a symbolic link, the
+ * link's target, and the link stays.  The same holds for the automatic
+ * policy's compactions.  Returns KEEL_OK, KEEL_EREADONLY, KEEL_ECORRUPT
+ * (damage in the tree: nothing changes), or the errors of a write. */
 int keel_compact(keel_db *db);
 
 /* keel_compacting - 1 while a compaction is due or running, 0 otherwise (and
@@ -351,6 +384,10 @@ typedef struct keel_stats {
 	                         is normally grown ahead of need by a background
 	                         thread, and a commit grows it only when that
 	                         thread is behind or failed (docs/engine.md) */
+	uint64_t space_bound; /* the file size the automatic policy keeps this
+	                         store within: max(2.5 x live_bytes,
+	                         live_bytes + compact_slack); 0 when the policy
+	                         is off (KEEL_NOCOMPACT, KEEL_RDONLY)        */
 } keel_stats;
 
 int keel_stat(keel_db *db, keel_stats *out);

@@ -16,7 +16,7 @@ static void map_destroy(keel_pin *p)
 {
 	keel_map *m = (keel_map *)p;
 	m->io->munmap(m->io->ctx, m->base, m->len);
-	munmap((void *)m->verified, m->verified_len);
+	munmap((void *)m->verified, 3 * m->verified_len);
 	free(m);
 }
 
@@ -33,13 +33,15 @@ int map_create(const keel_io *io, int fd, size_t len, keel_map **out)
 	if (!m->base)
 		goto out_free;
 	m->verified_len = (len / 128 + 8) & ~(size_t)7;
-	void *bits = mmap(NULL, m->verified_len, PROT_READ | PROT_WRITE,
+	/* the start bits, then the extent bits (twice as many) */
+	void *bits = mmap(NULL, 3 * m->verified_len, PROT_READ | PROT_WRITE,
 	                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (bits == MAP_FAILED) {
 		err = -ENOMEM;
 		goto out_unmap;
 	}
 	m->verified = bits;
+	m->covered = (_Atomic uint64_t *)((uint8_t *)bits + m->verified_len);
 	atomic_init(&m->pin.refs, 1);
 	m->pin.destroy = map_destroy;
 	*out = m;
@@ -77,6 +79,28 @@ static void verified_set(keel_map *m, uint64_t off)
 	                         memory_order_release);
 }
 
+/* Does [off, off+size) meet the extent of a verified record?  (With
+ * SET: and marks it.)  One bit per 8 bytes: records start on 8 bytes and
+ * take a multiple of 8.  Costs a word per 512 bytes, against their CRC. */
+static bool covered_any(keel_map *m, uint64_t off, uint64_t size, bool set)
+{
+	uint64_t first = off / 8, last = (off + size - 1) / 8;
+	bool any = false;
+	for (uint64_t w = first / 64; w <= last / 64; w++) {
+		uint64_t lo = w == first / 64 ? first % 64 : 0,
+		         hi = w == last / 64 ? last % 64 : 63;
+		uint64_t mask = (hi == 63 ? ~0ull : (1ull << (hi + 1)) - 1) &
+		                ~((1ull << lo) - 1);
+		if (set)
+			atomic_fetch_or_explicit(&m->covered[w], mask,
+			                         memory_order_release);
+		else if (atomic_load_explicit(&m->covered[w],
+		                              memory_order_acquire) & mask)
+			any = true;
+	}
+	return any;
+}
+
 const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
                           uint32_t expect_crc, uint32_t *len,
                           map_validate_fn validate)
@@ -90,11 +114,21 @@ const uint8_t *map_record(keel_map *m, uint64_t off, uint8_t type,
 		return NULL;
 	if (!verified_test(m, off)) {
 		keel_rec_hdr h;
-		if (keel_rec_decode(rec, &h) != KEEL_OK ||
-		    keel_rec_crc(rec, l) != h.crc ||
-		    (validate && !validate(rec + KEEL_REC_HDR, l, type)))
-			return NULL;
-		verified_set(m, off);
+		uint64_t size = keel_rec_size(l);
+		if (covered_any(m, off, size, false)) {
+			/* Another thread verified this very record meanwhile (it
+			 * sets the start bit before the extent), or it overlaps
+			 * another record: damage. */
+			if (!verified_test(m, off))
+				return NULL;
+		} else {
+			if (keel_rec_decode(rec, &h) != KEEL_OK ||
+			    keel_rec_crc(rec, l) != h.crc ||
+			    (validate && !validate(rec + KEEL_REC_HDR, l, type)))
+				return NULL;
+			verified_set(m, off);
+			covered_any(m, off, size, true);
+		}
 	}
 	*len = l;
 	return rec;

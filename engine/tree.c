@@ -10,6 +10,20 @@
  *  (5) Every reference (child, value) points backwards in the file and carries
  *      the referenced record's CRC, so a head's CRC chain plus these links
  *      cover everything the head can reach.
+ *  (6) Within one tree every node and value record is referenced once (a
+ *      commit copies the whole path it changes), and no two records of the
+ *      file overlap (map.c refuses one that does).
+ *
+ * READING A FILE NOBODY VOUCHES FOR
+ *  A store file is input: it may come from a backup or another machine, and
+ *  CRCs prove only that bytes are the ones written, not that a writer was
+ *  honest.  So every read does work bounded by the file's size, whatever the
+ *  file holds: a descent checks each child against its parent -- its level is
+ *  one less and its offset is lower (a child is always written before its
+ *  parent) -- so no walk can loop and none goes deeper than TREE_MAX_DEPTH;
+ *  a cursor refuses a key that does not follow the previous one strictly
+ *  (KEEL_ECORRUPT), so a tree whose branches share a child (a DAG that would
+ *  repeat its leaves FANOUT^DEPTH times) fails at the first repeat.
  *
  * BUILDING
  *  A commit group gets one tree_builder.  Ops descend from the root, copying
@@ -74,6 +88,19 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
 		return NULL;
 	const uint8_t *rec = map_record(m, off, type, crc, plen, node_valid);
 	return rec ? rec + KEEL_REC_HDR : NULL;
+}
+
+/* The child node of the node PARENT (a payload in M) at OFF: invariants (3)
+ * and (5) are checked before it is read, so a crafted file cannot make a
+ * walk loop.  Its payload, or NULL. */
+static const uint8_t *child_get(keel_map *m, const uint8_t *parent,
+                                uint64_t off, uint32_t crc, uint32_t *plen)
+{
+	uint64_t parent_off = (uint64_t)(parent - m->base) - KEEL_REC_HDR;
+	if (off >= parent_off)
+		return NULL;
+	const uint8_t *p = node_get(m, off, crc, plen);
+	return p && node_level(p) + 1 == node_level(parent) ? p : NULL;
 }
 
 _Static_assert(KEEL_LEAF_ENTRY == KEEL_BRANCH_ENTRY,
@@ -165,13 +192,15 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 {
 	uint64_t off = root;
 	uint32_t crc = root_crc;
+	const uint8_t *parent = NULL; /* the node OFF was found in */
 
 	if (root == 0)
 		return KEEL_ENOTFOUND;
 	for (int depth = 0; depth < TREE_MAX_DEPTH; depth++) {
 		uint32_t plen;
 		bool exact;
-		const uint8_t *p = node_get(m, off, crc, &plen);
+		const uint8_t *p = parent ? child_get(m, parent, off, crc, &plen)
+		                          : node_get(m, off, crc, &plen);
 		if (!p)
 			return KEEL_ECORRUPT;
 		int i = node_search(p, key, klen, &exact);
@@ -188,6 +217,7 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 		}
 		off = keel_ld64(e + 8);
 		crc = keel_ld32(e + 4);
+		parent = p;
 	}
 	return KEEL_ECORRUPT;
 }
@@ -218,10 +248,10 @@ static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
 
 	if (c->depth >= TREE_MAX_DEPTH)
 		return KEEL_ECORRUPT;
-	const uint8_t *p = node_get(c->m, off, crc, &plen);
+	const uint8_t *p = c->depth > 0
+	                   ? child_get(c->m, c->node[c->depth - 1], off, crc, &plen)
+	                   : node_get(c->m, off, crc, &plen);
 	if (!p)
-		return KEEL_ECORRUPT;
-	if (c->depth > 0 && node_level(p) + 1 != node_level(c->node[c->depth - 1]))
 		return KEEL_ECORRUPT;
 	int i = 0;
 	if (!leftmost) {
@@ -266,7 +296,9 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	 * only the scalars need a value (a scan opens one cursor per call). */
 	c->m = m;
 	c->depth = 0;
-	c->started = c->done = false;
+	c->started = c->done = c->broken = false;
+	c->last_key = NULL;
+	c->last_klen = 0;
 	if (root == 0) {
 		c->done = true;
 		return KEEL_OK;
@@ -280,6 +312,8 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 
 int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 {
+	if (c->broken)
+		return KEEL_ECORRUPT;
 	if (c->done)
 		return KEEL_ENOTFOUND;
 	for (;;) {
@@ -297,13 +331,24 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 			return KEEL_ENOTFOUND;
 		}
 		int rc = cursor_descend(c, NULL, 0, true);
-		if (rc)
+		if (rc) {
+			c->broken = true;
 			return rc;
+		}
 	}
 	int d = c->depth - 1;
 	const uint8_t *k;
 	uint16_t kl;
 	const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
+	/* Keys ascend strictly (invariant (1)): a file where they do not (out
+	 * of order, or a child shared by several entries) is refused here,
+	 * which bounds a walk by the leaf entries the file holds. */
+	if (c->last_key && keel_key_cmp(c->last_key, c->last_klen, k, kl) >= 0) {
+		c->broken = true;
+		return KEEL_ECORRUPT;
+	}
+	c->last_key = k;
+	c->last_klen = kl;
 	keel_leaf_ent_decode(e, out);
 	c->index[d]++;
 	return KEEL_OK;
@@ -449,8 +494,10 @@ static void tnode_remove(tnode *n, uint32_t at)
 	n->count--;
 }
 
-/* Makes REF dirty: decodes its on-disk node into memory (copy on write). */
-static int cow(tree_builder *b, tref *ref, tnode **out)
+/* Makes REF dirty: decodes its on-disk node into memory (copy on write).
+ * LEVEL is the level the node must have (a child's is its parent's - 1), or
+ * -1 for the root: so a crafted file cannot send a write around a loop. */
+static int cow(tree_builder *b, tref *ref, int level, tnode **out)
 {
 	uint32_t plen;
 
@@ -463,7 +510,8 @@ static int cow(tree_builder *b, tref *ref, tnode **out)
 		return *out ? KEEL_OK : KEEL_ENOMEM;
 	}
 	const uint8_t *p = node_get(b->m, ref->off, ref->crc, &plen);
-	if (!p)
+	if (!p || (level >= 0 ? node_level(p) != level
+	                      : node_level(p) >= TREE_MAX_DEPTH))
 		return KEEL_ECORRUPT;
 	uint16_t count = node_count(p);
 	tnode *n = tnode_new(b, node_level(p), count + 4u);
@@ -584,12 +632,12 @@ typedef struct new_value {
 	const uint8_t *inl; /* the value's bytes when inline, else NULL */
 } new_value;
 
-static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
+static int node_put(tree_builder *b, tref *ref, int level, const uint8_t *key,
                     size_t klen, const new_value *v, tnode **split)
 {
 	tnode *n;
 	bool exact;
-	int rc = cow(b, ref, &n);
+	int rc = cow(b, ref, level, &n);
 
 	*split = NULL;
 	if (rc)
@@ -621,7 +669,8 @@ static int node_put(tree_builder *b, tref *ref, const uint8_t *key,
 		}
 	} else {
 		tnode *child_split;
-		rc = node_put(b, &n->ents[i].u.child, key, klen, v, &child_split);
+		rc = node_put(b, &n->ents[i].u.child, n->level - 1, key, klen, v,
+		              &child_split);
 		if (rc)
 			return rc;
 		tnode *c = n->ents[i].u.child.dirty;
@@ -656,8 +705,8 @@ static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 		return KEEL_OK;
 	uint32_t l = i + 1 < n->count ? i : i - 1; /* merge entries l and l+1 */
 	tnode *left, *right;
-	int rc = cow(b, &n->ents[l].u.child, &left);
-	if (rc || (rc = cow(b, &n->ents[l + 1].u.child, &right)))
+	int rc = cow(b, &n->ents[l].u.child, n->level - 1, &left);
+	if (rc || (rc = cow(b, &n->ents[l + 1].u.child, n->level - 1, &right)))
 		return rc;
 	if ((rc = tnode_reserve(b, left, left->count + right->count)))
 		return rc;
@@ -680,12 +729,12 @@ static int maybe_merge(tree_builder *b, tnode *n, uint32_t i)
 	return KEEL_OK;
 }
 
-static int node_del(tree_builder *b, tref *ref, const uint8_t *key,
+static int node_del(tree_builder *b, tref *ref, int level, const uint8_t *key,
                     size_t klen, bool *empty)
 {
 	tnode *n;
 	bool exact;
-	int rc = cow(b, ref, &n);
+	int rc = cow(b, ref, level, &n);
 
 	if (rc)
 		return rc;
@@ -698,7 +747,8 @@ static int node_del(tree_builder *b, tref *ref, const uint8_t *key,
 		b->keys--;
 	} else {
 		bool child_empty;
-		rc = node_del(b, &n->ents[i].u.child, key, klen, &child_empty);
+		rc = node_del(b, &n->ents[i].u.child, n->level - 1, key, klen,
+		              &child_empty);
 		if (rc)
 			return rc;
 		if (child_empty) {
@@ -905,7 +955,8 @@ int tree_apply(tree_builder *b, const tree_op *ops, size_t n, size_t *failed)
 			new_value v;
 			tnode *split;
 			if ((rc = value_add(b, op, &v)) ||
-			    (rc = node_put(b, &b->root, op->key, op->klen, &v, &split)))
+			    (rc = node_put(b, &b->root, -1, op->key, op->klen, &v,
+			                        &split)))
 				goto out_broken;
 			if (split) {
 				tnode *old = b->root.dirty;
@@ -924,7 +975,8 @@ int tree_apply(tree_builder *b, const tree_op *ops, size_t n, size_t *failed)
 			}
 		} else {
 			bool empty;
-			if ((rc = node_del(b, &b->root, op->key, op->klen, &empty)))
+			if ((rc = node_del(b, &b->root, -1, op->key, op->klen,
+			                   &empty)))
 				goto out_broken;
 			if (empty)
 				b->root = (tref){0};

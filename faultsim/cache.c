@@ -20,7 +20,9 @@
 #define REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
 #define ARENA_MAX ((uint64_t)0x7fffffffu * 8u) /* what a window can address */
 
-int faultsim_cache_create(size_t capacity, faultsim_cache **out)
+/* Maps LEN bytes of FD (or anonymous memory when FD < 0), shared, and
+ * fills in a fresh cache header. */
+static int cache_map(size_t capacity, int fd, faultsim_cache **out)
 {
 	if (!out)
 		return -EINVAL;
@@ -31,10 +33,12 @@ int faultsim_cache_create(size_t capacity, faultsim_cache **out)
 	if (capacity > ARENA_MAX || capacity < 4096)
 		return -EINVAL;
 	size_t len = sizeof(faultsim_cache) + 2 * capacity;
-	/* Anonymous and shared: a forked writer and its parent see the same
-	 * pages, and they outlive the writer's death. */
+	if (fd >= 0 && ftruncate(fd, (off_t)len) != 0)
+		return -errno;
+	/* Shared: a forked writer and its parent see the same pages, and
+	 * they outlive the writer's death. */
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-	               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	               fd < 0 ? MAP_SHARED | MAP_ANONYMOUS : MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -ENOMEM;
 	faultsim_cache *c = m;
@@ -45,6 +49,62 @@ int faultsim_cache_create(size_t capacity, faultsim_cache **out)
 	faultsim_cache_clear(c);
 	*out = c;
 	return 0;
+}
+
+int faultsim_cache_create(size_t capacity, faultsim_cache **out)
+{
+	return cache_map(capacity, -1, out);
+}
+
+int faultsim_cache_create_fd(size_t capacity, int *fd, faultsim_cache **out)
+{
+	int rc, m;
+
+	if (!fd || !out)
+		return -EINVAL;
+	*fd = -1;
+	m = memfd_create("faultsim-cache", MFD_CLOEXEC);
+	if (m < 0)
+		return -errno;
+	rc = cache_map(capacity, m, out);
+	if (rc < 0) {
+		close(m);
+		return rc;
+	}
+	*fd = m;
+	return 0;
+}
+
+int faultsim_cache_attach(int fd, faultsim_cache **out)
+{
+	struct stat st;
+	void *m;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if ((uint64_t)st.st_size < sizeof(faultsim_cache))
+		return -EINVAL;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	         fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	faultsim_cache *c = m;
+	if (c->magic != FAULTSIM_CACHE_MAGIC ||
+	    c->map_len != (uint64_t)st.st_size) {
+		munmap(m, (size_t)st.st_size);
+		return -EINVAL;
+	}
+	*out = c;
+	return 0;
+}
+
+void faultsim_cache_detach(faultsim_cache *c)
+{
+	if (c)
+		munmap(c, c->map_len);
 }
 
 void faultsim_cache_destroy(faultsim_cache *c)
@@ -88,6 +148,11 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 int faultsim_cache_overflowed(const faultsim_cache *c)
 {
 	return __atomic_load_n(&c->overflowed, __ATOMIC_ACQUIRE) != 0;
+}
+
+void faultsim_cache_clear_overflow(faultsim_cache *c)
+{
+	__atomic_store_n(&c->overflowed, 0, __ATOMIC_RELEASE);
 }
 
 size_t faultsim_cache_used(const faultsim_cache *c)
@@ -166,6 +231,26 @@ int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
 	return n;
 }
 
+/* Lock held: a file entry that is gone (durably unlinked) and that no
+ * record in the window names, or -1. */
+static int reusable_slot(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	unsigned char used[FAULTSIM_MAX_FILES] = { 0 };
+
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_is_data(r) && r->file >= 0 &&
+		    r->file < FAULTSIM_MAX_FILES)
+			used[r->file] = 1;
+		pos += r->size;
+	}
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		if (c->files[i].gone && !used[i])
+			return (int)i;
+	return -1;
+}
+
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 {
 	struct stat st;
@@ -187,6 +272,22 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		}
 	}
 	if (c->nfiles >= FAULTSIM_MAX_FILES) {
+		/* a program that creates and removes files (a journal per
+		 * transaction) fills the table with files durably gone: one
+		 * whose records have all left the window can be reused */
+		int slot = reusable_slot(c);
+		if (slot >= 0) {
+			fs_file *g = &c->files[slot];
+			g->dev = (uint64_t)st.st_dev;
+			g->ino = (uint64_t)st.st_ino;
+			g->scan_from = SCAN_NONE;
+			snprintf(g->path[g->cur ^ 1u], FAULTSIM_PATH_MAX, "%s",
+			         abspath);
+			__atomic_store_n(&g->cur, g->cur ^ 1u, __ATOMIC_RELEASE);
+			__atomic_store_n(&g->gone, 0, __ATOMIC_RELEASE);
+			rc = slot;
+			goto out_unlock;
+		}
 		__atomic_store_n(&c->overflowed, 1, __ATOMIC_RELEASE);
 		rc = -ENOBUFS;
 		goto out_unlock;
@@ -387,7 +488,15 @@ int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
                                const void *buf, size_t len, uint64_t off,
                                faultsim_ticket *t)
 {
-	uint64_t size, pos, pre;
+	return faultsim_cache_write_begin_at(c, file, fd, buf, len, SEEK_SET,
+	                                     &off, t);
+}
+
+int faultsim_cache_write_begin_at(faultsim_cache *c, int file, int fd,
+                                  const void *buf, size_t len, int whence,
+                                  uint64_t *offp, faultsim_ticket *t)
+{
+	uint64_t size, pos, pre, off = *offp;
 	int rc;
 
 	t->cache = NULL;
@@ -397,6 +506,16 @@ int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
 	rc = file_size(fd, &size);
 	if (rc < 0)
 		goto out_unlock;
+	if (whence == SEEK_END) {
+		off = size; /* O_APPEND: the lock keeps the end where it is */
+	} else if (whence == SEEK_CUR) {
+		off_t cur = lseek(fd, 0, SEEK_CUR);
+		rc = -errno;
+		if (cur < 0)
+			goto out_unlock;
+		off = (uint64_t)cur;
+	}
+	*offp = off;
 	pre = off < size ? (size - off < len ? size - off : len) : 0;
 	fs_rec *r = faultsim_rec_reserve(c, REC_WRITE, pre + len, &pos);
 	rc = -ENOBUFS;
@@ -416,6 +535,24 @@ int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
 out_unlock:
 	pthread_mutex_unlock(&c->lock);
 	return rc;
+}
+
+void faultsim_cache_write_end_durable(faultsim_ticket *t, ssize_t result)
+{
+	faultsim_cache *c = t->cache;
+	if (!c)
+		return;
+	if (result > 0) {
+		fs_rec *r = rec_at(c, t->rec);
+		if ((uint64_t)result < r->len)
+			r->len = (uint64_t)result;
+		rec_set_state(r, ST_SYNCED);
+		t->cache = NULL;
+		faultsim_rec_reclaim(c);
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	faultsim_cache_write_end(t, result);
 }
 
 void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result)

@@ -26,7 +26,7 @@
 
 #include "cache_internal.h"
 
-enum { FATE_KEEP = 0, FATE_LOSE = 1, FATE_TEAR = 2 };
+enum { FATE_KEEP = 0, FATE_LOSE = 1, FATE_TEAR = 2, FATE_HOLE = 3 };
 
 typedef struct fate {
 	uint64_t pos;     /* the record                                        */
@@ -122,12 +122,18 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 		v[i].seed = mix(&rng);
 		if (o->device == FAULTSIM_DEVICE_ORDERED)
 			v[i].what = unsynced < cut ? FATE_KEEP : FATE_LOSE;
+		else if (o->device == FAULTSIM_DEVICE_PAYLOAD &&
+		         r->kind == REC_WRITE && r->len > 0 &&
+		         (r->off + r->len - 1) / o->sector - r->off / o->sector
+		         >= 2)
+			v[i].what = FATE_HOLE; /* garbage below: 1 in 2 */
 		else if (o->device == FAULTSIM_DEVICE_REORDER ||
 		         r->kind != REC_WRITE)
 			v[i].what = (x & 1) ? FATE_KEEP : FATE_LOSE;
 		else
 			v[i].what = (uint8_t)(x % 3);
-		v[i].garbage = o->device == FAULTSIM_DEVICE_GARBAGE &&
+		v[i].garbage = (o->device == FAULTSIM_DEVICE_GARBAGE ||
+		                v[i].what == FATE_HOLE) &&
 		               r->kind == REC_WRITE && ((x >> 8) & 1);
 		unsynced++;
 	}
@@ -184,6 +190,35 @@ static int redo_garbage(int fd, fs_rec *r, const fate *f, unsigned sector)
 	return faultsim_write_exact(fd, buf, to - from, from);
 }
 
+/* PAYLOAD: writes R whole except one interior sector, which keeps its old
+ * bytes or (F->garbage) gets random ones; only below the file's size. */
+static int redo_hole(int fd, fs_rec *r, const fate *f, unsigned sector)
+{
+	uint64_t rng = f->seed ^ 0x686f6c65u, first = r->off / sector;
+	uint64_t last = (r->off + r->len - 1) / sector;
+	uint64_t s = first + 1 + mix(&rng) % (last - first - 1);
+	uint64_t from = s * sector, to = (s + 1) * sector;
+	unsigned char buf[4096];
+	struct stat st;
+	int rc;
+
+	if ((rc = faultsim_write_exact(fd, rec_new(r), from - r->off, r->off)) ||
+	    (rc = faultsim_write_exact(fd, rec_new(r) + (to - r->off),
+	                               r->off + r->len - to, to)))
+		return rc;
+	if (!f->garbage)
+		return 0;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (to > (uint64_t)st.st_size)
+		to = (uint64_t)st.st_size;
+	if (from >= to)
+		return 0;
+	for (uint64_t i = 0; i < to - from; i++)
+		buf[i] = (unsigned char)mix(&rng);
+	return faultsim_write_exact(fd, buf, to - from, from);
+}
+
 static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
                     faultsim_crash_report *rep)
 {
@@ -205,6 +240,12 @@ static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
 		else if (r->kind == REC_TRUNCATE ||
 		         r->new_size > r->old_size)
 			rc = set_size(fd, r->new_size);
+	} else if (f->what == FATE_HOLE) {
+		rc = redo_hole(fd, r, f, sector);
+		rep->torn++;
+		if (f->garbage)
+			rep->garbage++;
+		return rc;
 	} else if (f->what == FATE_TEAR && r->len > 0) {
 		kept = redo_torn(fd, r, f, sector, &pieces);
 		rc = kept < 0 ? kept : 0;
@@ -345,7 +386,7 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 		o = *opt;
 	if (o.sector == 0)
 		o.sector = 512;
-	if ((unsigned)o.device > FAULTSIM_DEVICE_GARBAGE || o.sector > 4096 ||
+	if ((unsigned)o.device > FAULTSIM_DEVICE_PAYLOAD || o.sector > 4096 ||
 	    (o.sector & (o.sector - 1)) != 0)
 		return -EINVAL;
 	memset(rep, 0, sizeof *rep);
@@ -469,15 +510,82 @@ void faultsim_cache_forget(faultsim_cache *c)
 	faultsim_cache_clear(c);
 }
 
+void faultsim_cache_write_back(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+
+	faultsim_cache_writer_died(c);
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (rec_is_data(r) && rec_state(r) == ST_UNSYNCED)
+			rec_set_state(r, ST_SYNCED);
+	}
+	faultsim_rec_reclaim(c);
+}
+
+int faultsim_cache_file_of(faultsim_cache *c, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	for (uint32_t i = 0; i < c->nfiles; i++) {
+		fs_file *f = &c->files[i];
+		if (!f->gone && f->dev == (uint64_t)st.st_dev &&
+		    f->ino == (uint64_t)st.st_ino)
+			return (int)i;
+	}
+	return -ENOENT;
+}
+
+uint64_t faultsim_cache_lost_records(faultsim_cache *c, int file)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE), n = 0;
+
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (rec_is_data(r) && rec_state(r) == ST_LOST &&
+		    (file < 0 || r->file == file))
+			n++;
+	}
+	return n;
+}
+
+int faultsim_cache_device_copy(faultsim_cache *c, int file, int src, int dst)
+{
+	enum { CHUNK = 1 << 20 };
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t off = 0;
+	int rc = buf ? 0 : -ENOMEM;
+
+	while (rc == 0) {
+		ssize_t n = pread(src, buf, CHUNK, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : 0;
+			break;
+		}
+		rc = faultsim_cache_device_view(c, file, buf, (size_t)n, off);
+		if (rc == 0)
+			rc = faultsim_write_exact(dst, buf, (uint64_t)n, off);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return rc;
+}
+
 /* ---- names ------------------------------------------------------------------ */
 
 static const char *const device_names[] = { "ordered", "reorder", "torn",
-	                                    "garbage" };
+	                                    "garbage", "payload" };
 static const char *const profile_names[] = { "ext4", "xfs", "btrfs", "keep" };
 
 int faultsim_device_parse(const char *name, faultsim_device *out)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (name && strcmp(name, device_names[i]) == 0) {
 			*out = (faultsim_device)i;
 			return 0;
@@ -497,7 +605,7 @@ int faultsim_profile_parse(const char *name, faultsim_profile *out)
 
 const char *faultsim_device_name(faultsim_device d)
 {
-	return (unsigned)d < 4 ? device_names[d] : "?";
+	return (unsigned)d < 5 ? device_names[d] : "?";
 }
 
 const char *faultsim_profile_name(faultsim_profile p)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "faultsim.h"
@@ -74,6 +75,59 @@ int faultsim_faults_create(uint64_t seed, faultsim_faults **out)
 	f->seed = seed;
 	*out = f;
 	return 0;
+}
+
+int faultsim_faults_create_fd(uint64_t seed, int *fd, faultsim_faults **out)
+{
+	int m;
+	void *p;
+
+	if (!fd || !out)
+		return -EINVAL;
+	*out = NULL;
+	*fd = -1;
+	m = memfd_create("faultsim-faults", MFD_CLOEXEC);
+	if (m < 0)
+		return -errno;
+	if (ftruncate(m, sizeof(faultsim_faults)) != 0)
+		goto out_close;
+	p = mmap(NULL, sizeof(faultsim_faults), PROT_READ | PROT_WRITE,
+	         MAP_SHARED, m, 0);
+	if (p == MAP_FAILED)
+		goto out_close;
+	((faultsim_faults *)p)->seed = seed; /* a fresh memfd is all zeros */
+	*out = p;
+	*fd = m;
+	return 0;
+out_close:
+	close(m);
+	return -ENOMEM;
+}
+
+int faultsim_faults_attach(int fd, faultsim_faults **out)
+{
+	struct stat st;
+	void *p;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if ((size_t)st.st_size != sizeof(faultsim_faults))
+		return -EINVAL;
+	p = mmap(NULL, sizeof(faultsim_faults), PROT_READ | PROT_WRITE,
+	         MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*out = p;
+	return 0;
+}
+
+void faultsim_faults_reseed(faultsim_faults *f, uint64_t seed)
+{
+	if (f)
+		f->seed = seed;
 }
 
 void faultsim_faults_destroy(faultsim_faults *f)

@@ -124,9 +124,29 @@ int faultsim_cache_create(size_t capacity, faultsim_cache **out);
 /* Unmaps the cache.  NULL is a no-op. */
 void faultsim_cache_destroy(faultsim_cache *c);
 
+/*
+ * faultsim_cache_create_fd - as faultsim_cache_create, but in a memfd, so
+ * that a program the harness EXECS (not only forks) can map the same cache:
+ * *FD (close-on-exec) is the memfd; another process opens
+ * /proc/<pid>/fd/<fd> and calls faultsim_cache_attach on it (the LD_PRELOAD
+ * shim, shim/shim.h).  The creator destroys it with faultsim_cache_destroy
+ * and closes *FD.  Returns 0, or -EINVAL, -ENOMEM, or memfd's errno.
+ */
+int faultsim_cache_create_fd(size_t capacity, int *fd, faultsim_cache **out);
+/* faultsim_cache_attach - map the cache in memfd FD made by
+ * faultsim_cache_create_fd (the caller may close FD afterwards).  0, or
+ * -EINVAL when FD holds no cache, or mmap's errno. */
+int faultsim_cache_attach(int fd, faultsim_cache **out);
+/* Unmaps an attached cache (the lock and records stay). NULL: no-op. */
+void faultsim_cache_detach(faultsim_cache *c);
+
 /* True once a recording call failed for lack of room (sticky until
  * faultsim_cache_crash or faultsim_cache_forget). */
 int faultsim_cache_overflowed(const faultsim_cache *c);
+/* Forgets an overflow once its caller made room and recorded the call after
+ * all (nothing was dropped): the LD_PRELOAD shim in a run without power
+ * cuts, which may settle every record as durable. */
+void faultsim_cache_clear_overflow(faultsim_cache *c);
 
 /* Bytes of records held now, and the most ever held (for sizing). */
 size_t faultsim_cache_used(const faultsim_cache *c);
@@ -167,6 +187,18 @@ int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
                                const void *buf, size_t len, uint64_t off,
                                faultsim_ticket *t);
 void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result);
+/*
+ * faultsim_cache_write_begin_at - as _write_begin for write(2) and
+ * O_APPEND writes, whose offset is only known under the cache's lock:
+ * WHENCE SEEK_SET uses *OFF, SEEK_CUR the descriptor's position
+ * (lseek), SEEK_END the file's size.  *OFF gets the offset recorded.
+ */
+int faultsim_cache_write_begin_at(faultsim_cache *c, int file, int fd,
+                                  const void *buf, size_t len, int whence,
+                                  uint64_t *off, faultsim_ticket *t);
+/* Ends a write made on an O_SYNC/O_DSYNC descriptor: when it succeeded,
+ * this record (and no other) is durable at once. */
+void faultsim_cache_write_end_durable(faultsim_ticket *t, ssize_t result);
 /* ftruncate(FD, LEN) */
 int faultsim_cache_truncate_begin(faultsim_cache *c, int file, int fd,
                                   uint64_t len, faultsim_ticket *t);
@@ -235,6 +267,13 @@ void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
  *   GARBAGE  as TORN; in addition, 1 in 2 unsynced writes gets one sector
  *            of its range filled with random bytes (only the bytes the write
  *            covered: data synced before is never damaged).
+ *   PAYLOAD  damage that keeps headers: a write of three sectors or more
+ *            persists except ONE interior sector (never its first or last,
+ *            where a region's first record header and a commit's head
+ *            sit), which is lost (keeps its old bytes) or, 1 in 2, filled
+ *            with random bytes; a shorter write persists whole or not at
+ *            all (1 in 2).  What a device does with a multi-sector write
+ *            whose sectors land out of order: headers there, payload not.
  * Truncates and extensions persist or not (1 in 2; in ORDERED by the prefix)
  * and are never torn.  Namespace operations follow the directory rule above
  * in every model.
@@ -244,6 +283,7 @@ typedef enum faultsim_device {
 	FAULTSIM_DEVICE_REORDER = 1,
 	FAULTSIM_DEVICE_TORN = 2,
 	FAULTSIM_DEVICE_GARBAGE = 3,
+	FAULTSIM_DEVICE_PAYLOAD = 4,
 } faultsim_device;
 
 typedef struct faultsim_crash_options {
@@ -307,6 +347,34 @@ int faultsim_cache_device_view(faultsim_cache *c, int file, unsigned char *buf,
  */
 void faultsim_cache_evict_lost(faultsim_cache *c);
 
+/*
+ * faultsim_cache_write_back - the writer is dead and the machine lives on:
+ * the kernel writes its dirty pages back.  Every unsynced data record
+ * becomes durable (no crash can undo it any more); a record LOST to a
+ * failed sync stays LOST (still readable, never on the device); namespace
+ * records are left as they are.  What a reader that goes through the
+ * device (O_DIRECT writes the dirty pages back first) leaves behind.  Call
+ * only while no writer is alive; includes faultsim_cache_writer_died.
+ */
+void faultsim_cache_write_back(faultsim_cache *c);
+
+/* The id of the tracked file FD refers to (same device and inode), or
+ * -ENOENT when the cache does not track it; adds nothing. */
+int faultsim_cache_file_of(faultsim_cache *c, int fd);
+
+/* How many data records of FILE (-1: of any file) a failed sync LOST and
+ * the cache still holds: when 0, the page cache and the device agree on
+ * everything but unsynced writes. */
+uint64_t faultsim_cache_lost_records(faultsim_cache *c, int file);
+
+/*
+ * faultsim_cache_device_copy - writes into DST (an empty, writable file)
+ * the bytes of tracked file FILE, open as SRC, as the device holds them
+ * (faultsim_cache_device_view over the whole file).  Call only while no
+ * writer is alive.  0, or a negative errno.
+ */
+int faultsim_cache_device_copy(faultsim_cache *c, int file, int src, int dst);
+
 int faultsim_device_parse(const char *name, faultsim_device *out);
 int faultsim_profile_parse(const char *name, faultsim_profile *out);
 const char *faultsim_device_name(faultsim_device d);
@@ -343,6 +411,13 @@ typedef struct faultsim_faults faultsim_faults;
  * every probabilistic decision reproducible.  Returns 0, -ENOMEM. */
 int faultsim_faults_create(uint64_t seed, faultsim_faults **out);
 void faultsim_faults_destroy(faultsim_faults *f);
+/* As faultsim_faults_create, in a memfd (*FD, close-on-exec) that an
+ * exec'd program maps with faultsim_faults_attach (see
+ * faultsim_cache_create_fd).  0, -EINVAL, -ENOMEM. */
+int faultsim_faults_create_fd(uint64_t seed, int *fd, faultsim_faults **out);
+int faultsim_faults_attach(int fd, faultsim_faults **out);
+/* A new seed for the p= decisions (the next writer's). */
+void faultsim_faults_reseed(faultsim_faults *f, uint64_t seed);
 
 /*
  * faultsim_faults_add - parse and add one spec:

@@ -68,18 +68,20 @@ static enum http_method method_of(const char *s, size_t n)
 	return HTTP_METHOD_OTHER;
 }
 
-/* Parses a decimal number of at most 19 digits; -1 when malformed. */
+/* Parses a decimal number by value (leading zeros are fine); -1 when
+ * malformed or over 64 bits. */
 static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 	size_t i;
 
-	if (n == 0 || n > 19)
+	if (n == 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
+		unsigned d = (unsigned)(s[i] - '0');
+		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - d) / 10)
 			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;
@@ -141,19 +143,48 @@ static int parse_request_line(const char *buf, size_t len, size_t i,
 	return 1;
 }
 
-/* Splits the target into path and query; absolute-form is reduced to its
- * path (RFC 9112 section 3.2.2: a server MUST accept it). */
+/*
+ * Splits the target into path and query (RFC 9112 section 3.2):
+ *   origin-form     /k?q
+ *   absolute-form   http://host/k?q or https://... (a server MUST accept
+ *                   it, section 3.2.2); "http://host" and "http://host?q"
+ *                   have the path "/" (RFC 9110 section 4.2.3)
+ *   asterisk-form   *, for OPTIONS only: the path is "*"
+ * authority-form (CONNECT) is not served: 400.
+ */
 static int split_target(struct http_request *req)
 {
 	const char *p = req->target.p, *q;
-	size_t n = req->target.n;
+	size_t n = req->target.n, skip = 0, a;
 
-	if (n >= 7 && lit_eq(p, 7, "http://")) {
-		const char *slash = memchr(p + 7, '/', n - 7);
-		if (slash == NULL)
+	if (n == 1 && p[0] == '*') {
+		if (req->method != HTTP_METHOD_OPTIONS)
 			return -400;
-		n -= (size_t)(slash - p);
-		p = slash;
+		req->path = req->target;
+		return 0;
+	}
+	if (n >= 7 && lit_eq(p, 7, "http://"))
+		skip = 7;
+	else if (n >= 8 && lit_eq(p, 8, "https://"))
+		skip = 8;
+	if (skip) {
+		/* the authority runs to the path or the query */
+		for (a = skip; a < n && p[a] != '/' && p[a] != '?'; a++)
+			;
+		if (a == skip)
+			return -400; /* no host */
+		p += a;
+		n -= a;
+		if (n == 0 || p[0] == '?') {
+			/* no path: it is "/".  The slice cannot point into BUF, so
+			 * it points at a constant "/"; the query still does. */
+			req->path = (struct http_slice){"/", 1};
+			if (n) {
+				req->query.p = p + 1;
+				req->query.n = n - 1;
+			}
+			return 0;
+		}
 	}
 	if (p[0] != '/')
 		return -400;
@@ -348,8 +379,6 @@ static int tag_is_rev(const char *t, size_t n, uint64_t rev)
 
 	if (n > 1 && t[0] == '0')
 		return 0;
-	if (n == 20) /* UINT64_MAX has 20 digits; compare as text */
-		return 0;
 	return parse_u64(t, n, &v) == 0 && v == rev;
 }
 
@@ -452,9 +481,11 @@ static int chunk_byte(struct http_chunked *c, unsigned char ch)
 	case CH_SIZE:
 		h = hexval(ch);
 		if (h >= 0) {
-			if (c->digits++ >= 16)
-				return -400;
+			/* by value, not by digit count: leading zeros are valid */
+			if (c->remaining > UINT64_MAX >> 4)
+				return -400; /* over 64 bits */
 			c->remaining = c->remaining * 16 + (uint64_t)h;
+			c->digits = 1;
 			return 0;
 		}
 		if (c->digits == 0)

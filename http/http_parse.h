@@ -35,6 +35,9 @@
  *   Up to HTTP_HEAD_MAX bytes of empty lines before a request line are
  *   skipped (RFC 9112 section 2.2) and counted in the consumed length.
  *   Bare LF line endings are accepted (RFC 9112 section 2.2 allows it).
+ *   Targets: origin-form, absolute-form (http:// or https://, reduced to
+ *   its path and query) and, for OPTIONS only, asterisk-form; anything
+ *   else is 400.
  */
 #ifndef HTTP_PARSE_H
 #define HTTP_PARSE_H
@@ -69,7 +72,10 @@ struct http_request {
 	enum http_method method;
 	struct http_slice method_name; /* the method token as sent           */
 	struct http_slice target;      /* the whole request target           */
-	struct http_slice path;        /* target up to '?', starts with '/'  */
+	struct http_slice path;        /* target up to '?', starts with '/';
+	                                  "*" for OPTIONS *; for an absolute
+	                                  target with no path, a constant
+	                                  "/" (the one slice outside BUF)   */
 	struct http_slice query;       /* after '?' (p NULL if no '?')       */
 	int minor;                     /* 0 for HTTP/1.0, 1 for HTTP/1.1     */
 	int keep_alive;                /* 1 unless the connection must close */
@@ -126,7 +132,7 @@ struct http_chunked {
 	uint64_t remaining; /* bytes left in the current chunk's data         */
 	uint32_t line;      /* bytes of the current size line or trailer      */
 	uint8_t state;      /* private                                        */
-	uint8_t digits;     /* hex digits seen in the current chunk size      */
+	uint8_t digits;     /* 1 once the current chunk size has a digit      */
 	uint8_t done;       /* 1 once the whole body and trailer were read    */
 };
 ssize_t http_chunked_decode(struct http_chunked *c, char *p, size_t n,

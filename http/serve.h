@@ -35,11 +35,26 @@
  *   written (or the connection died), so overwrites and compaction cannot
  *   change what a slow reader receives.
  *
- * MEMORY
- *   An idle keep-alive connection is one struct serve_conn (72 bytes)
- *   and nothing else: input is read into the shard's scratch buffer and is
- *   copied into a per-connection buffer only when a request is incomplete;
- *   responses are allocated while they are queued.
+ * MEMORY (docs/http.md, "Memory under hostile clients")
+ *   An idle keep-alive connection is one struct serve_conn (about 100
+ *   bytes) and nothing else: input is read into the shard's scratch buffer
+ *   and is copied into a per-connection buffer only when a request is
+ *   incomplete.  That buffer starts at SERVE_RX_MIN and doubles only when
+ *   the bytes that really arrived fill it, so a client holds about twice
+ *   what it sent.  Every such buffer, and every body held by a commit in
+ *   flight, is charged to one server-wide budget (--body-budget); a request
+ *   that would pass it is answered 503 with Retry-After.  Answers are
+ *   allocated while queued; a listing is at most about SERVE_LIST_BYTES,
+ *   and a connection stops being read while SERVE_PIPELINE_MAX answers or
+ *   SERVE_QUEUED_MAX bytes of listings wait for it to read them.
+ *
+ * TIMERS
+ *   Each connection is on exactly one of the shard's timer lists, each
+ *   with one fixed duration, so every list is in deadline order and the
+ *   sweep stops at the first entry not yet due: idle (--idle-timeout, from
+ *   the last progress), head (--header-timeout, from the first byte of a
+ *   request head), body (windows of --header-timeout, each of which must
+ *   bring --body-min-rate bytes a second) and linger (SERVE_LINGER_MS).
  */
 #ifndef SERVE_H
 #define SERVE_H
@@ -55,6 +70,10 @@
 #include "keel.h"
 
 #define SERVE_SCRATCH (64 * 1024) /* per-shard read buffer                 */
+#define SERVE_RX_MIN 1024         /* a connection's first input buffer     */
+#define SERVE_LIST_BYTES (64 * 1024) /* a listing stops after this much JSON */
+#define SERVE_QUEUED_MAX (256 * 1024) /* listing bytes queued on one
+                                     connection before reading pauses    */
 #define SERVE_HEAD_MAX 320        /* one response head                     */
 #define SERVE_PIPELINE_MAX 64     /* queued answers before reading pauses  */
 #define SERVE_AUTO_POLL_US 1000   /* --busy-poll auto: commits faster than
@@ -71,6 +90,10 @@ struct serve_config {
 	int max_conns;           /* --max-conns, over all shards            */
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
+	int header_timeout_ms;   /* --header-timeout: a whole request head;
+	                            also the window of --body-min-rate      */
+	uint64_t body_min_rate;  /* --body-min-rate, bytes per second       */
+	uint64_t body_budget;    /* --body-budget: all request bodies held  */
 	int busy_poll_us;        /* --busy-poll: poll this long before
 	                            sleeping in epoll_wait; 0 never, -1
 	                            auto (serve_conn.c, shard_wait)      */
@@ -91,7 +114,8 @@ struct serve_out {
 	const char *body;    /* body bytes (in the view or in owned)      */
 	size_t body_len;
 	keel_view view;      /* pinned GET body; released when freed      */
-	char *owned;         /* malloc'd body (a listing), freed with it  */
+	char *owned;         /* malloc'd body (a listing), freed with it;
+	                        counted in serve_conn.queued             */
 	char head[SERVE_HEAD_MAX];
 };
 
@@ -99,6 +123,7 @@ struct serve_out {
 struct serve_rx {
 	char *buf;                /* unparsed bytes (the request starts at 0) */
 	size_t len, cap;          /* bytes held, bytes allocated              */
+	size_t charged;           /* of cap, charged to the body budget       */
 	size_t head_len;          /* head length once parsed, else 0          */
 	size_t body_have;         /* chunked: decoded bytes after the head    */
 	size_t body_want;         /* Content-Length of the waiting body       */
@@ -115,15 +140,34 @@ struct serve_rx {
 #define CONN_PEER_SHUT 0x20 /* RDHUP/HUP seen: read on to EOF, not to a
                                short read                                */
 
+/* The timer lists (TIMERS in the comment at the top) */
+enum serve_timer {
+	SERVE_TIMER_IDLE = 0, /* --idle-timeout after the last progress      */
+	SERVE_TIMER_HEAD,     /* --header-timeout after a head's first byte  */
+	SERVE_TIMER_BODY,     /* one --body-min-rate window                  */
+	SERVE_TIMER_LINGER,   /* SERVE_LINGER_MS after the closing answer    */
+	SERVE_TIMERS
+};
+
+/* A place in a timer list; first in struct serve_conn. */
+struct serve_link {
+	struct serve_link *prev, *next;
+};
+
 struct serve_conn {
+	struct serve_link link;         /* on sh->timers[timer], due order     */
 	struct serve_shard *shard;
-	struct serve_conn *prev, *next; /* shard's list, oldest activity first */
 	struct serve_rx *rx;            /* NULL when no partial request        */
 	struct serve_out *out, *out_tail; /* answers in order                  */
-	int64_t last_ms;                /* last progress (CLOCK_MONOTONIC)     */
+	struct serve_conn *grave;       /* next in the graveyard, once dead    */
+	int64_t armed_ms;               /* when its timer started              */
+	uint64_t received;              /* bytes read, ever (body windows)     */
+	uint64_t mark;                  /* received when the window started    */
+	uint32_t queued;                /* listing bytes in out                */
 	int fd;
 	uint16_t flags;                 /* CONN_*                              */
 	uint16_t nout;                  /* entries in out                      */
+	uint8_t timer;                  /* enum serve_timer                    */
 	uint32_t inflight;              /* commits not completed yet           */
 };
 
@@ -131,6 +175,7 @@ struct serve_conn {
 struct serve_commit {
 	struct serve_commit *next; /* shard's completion queue              */
 	struct serve_conn *conn;
+	size_t charged;            /* body bytes charged to the budget      */
 	struct serve_out *out;     /* the answer to fill in                 */
 	keel_batch *batch;
 	int method;                /* HTTP_METHOD_PUT or _DELETE            */
@@ -153,7 +198,8 @@ struct serve_shard {
 	struct serve_server *srv;
 	pthread_t thread;
 	int id, epfd, lfd, evfd;
-	struct serve_conn conns;      /* list head (sentinel), by last_ms   */
+	struct serve_link timers[SERVE_TIMERS]; /* list heads (sentinels) */
+	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
 	int pending_commits;          /* commits queued, not yet answered   */
@@ -185,6 +231,7 @@ struct serve_server {
 	atomic_int conns;    /* open connections, all shards            */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
+	_Atomic uint64_t body_bytes; /* charged to --body-budget, all shards */
 	struct serve_shard *shards;
 };
 
@@ -214,6 +261,14 @@ void serve_handle(struct serve_conn *c, const struct http_request *req,
                   const char *body, size_t blen);
 /* Queues an error answer; CLOSE ends the connection after it. */
 void serve_error(struct serve_conn *c, int status, int minor, int close);
+/* Queues 503 with Retry-After (the body budget is full) and ends the
+ * connection after it. */
+void serve_error_busy(struct serve_conn *c, int minor);
+/* Charges N bytes to the body budget: 0, or -1 when it would be passed
+ * (FORCE: charge anyway; for bytes already charged elsewhere a moment
+ * longer). */
+int serve_budget_take(struct serve_server *srv, size_t n, int force);
+void serve_budget_give(struct serve_server *srv, size_t n);
 /* Writes the canned 503 for a connection over --max-conns into BUF;
  * returns its length. */
 size_t serve_busy_response(char *buf, size_t cap);

@@ -56,33 +56,51 @@ static void update_date(struct serve_shard *sh)
 	strftime(sh->date, sizeof sh->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-/* ---- the list of connections, oldest activity first ----------------------- */
+/* ---- timers: one list per duration, so each is in deadline order ---------- */
 
-static void list_unlink(struct serve_conn *c)
+static void link_remove(struct serve_link *l)
 {
-	c->prev->next = c->next;
-	c->next->prev = c->prev;
-	c->prev = c->next = NULL;
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = NULL;
 }
 
-static void list_append(struct serve_shard *sh, struct serve_conn *c)
+static struct serve_conn *conn_of(struct serve_link *l)
 {
-	c->prev = sh->conns.prev;
-	c->next = &sh->conns;
-	sh->conns.prev->next = c;
-	sh->conns.prev = c;
+	return (struct serve_conn *)l; /* link is the first member */
 }
 
-/* Progress was made: the idle timeout starts again. */
-static void touch(struct serve_conn *c)
+/* (Re)starts C's timer WHICH now: to the back of that list. */
+static void timer_set(struct serve_conn *c, int which)
 {
 	struct serve_shard *sh = c->shard;
+	struct serve_link *head = &sh->timers[which];
 
-	c->last_ms = sh->now_ms;
-	if (c->next != &sh->conns) {
-		list_unlink(c);
-		list_append(sh, c);
-	}
+	c->armed_ms = sh->now_ms;
+	c->timer = (uint8_t)which;
+	if (c->link.next == head)
+		return; /* already last in it */
+	if (c->link.next)
+		link_remove(&c->link);
+	c->link.prev = head->prev;
+	c->link.next = head;
+	head->prev->next = &c->link;
+	head->prev = &c->link;
+}
+
+/* Progress was made: the idle timeout starts again.  A lingering
+ * connection keeps its deadline. */
+static void touch(struct serve_conn *c)
+{
+	if (c->timer == SERVE_TIMER_IDLE)
+		timer_set(c, SERVE_TIMER_IDLE);
+}
+
+/* A whole request was read: whatever timer ran for it is done. */
+static void request_done(struct serve_conn *c)
+{
+	if (c->timer != SERVE_TIMER_LINGER)
+		timer_set(c, SERVE_TIMER_IDLE);
 }
 
 /* The bytes read so far have been answered: the next request must see
@@ -101,6 +119,33 @@ void serve_out_free(struct serve_out *o)
 	free(o);
 }
 
+/* ---- the body budget: every request body held, on all shards -------------- */
+
+int serve_budget_take(struct serve_server *srv, size_t n, int force)
+{
+	uint64_t was = atomic_fetch_add(&srv->body_bytes, (uint64_t)n);
+
+	if (force || was + n <= srv->cfg.body_budget)
+		return 0;
+	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
+	return -1;
+}
+
+void serve_budget_give(struct serve_server *srv, size_t n)
+{
+	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
+}
+
+static void rx_free(struct serve_conn *c)
+{
+	if (c->rx == NULL)
+		return;
+	serve_budget_give(c->shard->srv, c->rx->charged);
+	free(c->rx->buf);
+	free(c->rx);
+	c->rx = NULL;
+}
+
 static void conn_close(struct serve_conn *c)
 {
 	struct serve_shard *sh = c->shard;
@@ -111,22 +156,19 @@ static void conn_close(struct serve_conn *c)
 	c->flags |= CONN_DEAD;
 	close(c->fd);
 	c->fd = -1;
-	if (c->rx) {
-		free(c->rx->buf);
-		free(c->rx);
-		c->rx = NULL;
-	}
+	rx_free(c);
 	while ((o = c->out) != NULL) {
 		c->out = o->next;
 		serve_out_free(o);
 	}
 	c->out_tail = NULL;
 	c->nout = 0;
-	list_unlink(c);
+	c->queued = 0;
+	link_remove(&c->link);
 	sh->nconns--;
 	atomic_fetch_sub(&sh->srv->conns, 1);
 	if (c->inflight == 0) {
-		c->next = sh->graveyard;
+		c->grave = sh->graveyard;
 		sh->graveyard = c;
 	}
 }
@@ -169,13 +211,10 @@ static void linger_drain(struct serve_conn *c)
 
 static void start_linger(struct serve_conn *c)
 {
-	struct serve_shard *sh = c->shard;
-
 	c->flags |= CONN_LINGER | CONN_CLOSING;
 	shutdown(c->fd, SHUT_WR);
-	/* expire after SERVE_LINGER_MS rather than the idle timeout */
-	touch(c);
-	c->last_ms = sh->now_ms - sh->srv->cfg.idle_timeout_ms + SERVE_LINGER_MS;
+	rx_free(c); /* nothing more is parsed */
+	timer_set(c, SERVE_TIMER_LINGER);
 	linger_drain(c);
 }
 
@@ -218,6 +257,8 @@ static int out_advance(struct serve_conn *c, size_t n)
 		if (c->out == NULL)
 			c->out_tail = NULL;
 		c->nout--;
+		if (o->owned)
+			c->queued -= (uint32_t)o->body_len;
 		serve_out_free(o);
 		if (close_after)
 			return close_after;
@@ -277,49 +318,93 @@ static int input_blocked(struct serve_conn *c)
 {
 	return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
 	       c->inflight || c->nout >= SERVE_PIPELINE_MAX ||
+	       c->queued >= SERVE_QUEUED_MAX ||
 	       atomic_load(&c->shard->srv->stopping);
 }
 
-/* Keeps BUF[0..LEN) in a per-connection buffer.  Returns 0, or -1 after
- * closing the connection for want of memory. */
-static int rx_keep(struct serve_conn *c, const char *buf, size_t len)
+/* Gives C->rx a buffer of CAP bytes (more or fewer), charging the
+ * difference to the body budget.  Returns 0; -1 after answering 503 (the
+ * budget is spent) or closing the connection (out of memory). */
+static int rx_resize(struct serve_conn *c, size_t cap)
 {
-	struct serve_rx *rx = calloc(1, sizeof *rx);
-	size_t cap = len + SERVE_SCRATCH;
+	struct serve_server *srv = c->shard->srv;
+	struct serve_rx *rx = c->rx;
+	char *p;
 
-	if (rx == NULL || (rx->buf = malloc(cap)) == NULL) {
-		free(rx);
+	if (cap > rx->cap &&
+	    serve_budget_take(srv, cap - rx->cap, 0) < 0) {
+		serve_error_busy(c, 1);
+		return -1;
+	}
+	p = realloc(rx->buf, cap);
+	if (p == NULL) {
+		if (cap > rx->cap)
+			serve_budget_give(srv, cap - rx->cap);
+		if (cap < rx->cap)
+			return 0; /* could not shrink: keep it */
 		conn_close(c);
 		return -1;
 	}
-	memcpy(rx->buf, buf, len);
-	rx->len = len;
-	rx->cap = cap;
-	c->rx = rx;
-	return 0;
-}
-
-/* Makes room to read into.  WANT is the size the current request needs. */
-static int rx_reserve(struct serve_conn *c, size_t want)
-{
-	struct serve_rx *rx = c->rx;
-	size_t cap = rx->cap;
-	char *p;
-
-	if (want < rx->len + SERVE_SCRATCH)
-		want = rx->len + SERVE_SCRATCH;
-	if (cap >= want)
-		return 0;
-	while (cap < want)
-		cap *= 2;
-	p = realloc(rx->buf, cap);
-	if (p == NULL) {
-		conn_close(c);
-		return -1;
+	if (cap > rx->cap) {
+		rx->charged += cap - rx->cap;
+	} else {
+		size_t back = rx->cap - cap;
+		if (back > rx->charged)
+			back = rx->charged;
+		serve_budget_give(srv, back);
+		rx->charged -= back;
 	}
 	rx->buf = p;
 	rx->cap = cap;
 	return 0;
+}
+
+/* Keeps BUF[0..LEN) in a per-connection buffer, about as large as what
+ * arrived.  Returns 0, or -1 after a 503 or closing the connection. */
+static int rx_keep(struct serve_conn *c, const char *buf, size_t len)
+{
+	size_t cap = SERVE_RX_MIN;
+
+	while (cap < len + SERVE_RX_MIN / 2)
+		cap *= 2;
+	c->rx = calloc(1, sizeof *c->rx);
+	if (c->rx == NULL) {
+		conn_close(c);
+		return -1;
+	}
+	if (rx_resize(c, cap) < 0) {
+		if (!(c->flags & CONN_DEAD)) {
+			free(c->rx); /* charged nothing */
+			c->rx = NULL;
+		}
+		return -1;
+	}
+	memcpy(c->rx->buf, buf, len);
+	c->rx->len = len;
+	return 0;
+}
+
+/*
+ * Makes room to read into.  The buffer grows (doubling) only once the
+ * bytes that really arrived have filled it, never ahead of them: a client
+ * that promises a large body and sends little holds little.  A body of
+ * known length never gets more than it needs plus SERVE_RX_MIN.
+ */
+static int rx_room(struct serve_conn *c)
+{
+	struct serve_rx *rx = c->rx;
+	size_t cap = rx->cap * 2, whole;
+
+	if (rx->cap - rx->len >= SERVE_RX_MIN / 2)
+		return 0;
+	if (rx->head_len && rx->body_want) {
+		whole = rx->head_len + rx->body_want + SERVE_RX_MIN;
+		if (cap > whole)
+			cap = whole;
+	}
+	if (cap < rx->len + SERVE_RX_MIN / 2)
+		cap = rx->len + SERVE_RX_MIN / 2;
+	return rx_resize(c, cap);
 }
 
 /* The body of the request at the front of C->rx is not complete yet.  For
@@ -397,6 +482,15 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 			return *len;
 		}
 		blen = req.has_length ? (size_t)req.content_length : 0;
+		if (blen > n - head &&
+		    atomic_load(&c->shard->srv->body_bytes) -
+		            (in_rx ? c->rx->charged : 0) + blen > cfg->body_budget) {
+			/* it would not fit now (what this connection holds
+			 * already is part of it): say so before it is sent (a
+			 * client waiting for 100 Continue sends nothing) */
+			serve_error_busy(c, req.minor);
+			return *len;
+		}
 		if (req.chunked || blen > n - head) {
 			if (!in_rx || off != 0)
 				break; /* the caller keeps it from its start */
@@ -411,7 +505,7 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 		}
 		serve_handle(c, &req, buf + off + head, blen);
 		off += head + blen;
-		touch(c);
+		request_done(c);
 		if (in_rx) {
 			c->rx->head_len = 0;
 			c->rx->continue_sent = 0;
@@ -429,13 +523,16 @@ static void rx_process(struct serve_conn *c)
 	if (c->flags & CONN_DEAD)
 		return;
 	rx = c->rx;
+	if (rx == NULL)
+		return; /* lingering */
 	memmove(rx->buf, rx->buf + used, rx->len - used);
 	rx->len -= used;
-	if (rx->len == 0 && rx->head_len == 0) {
-		free(rx->buf); /* idle again: hold no buffer */
-		free(rx);
-		c->rx = NULL;
-	}
+	if (rx->len == 0 && rx->head_len == 0)
+		rx_free(c); /* idle again: hold no buffer */
+	else if (rx->head_len == 0 && rx->cap > SERVE_RX_MIN &&
+	         rx->len < rx->cap / 4)
+		rx_resize(c, rx->len * 2 > SERVE_RX_MIN ? rx->len * 2
+		                                         : SERVE_RX_MIN);
 }
 
 /* Reads until EAGAIN, answering as it goes. */
@@ -461,24 +558,21 @@ static void conn_input(struct serve_conn *c)
 			asked = SERVE_SCRATCH;
 			n = read(c->fd, sh->scratch, asked);
 			if (n > 0) {
-				size_t len = (size_t)n;
-				size_t used = conn_process(c, sh->scratch, &len, 0);
+				size_t len = (size_t)n, used;
+				c->received += (uint64_t)n;
+				used = conn_process(c, sh->scratch, &len, 0);
 				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
 				    rx_keep(c, sh->scratch + used, len - used) == 0)
 					rx_process(c);
 			}
 		} else {
-			size_t want = 0;
-			if (c->rx->head_len) /* a body is coming: room for all of it */
-				want = c->rx->head_len + c->rx->body_want;
-			if (rx_reserve(c, want) < 0)
+			if (rx_room(c) < 0)
 				return;
 			asked = c->rx->cap - c->rx->len;
 			n = read(c->fd, c->rx->buf + c->rx->len, asked);
 			if (n > 0) {
 				c->rx->len += (size_t)n;
-				if (c->rx->head_len)
-					touch(c); /* body bytes are progress */
+				c->received += (uint64_t)n;
 				rx_process(c);
 			}
 		}
@@ -510,6 +604,28 @@ static void conn_input(struct serve_conn *c)
 	}
 }
 
+/*
+ * Puts C on the timer its state calls for.  A request head that is not
+ * complete runs against --header-timeout from its first byte, a body
+ * against --body-min-rate; a connection that waits for us (a commit,
+ * answers the client does not read) or for nothing is on the idle timer.
+ * A timer already running for the same state is left alone: a head's
+ * deadline does not move while its bytes trickle in.
+ */
+static void timer_update(struct serve_conn *c)
+{
+	int want = SERVE_TIMER_IDLE;
+
+	if (c->flags & (CONN_DEAD | CONN_LINGER))
+		return;
+	if (c->rx && !input_blocked(c))
+		want = c->rx->head_len ? SERVE_TIMER_BODY : SERVE_TIMER_HEAD;
+	if (want == c->timer)
+		return;
+	timer_set(c, want);
+	c->mark = c->received;
+}
+
 /* After any event: write what is ready, then resume a held reader for as
  * long as answers drain without blocking. */
 static void conn_service(struct serve_conn *c)
@@ -525,6 +641,7 @@ static void conn_service(struct serve_conn *c)
 		conn_input(c);
 		serve_conn_flush(c);
 	}
+	timer_update(c);
 }
 
 /* ---- accepting ------------------------------------------------------------------ */
@@ -573,7 +690,6 @@ static void shard_accept(struct serve_shard *sh)
 		}
 		c->shard = sh;
 		c->fd = fd;
-		c->last_ms = sh->now_ms;
 		/* TCP_NODELAY comes from the listener (serve_main.c) */
 		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 		ev.data.ptr = c;
@@ -583,7 +699,7 @@ static void shard_accept(struct serve_shard *sh)
 			free(c);
 			continue;
 		}
-		list_append(sh, c);
+		timer_set(c, SERVE_TIMER_IDLE);
 		sh->nconns++;
 	}
 }
@@ -621,19 +737,64 @@ static void shard_completions(struct serve_shard *sh)
 	}
 }
 
-/* Closes connections idle past the timeout (oldest first; the list is in
- * order of last progress).  Ones waiting for a commit are not idle. */
-static void shard_sweep(struct serve_shard *sh)
+/* A request's head or body ran out of time: 408, then close. */
+static void request_timeout(struct serve_conn *c)
 {
-	int64_t limit = sh->now_ms - sh->srv->cfg.idle_timeout_ms;
-	struct serve_conn *c = sh->conns.next, *next;
+	serve_error(c, 408, 1, 1);
+	serve_conn_flush(c);
+	timer_update(c);
+}
 
-	for (; c != &sh->conns && c->last_ms < limit; c = next) {
-		next = c->next;
+/* C's timer is due. */
+static void conn_expire(struct serve_conn *c)
+{
+	const struct serve_config *cfg = &c->shard->srv->cfg;
+	uint64_t got = c->received - c->mark;
+
+	switch (c->timer) {
+	case SERVE_TIMER_IDLE:
 		if (c->inflight)
-			touch(c);
+			timer_set(c, SERVE_TIMER_IDLE); /* waiting for us */
 		else
 			conn_close(c);
+		return;
+	case SERVE_TIMER_HEAD:
+		request_timeout(c);
+		return;
+	case SERVE_TIMER_BODY:
+		/* the window brought at least --body-min-rate bytes a second
+		 * (and at least one byte): another window */
+		if (got > 0 &&
+		    got * 1000 >= cfg->body_min_rate * (uint64_t)cfg->header_timeout_ms) {
+			timer_set(c, SERVE_TIMER_BODY);
+			c->mark = c->received;
+			return;
+		}
+		request_timeout(c);
+		return;
+	default:
+		conn_close(c);
+	}
+}
+
+/* Expires what is due.  Each list has one duration, so it is in deadline
+ * order and the walk stops at the first entry not due yet; an entry that
+ * is re-armed goes to the back with a later deadline. */
+static void shard_sweep(struct serve_shard *sh)
+{
+	int t;
+
+	for (t = 0; t < SERVE_TIMERS; t++) {
+		struct serve_link *head = &sh->timers[t];
+		int64_t limit = sh->now_ms - sh->timer_ms[t];
+
+		while (head->next != head && conn_of(head->next)->armed_ms <= limit) {
+			struct serve_conn *c = conn_of(head->next);
+			conn_expire(c);
+			if (!(c->flags & CONN_DEAD) && head->next == &c->link)
+				timer_set(c, t == SERVE_TIMER_LINGER ? t
+				                                     : SERVE_TIMER_IDLE);
+		}
 	}
 }
 
@@ -641,26 +802,40 @@ static void shard_sweep(struct serve_shard *sh)
  * answer outstanding; the others close once their answers are written. */
 static void shard_stop(struct serve_shard *sh)
 {
-	struct serve_conn *c, *next;
+	int t;
 
 	if (sh->lfd >= 0) {
 		epoll_ctl(sh->epfd, EPOLL_CTL_DEL, sh->lfd, NULL);
 		close(sh->lfd);
 		sh->lfd = -1;
 	}
-	for (c = sh->conns.next; c != &sh->conns; c = next) {
-		next = c->next;
-		c->flags |= CONN_CLOSING;
-		if (c->out == NULL && c->inflight == 0)
-			conn_close(c);
+	for (t = 0; t < SERVE_TIMERS; t++) {
+		struct serve_link *l, *next;
+		for (l = sh->timers[t].next; l != &sh->timers[t]; l = next) {
+			struct serve_conn *c = conn_of(l);
+			next = l->next;
+			c->flags |= CONN_CLOSING;
+			if (c->out == NULL && c->inflight == 0)
+				conn_close(c);
+		}
 	}
+}
+
+/* Gives up on every connection (answers that will not drain). */
+static void shard_close_all(struct serve_shard *sh)
+{
+	int t;
+
+	for (t = 0; t < SERVE_TIMERS; t++)
+		while (sh->timers[t].next != &sh->timers[t])
+			conn_close(conn_of(sh->timers[t].next));
 }
 
 static void shard_bury(struct serve_shard *sh)
 {
 	while (sh->graveyard) {
 		struct serve_conn *c = sh->graveyard;
-		sh->graveyard = c->next;
+		sh->graveyard = c->grave;
 		free(c);
 	}
 }
@@ -754,8 +929,7 @@ void *serve_shard_run(void *arg)
 			shard_stop(sh);
 			if (sh->now_ms > stop_deadline) {
 				/* answers that will not drain: give up on them */
-				while (sh->conns.next != &sh->conns)
-					conn_close(sh->conns.next);
+				shard_close_all(sh);
 			}
 			if (sh->nconns == 0 && sh->pending_commits == 0) {
 				shard_bury(sh);
@@ -774,12 +948,18 @@ int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
                      int lfd)
 {
 	struct epoll_event ev;
+	int i;
 
 	memset(sh, 0, offsetof(struct serve_shard, scratch));
 	sh->srv = srv;
 	sh->id = id;
 	sh->lfd = lfd;
-	sh->conns.next = sh->conns.prev = &sh->conns;
+	for (i = 0; i < SERVE_TIMERS; i++)
+		sh->timers[i].next = sh->timers[i].prev = &sh->timers[i];
+	sh->timer_ms[SERVE_TIMER_IDLE] = srv->cfg.idle_timeout_ms;
+	sh->timer_ms[SERVE_TIMER_HEAD] = srv->cfg.header_timeout_ms;
+	sh->timer_ms[SERVE_TIMER_BODY] = srv->cfg.header_timeout_ms;
+	sh->timer_ms[SERVE_TIMER_LINGER] = SERVE_LINGER_MS;
 	sh->now_ms = now_ms();
 	sh->date_sec = -1;
 	update_date(sh);

@@ -2,8 +2,9 @@
  * serve_main.c -- keel-serve: flags, listeners, shards, signals.
  *
  *   keel-serve --db PATH [--listen ADDR:PORT] [--threads N] [--max-conns N]
- *              [--max-body BYTES] [--idle-timeout SECONDS]
- *              [--busy-poll auto|USEC]
+ *              [--max-body BYTES] [--body-budget BYTES]
+ *              [--idle-timeout DUR] [--header-timeout DUR]
+ *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
  *              [--no-direct-commit] [--no-batch-threads]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -17,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +31,27 @@ static void usage(FILE *f)
 {
 	fputs("usage: keel-serve --db PATH [options]\n"
 	      "  --listen ADDR:PORT   address to listen on (default 127.0.0.1:8080;"
-	      " port 0 picks one)\n"
+	      " port 0 picks one;\n"
+	      "                       ADDR may be a host name, * or empty for every"
+	      " address)\n"
 	      "  --db PATH            the keel store (created if missing)\n"
 	      "  --threads N          shards, each with its own listener and epoll"
 	      " (default 1)\n"
 	      "  --max-conns N        connections over all shards; more get 503"
 	      " (default 10000)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
-	      "  --idle-timeout SECS  close connections idle this long (default 60)\n"
+	      "  --body-budget BYTES  memory for all request bodies held at once;"
+	      " past it 503\n"
+	      "                       with Retry-After (default 256m, at least"
+	      " --max-body)\n"
+	      "  --idle-timeout DUR   close connections idle this long (default 60s)\n"
+	      "  --header-timeout DUR a request head must arrive whole within this"
+	      " (default 10s);\n"
+	      "                       else 408 and close\n"
+	      "  --body-min-rate BYTES  a body must bring this many bytes a second,"
+	      " measured over\n"
+	      "                       windows of --header-timeout; else 408 and close"
+	      " (default 8k)\n"
 	      "  --busy-poll auto|USEC  before a shard sleeps, poll its sockets:"
 	      " auto (default)\n"
 	      "                       while commits that lately took under 1 ms"
@@ -56,49 +71,124 @@ static void usage(FILE *f)
 	      " under SCHED_BATCH\n"
 	      "                       and do not preempt a shard that wakes them\n"
 	      "  --help               this text\n"
+	      "DUR: a number of seconds, or with a suffix ms, s or m (1.5s, 250ms,"
+	      " 2m).\n"
 	      "GET/HEAD/PUT/DELETE /<key>, GET /?prefix=P&after=K&limit=N; a PUT is"
 	      " answered once durable.\n", f);
 }
 
+/* A bad flag value: names it and what was expected.  Returns -1. */
+static int bad_value(const char *flag, const char *value, const char *want)
+{
+	fprintf(stderr, "keel-serve: %s '%s': %s\n"
+	                "try 'keel-serve --help'\n", flag, value, want);
+	return -1;
+}
+
+/* ADDR:PORT, ADDR an IPv4 address, a host name (resolved to its first
+ * IPv4 address), "*" or empty (every address).  Returns 0, or -1 after
+ * saying what is wrong. */
 static int parse_listen(const char *s, struct sockaddr_in *a)
 {
-	char host[64];
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res;
+	char host[256];
 	const char *colon = strrchr(s, ':');
 	char *end;
 	long port;
+	int rc;
 
-	if (colon == NULL || (size_t)(colon - s) >= sizeof host)
-		return -1;
+	if (colon == NULL)
+		return bad_value("--listen", s, "expected ADDR:PORT, e.g. "
+		                 "127.0.0.1:8080");
+	if ((size_t)(colon - s) >= sizeof host)
+		return bad_value("--listen", s, "the address is too long");
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = 0;
+	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (*end || port < 0 || port > 65535 || colon[1] == 0)
-		return -1;
+	if (colon[1] == 0 || *end || errno || port < 0 || port > 65535)
+		return bad_value("--listen", s, "the port must be a number from 0 "
+		                 "to 65535");
 	memset(a, 0, sizeof *a);
 	a->sin_family = AF_INET;
 	a->sin_port = htons((uint16_t)port);
-	if (host[0] == 0 || strcmp(host, "*") == 0)
+	if (host[0] == 0 || strcmp(host, "*") == 0) {
 		a->sin_addr.s_addr = htonl(INADDR_ANY);
-	else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return 0;
+	}
+	if (inet_pton(AF_INET, host, &a->sin_addr) == 1)
+		return 0;
+	rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc != 0) {
+		char why[320];
+		snprintf(why, sizeof why, "cannot resolve '%s': %s", host,
+		         gai_strerror(rc));
+		return bad_value("--listen", s, why);
+	}
+	a->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* BYTES with an optional k/m/g suffix (binary). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* A duration: a bare number is seconds; suffixes ms, s and m (the rule
+ * every keel tool follows).  Fractions are fine (1.5s).  *MS gets
+ * milliseconds. */
+static int parse_duration_ms(const char *s, double *ms)
+{
+	char *end;
+	double v;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno)
+		return -1;
+	if (strcmp(end, "ms") == 0)
+		*ms = v;
+	else if (*end == 0 || strcmp(end, "s") == 0)
+		*ms = v * 1000;
+	else if (strcmp(end, "m") == 0)
+		*ms = v * 60000;
+	else
 		return -1;
 	return 0;
 }
 
-static int parse_size(const char *s, uint64_t *out)
+/* An integer from LO to HI. */
+static int parse_int(const char *s, long lo, long hi, int *out)
 {
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
+	long v;
 
-	if (end == s)
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end)
-		return -1;
-	*out = v;
+	*out = (int)v;
 	return 0;
 }
 
@@ -110,77 +200,126 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"threads", required_argument, NULL, 't'},
 		{"max-conns", required_argument, NULL, 'c'},
 		{"max-body", required_argument, NULL, 'b'},
+		{"body-budget", required_argument, NULL, 'M'},
 		{"idle-timeout", required_argument, NULL, 'i'},
+		{"header-timeout", required_argument, NULL, 'H'},
+		{"body-min-rate", required_argument, NULL, 'r'},
 		{"busy-poll", required_argument, NULL, 'p'},
 		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"no-batch-threads", no_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	double secs;
+	const char *flag;
+	double ms;
 	int ch;
 
 	parse_listen("127.0.0.1:8080", &cfg->addr);
 	cfg->threads = 1;
 	cfg->max_conns = 10000;
 	cfg->max_body = 64u << 20;
+	cfg->body_budget = 256u << 20;
 	cfg->idle_timeout_ms = 60000;
+	cfg->header_timeout_ms = 10000;
+	cfg->body_min_rate = 8u << 10;
 	cfg->direct_commit = 1;
 	cfg->batch_threads = 1;
 	cfg->busy_poll_us = -1; /* auto */
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	opterr = 0; /* unknown options are named below */
+	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		flag = argv[optind - 1];
 		switch (ch) {
 		case 'l':
 			if (parse_listen(optarg, &cfg->addr) < 0)
-				goto bad;
+				return -1;
 			break;
 		case 'd': cfg->db_path = optarg; break;
 		case 't':
-			cfg->threads = atoi(optarg);
-			if (cfg->threads < 1 || cfg->threads > 256)
-				goto bad;
+			if (parse_int(optarg, 1, 256, &cfg->threads) < 0)
+				return bad_value("--threads", optarg,
+				                 "expected a number from 1 to 256");
 			break;
 		case 'c':
-			cfg->max_conns = atoi(optarg);
-			if (cfg->max_conns < 1)
-				goto bad;
+			if (parse_int(optarg, 1, 10000000, &cfg->max_conns) < 0)
+				return bad_value("--max-conns", optarg,
+				                 "expected a number from 1 to 10000000");
 			break;
 		case 'b':
 			if (parse_size(optarg, &cfg->max_body) < 0 ||
 			    cfg->max_body > KEEL_VALUE_MAX)
-				goto bad;
+				return bad_value("--max-body", optarg,
+				                 "expected bytes with an optional k, m or g"
+				                 " suffix, under 2g");
+			break;
+		case 'M':
+			if (parse_size(optarg, &cfg->body_budget) < 0)
+				return bad_value("--body-budget", optarg,
+				                 "expected bytes with an optional k, m or g"
+				                 " suffix");
 			break;
 		case 'i':
-			secs = atof(optarg);
-			if (secs <= 0 || secs > 86400)
-				goto bad;
-			cfg->idle_timeout_ms = (int)(secs * 1000);
+			if (parse_duration_ms(optarg, &ms) < 0 || ms < 1 ||
+			    ms > 86400000)
+				return bad_value("--idle-timeout", optarg,
+				                 "expected a duration from 1ms to 24 hours "
+				                 "(60, 1.5s, 250ms, 2m)");
+			cfg->idle_timeout_ms = (int)ms;
 			break;
-		case 'p': {
-			char *end;
-			long us;
-			if (strcmp(optarg, "auto") == 0) {
+		case 'H':
+			if (parse_duration_ms(optarg, &ms) < 0 || ms < 1 ||
+			    ms > 86400000)
+				return bad_value("--header-timeout", optarg,
+				                 "expected a duration from 1ms to 24 hours "
+				                 "(10, 1.5s, 250ms, 2m)");
+			cfg->header_timeout_ms = (int)ms;
+			break;
+		case 'r':
+			if (parse_size(optarg, &cfg->body_min_rate) < 0 ||
+			    cfg->body_min_rate > KEEL_VALUE_MAX)
+				return bad_value("--body-min-rate", optarg,
+				                 "expected bytes a second with an optional k,"
+				                 " m or g suffix (0: any progress will do)");
+			break;
+		case 'p':
+			if (strcmp(optarg, "auto") == 0)
 				cfg->busy_poll_us = -1;
-				break;
-			}
-			us = strtol(optarg, &end, 10);
-			if (end == optarg || *end || us < 0 || us > 10000)
-				goto bad;
-			cfg->busy_poll_us = (int)us;
+			else if (parse_int(optarg, 0, 10000, &cfg->busy_poll_us) < 0)
+				return bad_value("--busy-poll", optarg,
+				                 "expected auto or microseconds from 0 to "
+				                 "10000");
 			break;
-		}
 		case 'D': cfg->direct_commit = 0; break;
 		case 'B': cfg->batch_threads = 0; break;
 		case 'h': usage(stdout); exit(0);
-		default: goto bad;
+		case ':':
+			fprintf(stderr, "keel-serve: %s needs a value\n"
+			                "try 'keel-serve --help'\n", flag);
+			return -1;
+		default:
+			fprintf(stderr, "keel-serve: unknown option '%s'\n"
+			                "try 'keel-serve --help'\n", flag);
+			return -1;
 		}
 	}
-	if (optind != argc || cfg->db_path == NULL)
-		goto bad;
+	if (optind != argc) {
+		fprintf(stderr, "keel-serve: unexpected argument '%s'\n"
+		                "try 'keel-serve --help'\n", argv[optind]);
+		return -1;
+	}
+	if (cfg->db_path == NULL) {
+		fprintf(stderr, "keel-serve: --db PATH is required\n"
+		                "try 'keel-serve --help'\n");
+		return -1;
+	}
+	if (cfg->body_budget < cfg->max_body) {
+		fprintf(stderr, "keel-serve: --body-budget (%llu bytes) is smaller "
+		                "than --max-body (%llu bytes): the largest body could "
+		                "never be taken\n",
+		        (unsigned long long)cfg->body_budget,
+		        (unsigned long long)cfg->max_body);
+		return -1;
+	}
 	return 0;
-bad:
-	usage(stderr);
-	return -1;
 }
 
 /* Raises the descriptor limit as far as allowed and keeps --max-conns
@@ -298,8 +437,9 @@ int main(int argc, char **argv)
 	}
 	if (started == srv.cfg.threads) {
 		inet_ntop(AF_INET, &srv.cfg.addr.sin_addr, ip, sizeof ip);
-		printf("keel-serve: listening on %s:%u (%d threads, max %d connections)\n",
+		printf("keel-serve: listening on %s:%u (%d %s, max %d connections)\n",
 		       ip, ntohs(srv.cfg.addr.sin_port), srv.cfg.threads,
+		       srv.cfg.threads == 1 ? "thread" : "threads",
 		       srv.cfg.max_conns);
 		fflush(stdout);
 		while (sigwait(&set, &sig) != 0)

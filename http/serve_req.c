@@ -104,13 +104,24 @@ static void answer_status(struct serve_conn *c, int status, int minor,
 	}
 }
 
-void serve_error(struct serve_conn *c, int status, int minor, int close)
+static void error_extra(struct serve_conn *c, int status, int minor,
+                        int close, const char *extra)
 {
 	if (close)
 		c->flags |= CONN_CLOSING;
-	answer_status(c, status, minor, close, 0, NULL);
+	answer_status(c, status, minor, close, 0, extra);
 	if (close && c->out_tail)
 		c->out_tail->close_after = SERVE_CLOSE_ERROR; /* linger */
+}
+
+void serve_error(struct serve_conn *c, int status, int minor, int close)
+{
+	error_extra(c, status, minor, close, NULL);
+}
+
+void serve_error_busy(struct serve_conn *c, int minor)
+{
+	error_extra(c, 503, minor, 1, "Retry-After: 1\r\n");
 }
 
 size_t serve_busy_response(char *buf, size_t cap)
@@ -312,10 +323,15 @@ static int list_limit(const struct http_request *req)
 			return -400;
 		n = n * 10 + (v.p[i] - '0');
 	}
+	if (n == 0)
+		return -400; /* a page of nothing: paging would never advance */
 	return n > LIST_MAX ? LIST_MAX : (int)n;
 }
 
-/* Walks the snapshot into B.  Returns 0 or a keel error. */
+/* Walks the snapshot into B: at most LIMIT keys, and no key is begun once
+ * B holds SERVE_LIST_BYTES (a key escapes to at most 6 KiB, so an answer
+ * stays under about 70 KiB whatever the keys).  Returns 0 or a keel
+ * error. */
 static int list_walk(keel_snapshot *s, const char *prefix, size_t plen,
                      const char *after, size_t alen, int has_after, int limit,
                      struct jbuf *b)
@@ -339,7 +355,7 @@ static int list_walk(keel_snapshot *s, const char *prefix, size_t plen,
 			break;
 		if (has_after && kl == alen && memcmp(k, after, alen) == 0)
 			continue; /* "after" is exclusive */
-		if (n == limit) {
+		if (n == limit || b->len >= SERVE_LIST_BYTES) {
 			jb_put(b, "],\"more\":true}\n", 15);
 			goto out_close;
 		}
@@ -393,11 +409,14 @@ static void do_list(struct serve_conn *c, const struct http_request *req,
 	}
 	head_fill(o, c->shard, 200, req->minor, close, (int64_t)b.len, 0,
 	          "Content-Type: application/json\r\n");
-	o->owned = b.p;
-	if (!head_only) {
-		o->body = b.p;
-		o->body_len = b.len;
+	if (head_only) {
+		free(b.p);
+		return;
 	}
+	o->owned = b.p; /* counted until written (serve_conn.c, out_advance) */
+	o->body = b.p;
+	o->body_len = b.len;
+	c->queued += (uint32_t)b.len;
 }
 
 /* ---- PUT and DELETE ------------------------------------------------------ */
@@ -480,6 +499,12 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
 	}
 }
 
+/* Does BODY lie in C's input buffer (charged to the budget already)? */
+static int body_in_rx(const struct serve_conn *c, const char *body)
+{
+	return c->rx && body >= c->rx->buf && body < c->rx->buf + c->rx->cap;
+}
+
 static void do_write(struct serve_conn *c, const struct http_request *req,
                      const char *key, size_t klen, const char *body,
                      size_t blen, int close)
@@ -489,17 +514,23 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 	keel_batch *batch = NULL;
 	uint64_t cur, expect = KEEL_REV_ANY;
 	int rc, st, put = req->method == HTTP_METHOD_PUT;
+	size_t charged = 0;
 
 	rc = current_rev(sh, key, klen, &cur);
 	if (rc != KEEL_OK)
 		goto out_status;
-	st = conditions(req, cur, 0);
-	if (st) {
-		answer_status(c, st, req->minor, close, 0, NULL);
+	/* The batch copies the body: charge it to the budget until the commit
+	 * is done.  A body still in the connection's buffer is charged there
+	 * too, for a moment (that buffer is freed or shrunk right after). */
+	if (put && serve_budget_take(sh->srv, blen, body_in_rx(c, body)) < 0) {
+		serve_error_busy(c, req->minor);
 		return;
 	}
-	if (!put && cur == 0) {
-		answer_status(c, 404, req->minor, close, 0, NULL);
+	charged = put ? blen : 0;
+	st = conditions(req, cur, 0);
+	if (st || (!put && cur == 0)) {
+		serve_budget_give(sh->srv, charged);
+		answer_status(c, st ? st : 404, req->minor, close, 0, NULL);
 		return;
 	}
 	/* With conditions, the client's.  A PUT without: ours, the key must
@@ -510,7 +541,7 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 		expect = cur ? cur : KEEL_REV_ABSENT;
 	rc = keel_batch_new(&batch);
 	if (rc != KEEL_OK)
-		goto out_status;
+		goto out_free_batch;
 	rc = put ? keel_batch_put(batch, key, klen, body, blen, expect)
 	         : keel_batch_del(batch, key, klen, expect);
 	if (rc != KEEL_OK)
@@ -521,6 +552,7 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 		goto out_free_batch;
 	memcpy(cm->key, key, klen);
 	cm->klen = klen;
+	cm->charged = charged;
 	cm->implicit = put && !req->if_match.p && !req->if_none_match.p;
 	cm->out = serve_out_new(c);
 	if (cm->out == NULL)
@@ -540,6 +572,7 @@ out_free_commit:
 	free(cm);
 out_free_batch:
 	keel_batch_free(batch);
+	serve_budget_give(sh->srv, charged);
 out_status:
 	answer_status(c, status_of(rc), req->minor, close, 0, NULL);
 }
@@ -610,11 +643,12 @@ void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 	if (cm->implicit && cm->rc == KEEL_ECONFLICT && !(c->flags & CONN_DEAD) &&
 	    commit_retry(sh, cm))
 		return;
+	serve_budget_give(sh->srv, cm->charged); /* the batch's body copy */
 	keel_batch_free(cm->batch);
 	if (c->flags & CONN_DEAD) {
 		/* cm->out went with the connection */
 		if (c->inflight == 0) {
-			c->next = sh->graveyard;
+			c->grave = sh->graveyard;
 			sh->graveyard = c;
 		}
 		free(cm);
@@ -652,6 +686,12 @@ void serve_handle(struct serve_conn *c, const struct http_request *req,
 	if (!req->keep_alive || atomic_load(&c->shard->srv->stopping))
 		c->flags |= CONN_CLOSING;
 	close = (c->flags & CONN_CLOSING) != 0;
+	if (req->path.n == 1 && req->path.p[0] == '*') {
+		/* "OPTIONS *" (the parser lets no other method through): what
+		 * the server as a whole allows (RFC 9110 section 9.3.7) */
+		answer_status(c, 204, req->minor, close, 1, ALLOW_ALL);
+		return;
+	}
 	klen = http_pct_decode(req->path.p + 1, req->path.n - 1, key, sizeof key,
 	                       0);
 	if (klen < 0) {

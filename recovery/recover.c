@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "crc32c.h"
 
@@ -78,6 +79,24 @@ static const uint8_t *rbuf_get(rbuf *r, uint64_t off, size_t len, int *err)
 	r->at = off;
 	r->len = want;
 	return r->buf;
+}
+
+/* Reads [off, off+len) into BUF without moving the window, so a scan that
+ * looks aside keeps its place: re-reading a 1 MiB window for each of a
+ * crafted file's many look-asides would make the scan's reads grow with
+ * the square of the file's size.  0, -ENODATA past the end, or a negative
+ * errno. */
+static int rbuf_read_aside(rbuf *r, uint64_t off, uint8_t *buf, size_t len)
+{
+	if (off + len > r->file_size)
+		return -ENODATA;
+	int e = r->device ? pread_device_all(r->io, r->fd, buf, len, off)
+	                  : -EOPNOTSUPP;
+	if (e == -EOPNOTSUPP)
+		e = keel_io_pread_all(r->io, r->fd, buf, len, off);
+	if (e == 0)
+		*r->bytes_read += len;
+	return e;
 }
 
 /* CRC of [off, off+len) extended from CRC. */
@@ -186,13 +205,13 @@ static int later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 		    h2.file_id != after->file_id || h2.prev_head < from ||
 		    h2.prev_head >= off)
 			continue;
-		p = rbuf_get(r, h2.prev_head, KEEL_HEAD_SIZE, &err);
-		if (err)
-			return err;
-		if (p && keel_head_decode(p, &h1) == KEEL_OK && h1.txid < h2.txid &&
+		uint8_t prev[KEEL_HEAD_SIZE];
+		int e = rbuf_read_aside(r, h2.prev_head, prev, sizeof(prev));
+		if (e && e != -ENODATA)
+			return KEEL_EIO; /* unsure: never cut on a failed read */
+		if (!e && keel_head_decode(prev, &h1) == KEEL_OK && h1.txid < h2.txid &&
 		    h1.txid > after->txid && h1.file_id == after->file_id)
 			return 1;
-		/* rbuf_get moved the window; the scan re-reads from OFF on. */
 	}
 	return 0;
 }
@@ -373,6 +392,57 @@ static int cache_holds_more(const keel_io *io, int fd, uint64_t file_size,
 	return keel_ld32(hdr) == KEEL_REC_MAGIC;
 }
 
+/* A region's chain CRC says only that something in [FROM, TO) changed.
+ * Each record carries its own CRC: finds the first record there that fails
+ * it (or whose header is bad), so damage is reported where it is.
+ * *BAD = its offset; TO when every record checks out (the head at TO is
+ * then the one that does not match).  KEEL_OK, KEEL_EIO or KEEL_ENOMEM. */
+static int region_first_bad_record(const keel_io *io, int fd, uint64_t from,
+                                   uint64_t to, uint64_t *bad)
+{
+	size_t cap = (size_t)1 << 20;
+	uint8_t *buf = malloc(cap);
+	int rc = KEEL_OK;
+
+	if (!buf)
+		return KEEL_ENOMEM;
+	*bad = to;
+	for (uint64_t off = from; off < to;) {
+		keel_rec_hdr h;
+		int e = keel_io_pread_all(io, fd, buf, KEEL_REC_HDR, off);
+		if (e) {
+			rc = e == -ENODATA ? KEEL_OK : KEEL_EIO;
+			if (e == -ENODATA)
+				*bad = off;
+			break;
+		}
+		if (keel_rec_decode(buf, &h) != KEEL_OK ||
+		    keel_rec_size(h.len) > to - off) {
+			*bad = off;
+			break;
+		}
+		uint32_t crc = keel_crc32c(0, buf, 12);
+		for (uint64_t done = 0; done < h.len;) {
+			size_t n = h.len - done < cap ? (size_t)(h.len - done) : cap;
+			e = keel_io_pread_all(io, fd, buf, n, off + KEEL_REC_HDR + done);
+			if (e) {
+				rc = KEEL_EIO;
+				goto out_free;
+			}
+			crc = keel_crc32c(crc, buf, n);
+			done += n;
+		}
+		if (crc != h.crc) {
+			*bad = off;
+			break;
+		}
+		off += keel_rec_size(h.len);
+	}
+out_free:
+	free(buf);
+	return rc;
+}
+
 int recovery_find(const keel_io *io, int fd, unsigned flags,
                   uint64_t max_txid, recovery_result *out)
 {
@@ -384,13 +454,34 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 		return KEEL_EIO;
 	if (!is_reg)
 		return KEEL_EISDIR;
-	if (out->file_size < KEEL_DATA_START + KEEL_HEAD_SIZE)
+	if (out->file_size < KEEL_SUPER_SIZE)
 		return KEEL_ENOTKEEL;
 	if (keel_io_pread_all(io, fd, sb, sizeof(sb), 0))
 		return KEEL_EIO;
 	out->bytes_read += sizeof(sb);
-	if ((rc = keel_super_decode(sb, &out->super)))
+	if ((rc = keel_super_decode(sb, &out->super))) {
+		/* Say what is wrong with a superblock that is ours. */
+		if (rc == KEEL_ECORRUPT) {
+			out->status = KEEL_RECOVERY_CORRUPT;
+			snprintf(out->reason, sizeof(out->reason), "%s",
+			         keel_ld32(sb + 60) != keel_crc32c(0, sb, 60)
+			                 ? "superblock checksum mismatch"
+			                 : "superblock fields out of range");
+		}
 		return rc;
+	}
+	if (out->file_size < KEEL_DATA_START + KEEL_HEAD_SIZE) {
+		/* A valid superblock, and the file ends before its first head
+		 * does: a store whose creation never completed.  Not a store
+		 * one can open, but not a foreign file either. */
+		out->status = KEEL_RECOVERY_TRUNCATED;
+		out->offset = out->file_size;
+		snprintf(out->reason, sizeof(out->reason),
+		         "a keel store whose first commit is torn: the file "
+		         "ends at %llu, inside its first head",
+		         (unsigned long long)out->file_size);
+		return KEEL_ENOTKEEL;
+	}
 
 	keel_head start;
 	rc = start_from_hint(io, fd, out->super.file_id, &start, &out->bytes_read);
@@ -422,10 +513,22 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 	if (rc == KEEL_EIO || rc == KEEL_ENOMEM)
 		return rc;
 	if (rc == KEEL_ECORRUPT) {
+		uint64_t from = out->head.off + KEEL_HEAD_SIZE, bad = stop;
 		out->status = KEEL_RECOVERY_CORRUPT;
-		out->offset = stop;
-		snprintf(out->reason, sizeof(out->reason),
-		         "%s, with a valid later head beyond it", why);
+		/* The walk stops at the head whose region failed; the damage
+		 * is in a record before it: report that record. */
+		if (why && !strcmp(why, "region checksum mismatch") &&
+		    (rc = region_first_bad_record(io, fd, from, stop, &bad)))
+			return rc;
+		out->offset = bad;
+		if (bad != stop)
+			snprintf(out->reason, sizeof(out->reason),
+			         "record fails its checksum (in the commit "
+			         "%llu..%llu), with a valid later head beyond it",
+			         (unsigned long long)from, (unsigned long long)stop);
+		else
+			snprintf(out->reason, sizeof(out->reason),
+			         "%s, with a valid later head beyond it", why);
 		return (flags & KEEL_SALVAGE) ? KEEL_OK : KEEL_ECORRUPT;
 	}
 	if (!why && (flags & RECOVERY_READ_DEVICE) &&

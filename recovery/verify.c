@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "crc32c.h"
 
@@ -16,7 +17,18 @@ typedef struct verifier {
 	const uint8_t *last_key;   /* the previous leaf key, for ordering   */
 	uint16_t last_klen;
 	uint64_t live;
+	uint64_t *seen;            /* one bit per 8 bytes: within a record
+	                              already checked (each is referenced once
+	                              in a tree, and none overlap) */
 } verifier;
+
+/* The keys a subtree may hold: [lo, hi), where a NULL end is open.  A
+ * branch entry's key is the lower end of its child's range and the next
+ * entry's key (or the branch's own upper end) the upper. */
+typedef struct key_range {
+	const uint8_t *lo, *hi;
+	uint16_t lo_len, hi_len;
+} key_range;
 
 __attribute__((format(printf, 3, 4)))
 static void problem(verifier *v, uint64_t off, const char *fmt, ...)
@@ -31,8 +43,23 @@ static void problem(verifier *v, uint64_t off, const char *fmt, ...)
 		v->out->first_offset = off;
 		snprintf(v->out->first_reason, sizeof(v->out->first_reason), "%s", what);
 	}
-	if (v->report)
+	if (v->report && v->out->problems <= KEEL_CHECK_REPORT_MAX)
 		v->report(v->arg, off, what);
+}
+
+/* Does [off, off+len) meet a record already checked?  (With SET: marks it
+ * as checked.)  One bit per 8 bytes: records start on 8 bytes and take a
+ * multiple of 8, padding included. */
+static bool seen(verifier *v, uint64_t off, uint64_t len, bool set)
+{
+	for (uint64_t g = off / 8; g < (off + len) / 8; g++) {
+		uint64_t bit = 1ull << (g % 64);
+		if (set)
+			v->seen[g / 64] |= bit;
+		else if (v->seen[g / 64] & bit)
+			return true;
+	}
+	return false;
 }
 
 /* Checks the record at OFF: header, type, CRC against EXPECT.  Returns the
@@ -47,6 +74,17 @@ static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
 		problem(v, off, "%s reference out of range", what);
 		return NULL;
 	}
+	/* Checked once: in a tree every record has one referrer, and records
+	 * never overlap, so a second reference, or one inside another record,
+	 * is damage (a crafted file that shares a child between entries would
+	 * otherwise cost a walk FANOUT^DEPTH visits, and N nested records N
+	 * times their bytes). */
+	if (seen(v, off, KEEL_REC_HDR, false)) {
+		problem(v, off, "%s referenced a second time, or inside another record",
+		        what);
+		return NULL;
+	}
+	seen(v, off, KEEL_REC_HDR, true);
 	const uint8_t *rec = v->base + off;
 	if (keel_rec_decode(rec, &h) != KEEL_OK || h.type != type) {
 		problem(v, off, "%s: bad record header", what);
@@ -56,6 +94,12 @@ static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
 		problem(v, off, "%s: record runs past its head", what);
 		return NULL;
 	}
+	uint64_t size = keel_rec_size(h.len);
+	if (seen(v, off + KEEL_REC_HDR, size - KEEL_REC_HDR, false)) {
+		problem(v, off, "%s overlaps another record", what);
+		return NULL;
+	}
+	seen(v, off + KEEL_REC_HDR, size - KEEL_REC_HDR, true);
 	uint32_t crc = keel_rec_crc(rec, h.len);
 	if (crc != h.crc) {
 		problem(v, off, "%s: checksum mismatch", what);
@@ -72,48 +116,68 @@ static const uint8_t *record(verifier *v, uint64_t off, uint8_t type,
 	return rec + KEEL_REC_HDR;
 }
 
-/* Verifies the subtree at OFF; *first receives its first key. */
-static void node(verifier *v, uint64_t off, uint32_t crc, int level,
-                 const uint8_t **first, uint16_t *first_len)
+static const uint8_t *entry_key(const uint8_t *p, unsigned i, uint16_t *klen)
 {
-	uint32_t plen;
-	bool leaf = level == 0;
-	const uint8_t *p = record(v, off, leaf ? KEEL_REC_LEAF : KEEL_REC_BRANCH,
-	                          crc, &plen, leaf ? "leaf" : "branch");
+	const uint8_t *e = keel_node_entry(p, i);
+	*klen = keel_ld16(e);
+	return e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
+}
 
-	*first = NULL;
-	if (!p)
-		return;
+/* The node's own structure and keys: entries inside it, index, keys
+ * strictly ascending and inside R, the first equal to R's lower end (its
+ * separator).  False (after reporting) when the node is wrong: its subtree
+ * is then not entered. */
+static bool node_sound(verifier *v, uint64_t off, const uint8_t *p,
+                       uint32_t plen, int level, const key_range *r)
+{
+	bool leaf = level == 0;
 	uint16_t count = keel_ld16(p);
-	if (count == 0 || p[2] != level || keel_node_entries_at(count, keel_node_plen(p)) > plen) {
+	if (count == 0 || p[2] != level ||
+	    keel_node_entries_at(count, keel_node_plen(p)) > plen) {
 		problem(v, off, "node header invalid (count %u, level %u)", count, p[2]);
-		return;
+		return false;
 	}
-	for (unsigned i = 0; i < count; i++) {
+	for (unsigned i = 0; i < count; i++)
 		if (!keel_node_ent_check(p, plen, leaf, i)) {
 			problem(v, off, "entry %u out of bounds", i);
-			return;
+			return false;
 		}
+	/* every entry lies inside the node (checked above): its index can be */
+	if (!keel_node_index_valid(p, plen)) {
+		problem(v, off, "node index (shared prefix or key heads) differs from its keys");
+		return false;
+	}
+	const uint8_t *prev = NULL;
+	uint16_t prev_len = 0;
+	for (unsigned i = 0; i < count; i++) {
+		uint16_t klen;
+		const uint8_t *key = entry_key(p, i, &klen);
+		if (prev && keel_key_cmp(prev, prev_len, key, klen) >= 0) {
+			problem(v, off, "entry %u key out of order", i);
+			return false;
+		}
+		if (i == 0 && r->lo && keel_key_cmp(key, klen, r->lo, r->lo_len) != 0) {
+			problem(v, off, "first key differs from its parent's separator");
+			return false;
+		}
+		if (r->hi && keel_key_cmp(key, klen, r->hi, r->hi_len) >= 0) {
+			problem(v, off, "entry %u key not below the next separator", i);
+			return false;
+		}
+		prev = key;
+		prev_len = klen;
+	}
+	return true;
+}
+
+/* Checks the values and keys of a sound leaf. */
+static void leaf_entries(verifier *v, uint64_t off, const uint8_t *p)
+{
+	uint16_t count = keel_ld16(p);
+	for (unsigned i = 0; i < count; i++) {
 		const uint8_t *e = keel_node_entry(p, i);
-		uint16_t klen = keel_ld16(e);
-		const uint8_t *key = e + KEEL_LEAF_ENTRY; /* = KEEL_BRANCH_ENTRY */
-		if (i == 0) {
-			*first = key;
-			*first_len = klen;
-		}
-		if (!leaf) {
-			const uint8_t *cf;
-			uint16_t cfl;
-			uint64_t coff = keel_ld64(e + 8);
-			if (coff >= off) {
-				problem(v, off, "entry %u points forward", i);
-				continue;
-			}
-			node(v, coff, keel_ld32(e + 4), level - 1, &cf, &cfl);
-			if (cf && keel_key_cmp(cf, cfl, key, klen) != 0)
-				problem(v, off, "entry %u key differs from its child's first key", i);
-			continue;
-		}
+		uint16_t klen;
+		const uint8_t *key = entry_key(p, i, &klen);
 		if (v->last_key && keel_key_cmp(v->last_key, v->last_klen, key, klen) >= 0)
 			problem(v, off, "entry %u key out of order", i);
 		v->last_key = key;
@@ -134,9 +198,39 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 		    vplen != le.vlen)
 			problem(v, le.voff, "value length %u, leaf says %u", vplen, le.vlen);
 	}
-	/* every entry lies inside the node (checked above): its index can be */
-	if (!keel_node_index_valid(p, plen))
-		problem(v, off, "node index (shared prefix or key heads) differs from its keys");
+}
+
+/* Verifies the subtree at OFF, whose keys must lie in R.  The work is
+ * bounded by the file: each record is read once (the seen bits), and the
+ * recursion is as deep as the levels, which fall by one per step. */
+static void node(verifier *v, uint64_t off, uint32_t crc, int level,
+                 const key_range *r)
+{
+	uint32_t plen;
+	bool leaf = level == 0;
+	const uint8_t *p = record(v, off, leaf ? KEEL_REC_LEAF : KEEL_REC_BRANCH,
+	                          crc, &plen, leaf ? "leaf" : "branch");
+
+	if (!p || !node_sound(v, off, p, plen, level, r))
+		return;
+	if (leaf) {
+		leaf_entries(v, off, p);
+		return;
+	}
+	uint16_t count = keel_ld16(p);
+	for (unsigned i = 0; i < count; i++) {
+		const uint8_t *e = keel_node_entry(p, i);
+		key_range cr = {.hi = r->hi, .hi_len = r->hi_len};
+		cr.lo = entry_key(p, i, &cr.lo_len);
+		if (i + 1 < count)
+			cr.hi = entry_key(p, i + 1, &cr.hi_len);
+		uint64_t coff = keel_ld64(e + 8);
+		if (coff >= off) {
+			problem(v, off, "entry %u points forward", i);
+			continue;
+		}
+		node(v, coff, keel_ld32(e + 4), level - 1, &cr);
+	}
 }
 
 int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
@@ -146,17 +240,19 @@ int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
 	              .report = report, .arg = arg, .out = out};
 
 	memset(out, 0, sizeof(*out));
+	v.seen = calloc(len / 8 / 64 + 1, sizeof(*v.seen));
+	if (!v.seen)
+		return KEEL_ENOMEM;
 	v.live = KEEL_HEAD_SIZE;
 	if (head->root_off) {
-		const uint8_t *first;
-		uint16_t flen;
+		static const key_range all;
 		keel_rec_hdr h;
 		/* The root's level is whatever its payload says; check the
 		 * type/level agreement inside node(). */
 		if (head->root_off + KEEL_REC_HDR + KEEL_NODE_HDR <= len &&
 		    keel_rec_decode(base + head->root_off, &h) == KEEL_OK)
 			node(&v, head->root_off, head->root_crc,
-			     base[head->root_off + KEEL_REC_HDR + 2], &first, &flen);
+			     base[head->root_off + KEEL_REC_HDR + 2], &all);
 		else
 			problem(&v, head->root_off, "root: bad record header");
 	}
@@ -166,5 +262,12 @@ int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
 	if (out->problems == 0 && v.live != head->live_bytes)
 		problem(&v, head->off, "head counts %llu live bytes, tree has %llu",
 		        (unsigned long long)head->live_bytes, (unsigned long long)v.live);
+	if (report && out->problems > KEEL_CHECK_REPORT_MAX) {
+		char what[96];
+		snprintf(what, sizeof(what), "and %llu more problems not listed",
+		         (unsigned long long)(out->problems - KEEL_CHECK_REPORT_MAX));
+		report(arg, head->off, what);
+	}
+	free(v.seen);
 	return out->problems ? KEEL_ECORRUPT : KEEL_OK;
 }

@@ -15,7 +15,16 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "keel: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null && apt-get install -y -qq$missing >/dev/null || {
-	echo "keel: apt-get install$missing failed" >&2
-	exit 1
-}
+# apt's chatter (on a minimal system debconf's "delaying package
+# configuration, since apt-utils is not installed") goes to a log, shown
+# only when something fails.
+log=$(mktemp) || exit 1
+if apt-get update -qq >"$log" 2>&1 &&
+   apt-get install -y -qq$missing >>"$log" 2>&1; then
+	rm -f "$log"
+	exit 0
+fi
+echo "keel: apt-get install$missing failed:" >&2
+tail -n 30 "$log" >&2
+rm -f "$log"
+exit 1

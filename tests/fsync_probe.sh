@@ -94,14 +94,27 @@ fi
 # ---- schedules, offsets, sizes at the limits ---------------------------------
 timeout 60 "$P" --quiet --rate 200 --duration 1s --json "$T/rate.jsonl" "$T/rate.dat" >/dev/null 2>&1
 ops=$(field ops "$T/rate.jsonl")
-[ -n "$ops" ] && [ "$ops" -ge 150 ] && [ "$ops" -le 201 ] &&
-	ok "fixed rate 200/s for 1 s: $ops writes" || no "fixed rate gave '$ops' writes"
+late=$(field late_ops "$T/rate.jsonl")
+# Never faster than the rate; as fast unless the device is slower than it
+# (a loaded disk: then writes start late, and say so in late_ops).
+if [ -n "$ops" ] && [ "$ops" -ge 1 ] && [ "$ops" -le 201 ] &&
+   { [ "$ops" -ge 150 ] || [ "${late:-0}" -gt 0 ]; }; then
+	ok "fixed rate 200/s for 1 s: $ops writes, $late started late"
+else
+	no "fixed rate gave '$ops' writes, '$late' late"
+fi
 # a pause stands in for a 400 ms device stall: with a fixed rate, latency
 # counts from each write's intended start, so the writes it delayed show it
-"$P" --quiet --rate 100 --duration 2s --json "$T/stall.jsonl" --svg "$T/stall.svg" \
+# (paused once its first second is written, so the pause falls inside the
+# run however slowly the machine starts it)
+"$P" --quiet --rate 100 --duration 3s --json "$T/stall.jsonl" --svg "$T/stall.svg" \
 	"$T/stall.dat" >"$T/stall.txt" 2>&1 &
 SP=$!
-sleep 0.7
+i=0
+while ! grep -q '"type":"second"' "$T/stall.jsonl" 2>/dev/null && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 kill -STOP $SP
 sleep 0.4
 kill -CONT $SP
@@ -124,7 +137,7 @@ expect 2 'unknown --mode' "unknown mode" -- "$P" --mode osync "$T/x"
 expect 2 'unknown --layout' "unknown layout" -- "$P" --layout sparse "$T/x"
 expect 2 'size must be 512 to 1M' "size too small" -- "$P" --size 100 "$T/x"
 expect 2 'size must be 512 to 1M' "size too large" -- "$P" --size 2M "$T/x"
-expect 2 'duration must be' "bad duration" -- "$P" --duration 10parsecs "$T/x"
+expect 2 '--duration wants' "bad duration" -- "$P" --duration 10parsecs "$T/x"
 expect 2 'file-size is smaller' "file smaller than a write" -- "$P" --size 8k --file-size 4k "$T/x"
 expect 2 'random needs' "random with append" -- "$P" --random "$T/x"
 expect 2 'cannot write' "unwritable path" -- "$P" --duration 100ms /proc/fsync-probe-test
@@ -159,7 +172,7 @@ fi
 "$P" --listen 0 --bind 127.0.0.1 --duration 50s >"$T/listen.log" 2>&1 &
 LPID=$!
 i=0
-while ! grep -q 'listening on' "$T/listen.log" && [ $i -lt 50 ]; do
+while ! grep -q 'listening on' "$T/listen.log" && [ $i -lt 300 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
@@ -169,11 +182,15 @@ L=127.0.0.1:$PORT
 F=$T/pc.dat
 expect 2 'knows no writer' "verify before any writer" -- "$P" --verify "$L" "$F"
 
-# a writer that runs its course: every acknowledged block is there
-( sleep 1; dd if="$F" of="$T/slot4.old" bs=4096 skip=4 count=1 2>/dev/null ) &
+# a writer that runs its course: every acknowledged block is there.  A copy
+# of slot 4 is taken once it is written, to act out an older version below.
+slot4() { [ -n "$(dd if="$F" bs=4096 skip=4 count=1 2>/dev/null | tr -d '\000')" ]; }
+( i=0
+  while ! slot4 && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  dd if="$F" of="$T/slot4.old" bs=4096 skip=4 count=1 2>/dev/null ) &
 SPID=$!
-expect 0 'blocks acknowledged' "power-cut writer, 2 s" -- \
-	"$P" --power-cut-writer "$L" --quiet --size 4k --file-size 64k --duration 2s "$F"
+expect 0 'blocks acknowledged' "power-cut writer, 3 s" -- \
+	"$P" --power-cut-writer "$L" --quiet --size 4k --file-size 64k --duration 3s "$F"
 wait $SPID
 expect 0 'passed: every acknowledged block survived' "verify an intact file" -- \
 	"$P" --verify "$L" "$F"
@@ -188,11 +205,17 @@ dd if=/dev/zero of="$F" bs=4096 seek=7 count=1 conv=notrunc 2>/dev/null
 expect 1 'LOST    slot 7: acknowledged seq [0-9]*, found zeros' "a block that never landed" -- \
 	"$P" --verify "$L" "$F"
 cp "$T/pc.good" "$F"
-dd if="$T/slot4.old" of="$F" bs=4096 seek=4 count=1 conv=notrunc 2>/dev/null
-expect 1 'slot 4: acknowledged seq' "an older version of a block" -- \
-	"$P" --verify "$L" "$F"
-grep -q 'LOST    slot 4: acknowledged seq [0-9]*, found older seq' "$T/out" &&
-	ok "  ... reported as an older seq" || no "older block not reported as such"
+dd if="$T/pc.good" of="$T/slot4.new" bs=4096 skip=4 count=1 2>/dev/null
+if cmp -s "$T/slot4.old" "$T/slot4.new"; then
+	# a device so slow that slot 4 was written once: nothing older exists
+	ok "an older version of a block: slot 4 was written only once (slow device), not acted out"
+else
+	dd if="$T/slot4.old" of="$F" bs=4096 seek=4 count=1 conv=notrunc 2>/dev/null
+	expect 1 'slot 4: acknowledged seq' "an older version of a block" -- \
+		"$P" --verify "$L" "$F"
+	grep -q 'LOST    slot 4: acknowledged seq [0-9]*, found older seq' "$T/out" &&
+		ok "  ... reported as an older seq" || no "older block not reported as such"
+fi
 cp "$T/pc.good" "$F"
 dd if="$F" of="$T/slot9" bs=4096 skip=9 count=1 2>/dev/null
 dd if="$T/slot9" of="$F" bs=4096 seek=10 count=1 conv=notrunc 2>/dev/null
@@ -209,7 +232,9 @@ expect 1 'the file .* is gone' "a vanished file" -- "$P" --verify "$L" "$F"
 rm -f "$F"
 "$P" --power-cut-writer "$L" --quiet --size 4k --file-size 64k "$F" >"$T/w.log" 2>&1 &
 WPID=$!
-sleep 1
+i=0  # killed once it has written, however slowly it started
+while ! slot4 && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.5
 kill -9 $WPID 2>/dev/null
 wait $WPID 2>/dev/null
 expect 0 'passed' "verify after the writer was killed" -- "$P" --verify "$L" "$F"

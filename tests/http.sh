@@ -2,7 +2,8 @@
 # http.sh BUILD_DIR -- keel-serve through real clients: curl for the contract,
 # a raw socket (bash /dev/tcp) for pipelining, malformed input and slow
 # readers.  Every server listens on 127.0.0.1, port picked by the kernel.
-# Bounded: each client call has a timeout; the whole script takes ~15 s.
+# Bounded: each client call has a timeout; the whole script takes about a
+# minute (the memory cases hold their clients for a few seconds each).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
 B=${1:-build}
@@ -70,7 +71,7 @@ raw() {
 }
 
 [ -x "$SERVE" ] || { echo "no $SERVE"; exit 1; }
-start main --db "$T/main.keel" --max-body 16m --idle-timeout 1
+start main --db "$T/main.keel" --max-body 16m --idle-timeout 1 --header-timeout 1
 U=http://127.0.0.1:$PORT
 
 # ---- the contract ---------------------------------------------------------
@@ -222,14 +223,21 @@ cmp -s "$T/slow" "$T/slow.body" && ok "slow reader got the original 8 MB body" |
 PORT=$mainport
 U=http://127.0.0.1:$PORT
 
-# ---- idle timeout -------------------------------------------------------------
+# ---- idle and header timeouts ---------------------------------------------------
+exec 5<>/dev/tcp/127.0.0.1/$PORT
+s=$(date +%s%N)
+timeout 5 cat <&5 >/dev/null # sends nothing
+el=$(( ($(date +%s%N) - s) / 1000000 ))
+exec 5<&-
+[ "$el" -lt 4000 ] && ok "a silent client is closed after --idle-timeout ($el ms)" || bad "silent client held $el ms"
 exec 5<>/dev/tcp/127.0.0.1/$PORT
 printf 'GET /doc HTTP/1.1\r\n' >&5 # an unfinished head, then silence
 s=$(date +%s%N)
-timeout 5 cat <&5 >/dev/null
+timeout 5 cat <&5 >"$T/r"
 el=$(( ($(date +%s%N) - s) / 1000000 ))
 exec 5<&-
-[ "$el" -lt 4000 ] && ok "a stalled client is closed after --idle-timeout ($el ms)" || bad "stalled client held $el ms"
+[ "$el" -lt 4000 ] && ok "a stalled head is closed after --header-timeout ($el ms)" || bad "stalled head held $el ms"
+contains "a stalled head is answered 408" "$T/r" '^HTTP/1.1 408'
 
 # ---- 503 over --max-conns -------------------------------------------------------
 start busy --db "$T/busy.keel" --max-conns 2
@@ -301,6 +309,161 @@ for v in -1 10001 abc '' autox; do
 	"$SERVE" --db "$T/bpoll.keel" --busy-poll "$v" >/dev/null 2>&1
 	expect "--busy-poll '$v' is refused (usage, exit 2)" 2 "$?"
 done
+
+# ---- answers that follow RFC 9112 and docs/http.md ------------------------------
+start rfc --db "$T/rfc.keel"
+R=http://127.0.0.1:$PORT
+C -o /dev/null -X PUT --data-binary abs "$R/abs"
+printf 'OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' | raw "$T/r"
+contains "OPTIONS * answers 204" "$T/r" '^HTTP/1.1 204'
+contains "OPTIONS * has Allow" "$T/r" '^Allow: GET, HEAD, PUT, DELETE, OPTIONS'
+printf 'GET http://a:1/abs HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' | raw "$T/r"
+contains "absolute-form http://host/key is served" "$T/r" 'abs$'
+printf 'GET https://a HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' | raw "$T/r"
+contains "absolute-form with no path is the listing" "$T/r" '"key":"abs"'
+printf 'PUT /zeros HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0000000000000000003\r\nabc\r\n00000000000000000000\r\n\r\n' | raw "$T/r"
+contains "chunk sizes with leading zeros are valid" "$T/r" '^HTTP/1.1 201'
+expect "the leading-zero chunked body reads back" abc "$(C "$R/zeros")"
+expect "limit=0 gives 400" 400 "$(code "$R/?limit=0")"
+expect "limit=-1 gives 400" 400 "$(code "$R/?limit=-1")"
+# a bad escape leaves the framing intact: 400, and the connection stays
+printf 'GET /a%%zz HTTP/1.1\r\nHost: a\r\n\r\nGET /?prefix=%%G0 HTTP/1.1\r\nHost: a\r\n\r\nGET /abs HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' | raw "$T/r"
+expect "bad escapes give 400 and keep the connection" "400 400 200" \
+	"$(grep -ao 'HTTP/1.1 [0-9]*' "$T/r" | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//')"
+kill -TERM "$PID"
+stopped "$PID"
+
+# ---- flags: a bad value is named, exit 2; a host name is resolved ------------
+for v in "--listen nonsense" "--listen 127.0.0.1:80000" "--threads 0" \
+	"--max-body 12q" "--idle-timeout 5x" "--header-timeout 0" "--body-budget 1m"; do
+	# (bounded: a value taken by mistake would start a server)
+	timeout 5 "$SERVE" --listen 127.0.0.1:0 --db "$T/flags.keel" $v >"$T/flags.out" 2>"$T/flags.err"
+	st=$?
+	val=${v#* }
+	[ "$st" = 2 ] && grep -qF -- "${v% *}" "$T/flags.err" && ! grep -q '^usage' "$T/flags.err" &&
+		{ [ "$v" = "--body-budget 1m" ] || grep -qF -- "'$val'" "$T/flags.err"; } &&
+		ok "'$v' is named, exit 2: $(head -1 "$T/flags.err")" ||
+		bad "'$v': exit $st: $(cat "$T/flags.err")"
+done
+start flags --db "$T/flags.keel" --listen localhost:0
+contains "--listen localhost:0 resolves the name" "$T/flags.out" 'listening on 127\.0\.0\.1:'
+contains "the banner says 1 thread" "$T/flags.out" '\(1 thread, '
+kill -TERM "$PID"
+stopped "$PID"
+
+# ---- memory under hostile clients: peak RSS (VmHWM) stays bounded ------------
+# Each case fails without its bound (docs/http.md has the figures before and
+# after, from bench/http/hostile.sh).  Limits are generous: what is asserted
+# is that memory does not grow with what clients send or do not read.
+# Under ASan freed memory sits in its quarantine, so RSS says nothing there:
+# the cases run, their RSS limits are not checked (SANLIMIT).
+rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+hwm_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
+SANLIMIT=0
+ldd "$SERVE" | grep -q libasan && SANLIMIT=1
+# hostile NAME SECS ARGS... -- runs loadgen --hostile, at most 60 s
+hostile() {
+	local name=$1 secs=$2
+	shift 2
+	timeout 60 "$B/loadgen" --port "$PORT" --idle-hold "$secs" "$@" >"$T/$name.json" 2>"$T/$name.lg"
+}
+jnum() { grep -o "\"$2\":[0-9]*" "$T/$1.json" | head -1 | cut -d: -f2; }
+# 1. partial heads: a connection that sent 4 bytes (in four reads) holds a
+#    small buffer, not 64 KiB doubled (135 KB each before)
+start mem_head --db "$T/mem.keel"
+before=$(rss_kb "$PID")
+hostile head 1 --hostile head --conns 1000
+grow=$(( $(hwm_kb "$PID") - before ))
+[ "$(jnum head connected)" = 1000 ] && { [ "$SANLIMIT" = 1 ] || [ "$grow" -lt 16384 ]; } &&
+	ok "1000 partial heads: RSS grew $grow KiB (limit 16 MiB)" ||
+	bad "1000 partial heads: RSS grew $grow KiB: $(cat "$T/head.json")"
+kill -TERM "$PID"
+stopped "$PID"
+# 2. bodies: 8 connections send 12 MiB of a 16 MiB body and then trickle;
+#    --body-budget 32m refuses most with 503, --body-min-rate ends the rest
+start mem_body --db "$T/mem.keel" --max-body 16m --body-budget 32m \
+	--header-timeout 1s --body-min-rate 1k
+before=$(rss_kb "$PID")
+hostile body 4 --hostile body --conns 8 --value-size $((16 << 20)) --send-bytes $((12 << 20))
+grow=$(( $(hwm_kb "$PID") - before ))
+{ [ "$SANLIMIT" = 1 ] || [ "$grow" -lt $((56 << 10)) ]; } && ok "8 bodies of 12 MiB: RSS grew $grow KiB (budget 32 MiB, limit 56 MiB)" ||
+	bad "8 bodies of 12 MiB: RSS grew $grow KiB: $(cat "$T/body.json")"
+[ "$(jnum body 503)" -ge 1 ] && [ "$(jnum body 408)" -ge 1 ] &&
+	[ "$(jnum body closed_by_server)" = 8 ] &&
+	ok "bodies over the budget get 503, trickled ones 408, all closed" ||
+	bad "body answers: $(cat "$T/body.json")"
+expect "the store took none of them" 404 "$(code "http://127.0.0.1:$PORT/hostile")"
+# the 503 itself: A holds 600 KB of a body, B's 600 KB would pass 1 MiB
+kill -TERM "$PID"
+stopped "$PID"
+start mem_503 --db "$T/mem.keel" --max-body 1m --body-budget 1m
+exec 3<>/dev/tcp/127.0.0.1/$PORT
+{ printf 'PUT /a HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n'; head -c 600000 /dev/zero; } >&3
+sleep 0.3
+printf 'PUT /b HTTP/1.1\r\nHost: a\r\nContent-Length: 600000\r\nExpect: 100-continue\r\n\r\n' | raw "$T/r"
+contains "a body past --body-budget gets 503" "$T/r" '^HTTP/1.1 503'
+contains "the 503 has Retry-After" "$T/r" '^Retry-After: 1'
+head -c 400000 /dev/zero >&3
+line=""
+read -r -t 5 line <&3
+exec 3<&-
+expect "the body within the budget is stored" "HTTP/1.1 201 Created" "${line%$'\r'}"
+head -c 900000 /dev/urandom >"$T/nine"
+expect "once it is done, the budget takes the next body" 201 \
+	"$(code -X PUT --data-binary @"$T/nine" "http://127.0.0.1:$PORT/c")"
+kill -TERM "$PID"
+stopped "$PID"
+# 3. listings: 40 keys that escape to 6 KiB each; 4 connections pipeline 500
+#    listings and read none (each answer was 240 KiB, 64 queued a connection)
+start mem_list --db "$T/list.keel"
+key=$(head -c 1021 /dev/zero | tr '\0' 'x' | sed 's/x/%FF/g')
+{
+	for i in $(seq 101 140); do
+		printf 'PUT /%s%s HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nv' "$key" "$i"
+	done
+	printf 'GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'
+} >"$T/puts"
+raw "$T/r" <"$T/puts"
+expect "40 long keys stored" 40 "$(grep -ac '^HTTP/1.1 201' "$T/r")"
+C -o "$T/page" "http://127.0.0.1:$PORT/?limit=1000"
+n=$(grep -o '"key"' "$T/page" | wc -l)
+[ "$(wc -c <"$T/page")" -le 73728 ] && [ "$n" -lt 40 ] && grep -q '"more":true' "$T/page" &&
+	ok "a listing stops at about 64 KiB ($n keys, more:true)" ||
+	bad "listing of $(wc -c <"$T/page") bytes, $n keys"
+pages=1 total=$n
+while grep -q '"more":true' "$T/page" && [ "$pages" -lt 20 ]; do
+	last=$(grep -o '"key":"[^"]*"' "$T/page" | tail -1 | cut -d'"' -f4 | sed 's/\\u00ff/%FF/g')
+	C -o "$T/page" "http://127.0.0.1:$PORT/?limit=1000&after=$last"
+	total=$((total + $(grep -o '"key"' "$T/page" | wc -l)))
+	pages=$((pages + 1))
+done
+expect "paging with after lists all 40 keys" 40 "$total"
+before=$(rss_kb "$PID")
+hostile list 1 --hostile pipeline --conns 4 --pipeline 500 --path '/?limit=1000'
+grow=$(( $(hwm_kb "$PID") - before ))
+{ [ "$SANLIMIT" = 1 ] || [ "$grow" -lt 24576 ]; } && ok "4 x 500 unread listings: RSS grew $grow KiB (limit 24 MiB)" ||
+	bad "4 x 500 unread listings: RSS grew $grow KiB"
+kill -TERM "$PID"
+stopped "$PID"
+# 4. linger: an error's 2 s linger does not wait for an older idle
+#    connection's timeout (60 s); the server's descriptors tell
+start mem_linger --db "$T/mem.keel" --idle-timeout 60
+exec 4<>/dev/tcp/127.0.0.1/$PORT
+sleep 0.2
+base=$(ls "/proc/$PID/fd" | wc -l)
+exec 5<>/dev/tcp/127.0.0.1/$PORT
+printf 'GARBAGE\r\n\r\n' >&5
+timeout 5 cat <&5 >/dev/null
+for i in $(seq 150); do
+	[ "$(ls "/proc/$PID/fd" | wc -l)" -le "$base" ] && break
+	sleep 0.1
+done
+[ "$(ls "/proc/$PID/fd" | wc -l)" -le "$base" ] &&
+	ok "a lingering connection is closed before an older idle one times out" ||
+	bad "a lingering connection was still open after 15 s"
+exec 4<&- 5<&-
+kill -TERM "$PID"
+stopped "$PID"
 
 # ---- graceful stop, then the data is there after a restart; and after SIGKILL --
 PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/main.out")

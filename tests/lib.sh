@@ -12,3 +12,15 @@ contains() { # contains NAME FILE PATTERN
 json_num() { # json_num FILE FIELD
 	sed -n "s/^ *\"$2\": \([0-9.]*\),*$/\1/p" "$1"
 }
+reached() { # reached FILE FIELD=MIN... -- true when every FIELD is >= MIN
+	f=$1
+	shift
+	for want in "$@"; do
+		v=$(json_num "$f" "${want%%=*}")
+		[ "${v%%.*}" -ge "${want#*=}" ] 2>/dev/null || return 1
+	done
+}
+# A run that must also have done enough (cuts, faults, writes) runs for
+# SECONDS, then twice as long, up to 8 times as long, until it has: a loaded
+# machine does less a second, and every run must pass all the same.
+long_enough_durations() { echo "$1 $(($1 * 2)) $(($1 * 4)) $(($1 * 8))"; }

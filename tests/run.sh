@@ -1,16 +1,25 @@
 #!/bin/sh
 # run.sh BUILD_DIR TEST... -- run every test program or script, print each
 # one's result and a closing "N passed, N failed" line; exit 1 if any failed.
+#
+# Each test gets KEEL_TEST_LIMIT seconds (default 600): a test that is still
+# running then is killed (TERM, then KILL 10 s later) and reported as failed,
+# "exceeded its time limit", so a hang ends the run instead of stalling it.
+# The limit is for hangs, not speed: every test here ends in a small part of
+# it even on a busy machine.
 build=$1
 shift
+limit=${KEEL_TEST_LIMIT:-600}
 pass=0
 fail=0
 failed=""
 for t in "$@"; do
 	start=$(date +%s)
 	case "$t" in
-	*.sh) sh "$t" "$build" >"$build/$(basename "$t").log" 2>&1 ;;
-	*) "$t" >"$t.log" 2>&1 ;;
+	*.sh) log=$build/$(basename "$t").log
+	      timeout -k 10 "$limit" sh "$t" "$build" >"$log" 2>&1 ;;
+	*) log=$t.log
+	   timeout -k 10 "$limit" "$t" >"$log" 2>&1 ;;
 	esac
 	rc=$?
 	secs=$(( $(date +%s) - start ))
@@ -20,11 +29,22 @@ for t in "$@"; do
 	else
 		fail=$((fail + 1))
 		failed="$failed $t"
-		echo "FAIL $t (exit $rc, ${secs}s); its output:"
-		case "$t" in
-		*.sh) tail -n 40 "$build/$(basename "$t").log" ;;
-		*) tail -n 40 "$t.log" ;;
-		esac
+		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+			echo "FAIL $t: exceeded its time limit of ${limit}s" \
+			     "(killed after ${secs}s); its output:"
+		else
+			echo "FAIL $t (exit $rc, ${secs}s); its output:"
+		fi
+		# the failed checks first, with what each printed after it,
+		# then the end of the output: a long log's tail alone may not
+		# show which check failed
+		if grep -q '^FAIL\|^not ok\|\[  FAILED  \]' "$log"; then
+			echo "-- its failed checks:"
+			grep -A 12 '^FAIL\|^not ok\|\[  FAILED  \]' "$log" |
+				head -n 120
+			echo "-- the end of its output:"
+		fi
+		tail -n 40 "$log"
 	fi
 done
 echo "keel: $pass passed, $fail failed"

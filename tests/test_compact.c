@@ -23,6 +23,12 @@
 #include "testdb.h"
 #include "teststore.h"
 
+/* A slack small enough that the policy's proportional bound (2 x live to
+ * compact, 2.5 x live for the file) governs these small stores, so the
+ * tests of its space bound and backpressure compact as often as before the
+ * slack existed. */
+#define SMALL_SLACK ((uint64_t)64 << 10)
+
 /* ---- compaction --------------------------------------------------------- */
 
 static void fill_versions(keel_db *db, int keys, int versions)
@@ -166,8 +172,8 @@ static int cc_fsync(void *ctx, int fd)
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&cc_state, &expect, 1))
 			return -EIO; /* the first compaction fails here */
-		for (int i = 0; i < 200 && atomic_load(&cc_state) != 3; i++)
-			usleep(10000);
+		for (int i = 0; i < 3000 && atomic_load(&cc_state) != 3; i++)
+			usleep(10000); /* bounded: 30 s on a loaded machine */
 	}
 	return keel_io_posix()->fsync(ctx, fd);
 }
@@ -206,8 +212,8 @@ static void a_failed_compaction_cleans_up_before_the_next_one_starts(void **stat
 	reopen_with(f, &o);
 	fill_versions(f->db, 200, 1);
 	assert_int_equal(pthread_create(&t, NULL, compact_thread, f->db), 0);
-	for (int i = 0; i < 500 && atomic_load(&cc_state) < 2; i++)
-		usleep(2000);
+	for (int i = 0; i < 15000 && atomic_load(&cc_state) < 2; i++)
+		usleep(2000); /* bounded: 30 s on a loaded machine */
 	assert_int_equal(atomic_load(&cc_state), 2); /* the first is cleaning up */
 	assert_int_equal(keel_compact(f->db), KEEL_OK);
 	pthread_join(t, &rc1);
@@ -230,8 +236,8 @@ static ssize_t gate_pwrite(void *ctx, int fd, const void *buf, size_t len,
 	if (fd == atomic_load(&compact_fd)) {
 		int expect = 0;
 		atomic_compare_exchange_strong(&gate_state, &expect, 1);
-		for (int i = 0; i < 2000 && atomic_load(&gate_state) != 2; i++)
-			usleep(5000);
+		for (int i = 0; i < 6000 && atomic_load(&gate_state) != 2; i++)
+			usleep(5000); /* bounded: 30 s */
 	}
 	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
 }
@@ -246,7 +252,8 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	keel_io io = *keel_io_posix();
 	io.open = compact_open;
 	io.pwrite = gate_pwrite;
-	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT,
+	                  .compact_slack = SMALL_SLACK};
 	keel_db *db;
 	pthread_t t;
 	void *crc;
@@ -276,8 +283,8 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	assert_int_equal(keel_compacting(NULL), 0);
 
 	assert_int_equal(pthread_create(&t, NULL, compact_thread, db), 0);
-	for (int i = 0; i < 1000 && atomic_load(&gate_state) < 1; i++)
-		usleep(2000);
+	for (int i = 0; i < 15000 && atomic_load(&gate_state) < 1; i++)
+		usleep(2000); /* bounded: 30 s on a loaded machine */
 	assert_int_equal(atomic_load(&gate_state), 1); /* compaction under way */
 	assert_int_equal(keel_compacting(db), 1);
 	async_state *s = commit_async_key(db, "held", &b);
@@ -304,7 +311,7 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 static void an_async_flood_keeps_the_file_bounded(void **state)
 {
 	fixture *f = *state;
-	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK};
 	enum { KEYS = 20000, COMMITS = 60000, INFLIGHT = 64 };
 	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	keel_batch **b = calloc(COMMITS, sizeof(*b));
@@ -361,10 +368,12 @@ static void an_async_flood_keeps_the_file_bounded(void **state)
 static void the_automatic_policy_bounds_the_file(void **state)
 {
 	fixture *f = *state;
+	keel_options o = {.compact_slack = SMALL_SLACK};
 	keel_stats st;
+	reopen_with(f, &o);
 	fill_versions(f->db, 200, 60); /* 12,000 overwrites of 200 keys */
-	for (int i = 0; i < 100 && (keel_stat(f->db, &st), st.end_offset > 3 * st.live_bytes + (1u << 20)); i++)
-		usleep(20000); /* the background compactor may still be running */
+	for (int i = 0; i < 1500 && (keel_stat(f->db, &st), st.end_offset > 3 * st.live_bytes + (1u << 20)); i++)
+		usleep(20000); /* the compactor may still run: 30 s at most */
 	keel_stat(f->db, &st);
 	print_message("after 12000 overwrites: end %llu, live %llu, file %llu, %llu compactions\n",
 	              (unsigned long long)st.end_offset, (unsigned long long)st.live_bytes,
@@ -372,7 +381,7 @@ static void the_automatic_policy_bounds_the_file(void **state)
 	assert_true(st.compactions > 0);
 	assert_true(st.end_offset <= 3 * st.live_bytes + (1u << 20));
 	check_versions(f->db, 200, 60);
-	reopen(f);
+	reopen_with(f, &o);
 	check_versions(f->db, 200, 60);
 }
 
@@ -384,7 +393,7 @@ static void the_automatic_policy_bounds_the_file(void **state)
 static void the_file_stays_within_the_space_bound(void **state)
 {
 	fixture *f = *state;
-	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK};
 	enum { KEYS = 10000, PUTS = 150000 };
 	keel_stats st;
 	double peak = 0;
@@ -398,6 +407,7 @@ static void the_file_stays_within_the_space_bound(void **state)
 			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
 			double r = (double)st.file_size / (double)st.live_bytes;
 			peak = r > peak ? r : peak;
+			assert_true(st.file_size <= st.space_bound);
 		}
 	}
 	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
@@ -409,6 +419,54 @@ static void the_file_stays_within_the_space_bound(void **state)
 	assert_true(peak <= 2.5);
 }
 
+/* The default slack spares a small store: 10,000 keys of 16-byte values
+ * (about 500 KB live, the commit benchmark's store) used to compact every
+ * ~120 commits, each compaction rewriting the live tree with four syncs.
+ * Now nothing is due until the dead bytes pass two thirds of the slack,
+ * and the file stays within live + slack throughout. */
+static void the_default_slack_spares_a_small_store(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
+	enum { KEYS = 10000, PUTS = 60000 };
+	keel_stats st;
+	uint64_t end_before_first = 0, n_at_first = 0;
+	uint32_t x = 4242;
+
+	reopen_with(f, &o);
+	ts_load_numbered(f->db, KEYS);
+	for (int i = 0; i < PUTS; i++) {
+		ts_overwrite_numbered(f->db, KEYS, &x, i);
+		if (i % 25)
+			continue;
+		assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+		assert_int_equal(st.space_bound,
+		                 st.live_bytes + KEEL_COMPACT_SLACK_DEFAULT);
+		assert_true(st.file_size <= st.space_bound);
+		if (st.compactions == 0)
+			end_before_first = st.end_offset;
+		else if (!n_at_first)
+			n_at_first = (uint64_t)i;
+	}
+	for (int i = 0; i < 1000 && keel_compacting(f->db); i++)
+		usleep(10000);
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	print_message("%d unsynced overwrites: live %llu, the used part reached "
+	              "%llu before the first compaction (put %llu), %llu "
+	              "compactions\n", PUTS, (unsigned long long)st.live_bytes,
+	              (unsigned long long)end_before_first,
+	              (unsigned long long)n_at_first,
+	              (unsigned long long)st.compactions);
+	assert_true(st.compactions >= 1);
+	assert_true(st.compactions <= 10);
+	assert_true(end_before_first >=
+	            st.live_bytes + KEEL_COMPACT_SLACK_DEFAULT / 2);
+	/* the policy off: no bound to report */
+	reopen_with(f, &(keel_options){.flags = KEEL_NOCOMPACT});
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	assert_int_equal(st.space_bound, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +475,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_failed_compaction_cleans_up_before_the_next_one_starts, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_file_stays_within_the_space_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_default_slack_spares_a_small_store, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_commits_wait_while_compaction_is_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_async_flood_keeps_the_file_bounded, setup, teardown),
 	};

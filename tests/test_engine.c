@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -834,6 +835,48 @@ static void a_second_writer_handle_is_refused_while_the_first_holds_the_lock(voi
 
 /* ---- several processes ------------------------------------------------------ */
 
+/* Every wait on a child or a pipe is bounded: a child that dies or hangs
+ * fails the test with a message naming what was awaited, never blocks it.
+ * The bounds are for hangs, not speed (the machine may be busy). */
+#define CHILD_WAIT_MS 60000
+
+/* One byte from FD (whose write ends this process has closed), within
+ * CHILD_WAIT_MS; on failure the child PID is killed and reaped. */
+static char child_read(int fd, pid_t pid, const char *what)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c = 0;
+	int n = poll(&p, 1, CHILD_WAIT_MS);
+	ssize_t got = n > 0 ? read(fd, &c, 1) : -1;
+	if (got == 1)
+		return c;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fail_msg("waiting for the child process: %s: %s", what,
+	         n == 0 ? "no answer in 60 s" :
+	         got == 0 ? "it ended without answering" : strerror(errno));
+	return 0;
+}
+
+/* Reaps PID within CHILD_WAIT_MS (then kills it and fails); its status. */
+static int child_reap(pid_t pid, const char *what)
+{
+	int status = 0;
+	for (int ms = 0; ms < CHILD_WAIT_MS; ms += 5) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			return status;
+		if (r < 0 && errno != EINTR)
+			fail_msg("waitpid for the child (%s): %s", what,
+			         strerror(errno));
+		usleep(5000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fail_msg("the child process did not end in 60 s: %s", what);
+	return -1;
+}
+
 static void a_reader_process_sees_new_commits_without_reopening(void **state)
 {
 	fixture *f = *state;
@@ -862,19 +905,18 @@ static void a_reader_process_sees_new_commits_without_reopening(void **state)
 		}
 		_exit(1);
 	}
-	char c;
-	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_true(pid > 0);
+	close(go[1]); /* a child that dies without writing ends the read */
+	child_read(go[0], pid, "the reader process opened the store");
 	for (char d = '1'; d <= '8'; d++)
 		assert_int_equal(keel_put(f->db, "counter", 7, &d, 1, KEEL_REV_ANY, NULL), KEEL_OK);
 	assert_int_equal(keel_compact(f->db), KEEL_OK); /* the reader follows */
 	assert_int_equal(keel_put(f->db, "after-compact", 13, "y", 1, KEEL_REV_ANY, NULL), KEEL_OK);
 	assert_int_equal(keel_put(f->db, "counter", 7, "9", 1, KEEL_REV_ANY, NULL), KEEL_OK);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	int status = child_reap(pid, "the reader saw the last value");
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	close(go[0]);
-	close(go[1]);
 }
 
 /* A sync that waits while `sync_held` is set (bounded), and says when it
@@ -896,13 +938,11 @@ static void *put_k2(void *arg)
 	return (void *)(intptr_t)keel_put(db, "k2", 2, "b", 1, KEEL_REV_ANY, NULL);
 }
 
-/* Asks the reader process whether "k2" shows; 'y' or 'n'. */
-static char reader_sees_k2(int ask, int answer)
+/* Asks the reader process PID whether "k2" shows; 'y' or 'n'. */
+static char reader_sees_k2(int ask, int answer, pid_t pid)
 {
-	char c = '?';
 	assert_int_equal(write(ask, "?", 1), 1);
-	assert_int_equal(read(answer, &c, 1), 1);
-	return c;
+	return child_read(answer, pid, "the reader's answer: does k2 show?");
 }
 
 static void wait_for_sync_waiting(void)
@@ -946,29 +986,29 @@ static void a_reader_process_sees_only_durable_commits(void **state)
 		}
 		_exit(keel_close(r) == KEEL_OK ? 0 : 5);
 	}
-	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
+	assert_true(pid > 0);
+	close(ask[0]);
+	close(answer[1]); /* a child that dies ends the read */
+	assert_int_equal(reader_sees_k2(ask[1], answer[0], pid), 'n');
 	atomic_store(&sync_held, true);
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, put_k2, f->db), 0);
 	wait_for_sync_waiting();
 	/* written, not durable: the reader reads past the head it knew
 	 * (twice: the second look must not differ) */
-	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
-	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'n');
+	assert_int_equal(reader_sees_k2(ask[1], answer[0], pid), 'n');
+	assert_int_equal(reader_sees_k2(ask[1], answer[0], pid), 'n');
 	atomic_store(&sync_held, false);
 	void *rc;
 	assert_int_equal(pthread_join(t, &rc), 0);
 	assert_int_equal((int)(intptr_t)rc, KEEL_OK);
-	assert_int_equal(reader_sees_k2(ask[1], answer[0]), 'y'); /* durable */
+	assert_int_equal(reader_sees_k2(ask[1], answer[0], pid), 'y'); /* durable */
 	assert_int_equal(write(ask[1], "q", 1), 1);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	int status = child_reap(pid, "the reader closed the store");
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	close(ask[0]);
 	close(ask[1]);
 	close(answer[0]);
-	close(answer[1]);
 }
 
 /* The marker binds readers only while a writer holds the lock: a writer
@@ -1013,20 +1053,21 @@ static void a_killed_writers_marker_binds_no_reader(void **state)
 		                             * failed and its process ended */
 		_exit(6);
 	}
-	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_true(pid > 0);
+	close(go[1]); /* a child that dies without writing ends the read */
+	close(stay[0]);
+	c = child_read(go[0], pid, "the writer process is inside a sync");
 	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
 	check_value(r, "k1", "a");
 	check_value(r, "k2", NULL); /* written, not durable, writer alive */
 	kill(pid, SIGKILL);
-	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	child_reap(pid, "the writer process, killed");
 	assert_int_equal(access(marker, F_OK), 0); /* left behind */
 	check_value(r, "k2", "b"); /* no writer: nothing is in flight */
 	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
 	check_value(f->db, "k2", "b");
 	assert_int_equal(keel_close(r), KEEL_OK);
 	close(go[0]);
-	close(go[1]);
-	close(stay[0]);
 	close(stay[1]);
 	free(marker);
 }
@@ -1047,15 +1088,15 @@ static void a_killed_writer_process_releases_the_lock(void **state)
 		for (;;)
 			pause();
 	}
-	char c;
-	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_true(pid > 0);
+	close(go[1]); /* a child that dies without writing ends the read */
+	child_read(go[0], pid, "the writer process opened the store");
 	assert_int_equal(keel_open(f->path, &o, &db), KEEL_EBUSY);
 	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	child_reap(pid, "the writer process, killed");
 	o.lock_timeout_ms = 2000;
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_OK);
 	close(go[0]);
-	close(go[1]);
 }
 
 static void strerror_names_every_code(void **state)

@@ -316,6 +316,45 @@ static void test_garbage_fills_one_sector(void **state)
 	assert_true(garbage > 0);
 }
 
+/* PAYLOAD: a multi-sector write keeps its first and last sectors and all
+ * but one interior sector; that one keeps its old bytes or gets garbage. */
+static void test_payload_loses_one_interior_sector(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ];
+	int garbage = 0, lost = 0;
+
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		faultsim_crash_report rep;
+		unlink(x->path);
+		int fd = xopen(x, "f", KEEL_IO_CREATE);
+		fill(x, fd, 'a', 4096, 0);
+		xsync(x, fd);
+		xsync_dir(x);
+		fill(x, fd, 'n', 4096, 0); /* 8 sectors over durable 'a' */
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_PAYLOAD, 512, seed, &rep);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+		int bad = -1;
+		for (int sct = 0; sct < 8; sct++) {
+			int all_n = 1;
+			for (int i = 0; i < 512; i++)
+				all_n &= got[sct * 512 + i] == 'n';
+			if (all_n)
+				continue;
+			assert_int_equal(bad, -1); /* only one */
+			bad = sct;
+			int all_a = 1;
+			for (int i = 0; i < 512; i++)
+				all_a &= got[sct * 512 + i] == 'a';
+			lost += all_a;
+			garbage += !all_a;
+		}
+		assert_true(bad >= 1 && bad <= 6); /* interior */
+	}
+	assert_true(lost > 5 && garbage > 5);
+}
+
 static void test_same_seed_same_files(void **state)
 {
 	fx *x = *state;
@@ -567,6 +606,54 @@ static void test_evict_lost_reverts_only_lost(void **state)
 	assert_int_equal(rep.lost_failed, 0);
 	assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
 	assert_int_equal(got[200], rep.kept ? 'z' : 'a');
+}
+
+/* The machine lives on and writes the dead writer's dirty pages back: they
+ * become durable (a crash keeps them), what a failed sync lost stays
+ * readable in the cache and never reaches the device; the device copy is
+ * what a reader through the device (O_DIRECT) would see. */
+static void test_write_back_and_device_copy(void **state)
+{
+	fx *x = *state;
+	unsigned char seen[4196], got[8192];
+	char copy[160];
+	faultsim_crash_report rep;
+
+	failed_sync(x, FAULTSIM_PROFILE_EXT4, seen);
+	int fd = xopen(x, "f", 0);
+	fill(x, fd, 'z', 10, 200); /* after the failure, unsynced */
+	x->io->close(x->io->ctx, fd);
+	faultsim_cache_write_back(x->cache);
+	int src = open(x->path, O_RDONLY);
+	assert_true(src >= 0);
+	int file = faultsim_cache_file_of(x->cache, src);
+	assert_true(file >= 0);
+	assert_int_equal(faultsim_cache_lost_records(x->cache, file), 2);
+	assert_int_equal(faultsim_cache_lost_records(x->cache, -1), 2);
+	/* the cache still shows the failed bytes */
+	assert_int_equal(slurp(x, "f", got, sizeof got), 4196);
+	assert_true(got[0] == 'x' && got[200] == 'z' && got[4096] == 'y');
+	snprintf(copy, sizeof copy, "%s/view", x->dir);
+	int dst = open(copy, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(dst >= 0);
+	assert_int_equal(faultsim_cache_device_copy(x->cache, file, src, dst), 0);
+	close(dst);
+	close(src);
+	/* the device: 'a' under the lost 'x', the written-back 'z', and
+	 * zeros where the lost 'y' grew the file */
+	assert_int_equal(slurp(x, "view", got, sizeof got), 4196);
+	assert_true(got[0] == 'a' && got[99] == 'a' && got[200] == 'z' &&
+	            got[4096] == 0 && got[4195] == 0);
+	/* a power cut now keeps 'z' (written back) and drops the lost */
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 0, &rep);
+	assert_int_equal(rep.kept + rep.lost, 0);
+	assert_int_equal(rep.lost_failed, 2);
+	assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+	assert_true(got[0] == 'a' && got[200] == 'z');
+	/* a file the cache never saw */
+	int other = open(copy, O_RDONLY);
+	assert_int_equal(faultsim_cache_file_of(x->cache, other), -ENOENT);
+	close(other);
 }
 
 /* ---- fault specs ------------------------------------------------------------- */
@@ -924,6 +1011,7 @@ int main(void)
 		T(test_reorder_keeps_any_subset),
 		T(test_torn_persists_whole_sectors),
 		T(test_garbage_fills_one_sector),
+		T(test_payload_loses_one_interior_sector),
 		T(test_same_seed_same_files),
 		T(test_create_needs_dir_sync),
 		T(test_rename_undone_without_dir_sync),
@@ -932,6 +1020,7 @@ int main(void)
 		T(test_unlinked_file_content_follows_model),
 		T(test_profiles_after_failed_sync),
 		T(test_evict_lost_reverts_only_lost),
+		T(test_write_back_and_device_copy),
 		T(test_spec_parser),
 		T(test_nth_fires_at_exactly_that_call),
 		T(test_probability_is_seeded),

@@ -287,6 +287,69 @@ static void absolute_form_is_reduced_to_its_path(void **state)
 	                      &req) > 0);
 	assert_true(slice_is(req.path, "/k"));
 	assert_true(slice_is(req.query, "x=1"));
+	assert_true(parse_str("PUT HTTPS://h/a/b HTTP/1.1\r\nHost: h\r\n"
+	                      "Content-Length: 0\r\n\r\n", &req) > 0);
+	assert_true(slice_is(req.path, "/a/b"));
+	assert_null(req.query.p);
+}
+
+/* RFC 9110 section 4.2.3: an empty path in an http(s) URI is "/". */
+static void absolute_form_without_a_path_is_the_root(void **state)
+{
+	struct http_request req;
+
+	(void)state;
+	assert_true(parse_str("GET http://h HTTP/1.1\r\nHost: h\r\n\r\n",
+	                      &req) > 0);
+	assert_true(slice_is(req.path, "/"));
+	assert_null(req.query.p);
+	assert_true(parse_str("GET http://h:8080?prefix=a&limit=2 HTTP/1.1\r\n"
+	                      "Host: h\r\n\r\n", &req) > 0);
+	assert_true(slice_is(req.path, "/"));
+	assert_true(slice_is(req.query, "prefix=a&limit=2"));
+	/* no host, or a scheme that is not http(s): 400 */
+	assert_int_equal(parse_str("GET http:///k HTTP/1.1\r\nHost: h\r\n\r\n",
+	                           &req), -400);
+	assert_int_equal(parse_str("GET http:// HTTP/1.1\r\nHost: h\r\n\r\n",
+	                           &req), -400);
+	assert_int_equal(parse_str("GET ftp://h/k HTTP/1.1\r\nHost: h\r\n\r\n",
+	                           &req), -400);
+	assert_int_equal(parse_str("GET h:80 HTTP/1.1\r\nHost: h\r\n\r\n",
+	                           &req), -400);
+}
+
+/* RFC 9112 section 3.2.4: asterisk-form, for OPTIONS only. */
+static void options_asterisk_is_accepted(void **state)
+{
+	const char *r = "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n";
+	struct http_request req;
+
+	(void)state;
+	assert_int_equal(parse_str(r, &req), (int)strlen(r));
+	assert_int_equal(req.method, HTTP_METHOD_OPTIONS);
+	assert_true(slice_is(req.path, "*"));
+	assert_null(req.query.p);
+	prefixes_are_partial(r, 0);
+	assert_int_equal(parse_str("GET * HTTP/1.1\r\nHost: h\r\n\r\n", &req),
+	                 -400);
+	assert_int_equal(parse_str("OPTIONS *x HTTP/1.1\r\nHost: h\r\n\r\n",
+	                           &req), -400);
+}
+
+/* Numbers are read by value: leading zeros are valid, 2^64 is not. */
+static void content_length_with_leading_zeros(void **state)
+{
+	struct http_request req;
+
+	(void)state;
+	assert_true(parse_str("PUT /k HTTP/1.1\r\nHost: h\r\nContent-Length: "
+	                      "0000000000000000000000005\r\n\r\n", &req) > 0);
+	assert_int_equal(req.content_length, 5);
+	assert_true(parse_str("PUT /k HTTP/1.1\r\nHost: h\r\nContent-Length: "
+	                      "18446744073709551615\r\n\r\n", &req) > 0);
+	assert_true(req.content_length == UINT64_MAX);
+	assert_int_equal(parse_str("PUT /k HTTP/1.1\r\nHost: h\r\nContent-Length: "
+	                           "18446744073709551616\r\n\r\n", &req), -400);
 }
 
 static void etag_lists_match_revisions(void **state)
@@ -380,7 +443,9 @@ static void chunked_errors(void **state)
 	assert_int_equal(chunk_feed("3\r\nabcX\r\n", 2, 0, body, &blen), -400);
 	assert_int_equal(chunk_feed("3\rX", 1, 0, body, &blen), -400);
 	assert_int_equal(chunk_feed("11111111111111111\r\n", 4, 0, body, &blen),
-	                 -400);
+	                 -400); /* 17 significant digits: over 64 bits */
+	assert_int_equal(chunk_feed("10000000000000000\r\n", 1, 0, body, &blen),
+	                 -400); /* exactly 2^64 */
 	assert_int_equal(chunk_feed("ffffffffffffffff\r\n", 4, 1 << 30, body,
 	                            &blen),
 	                 -413);
@@ -388,6 +453,27 @@ static void chunked_errors(void **state)
 	                            &blen), -413);
 	assert_int_equal(chunk_feed("3\r\nabc\r\n0\r\n\r\n", 3, 3, body, &blen),
 	                 13);
+}
+
+/* RFC 9112 section 7.1: chunk-size = 1*HEXDIG; its value counts, not
+ * how many digits spell it. */
+static void chunk_sizes_with_leading_zeros(void **state)
+{
+	static const char *s = "0000000000000000003\r\nabc\r\n"
+	                       "000000000000000000000000000000000000000000\r\n\r\n";
+	char body[64];
+	size_t blen, step;
+
+	(void)state;
+	for (step = 1; step <= strlen(s); step++) {
+		assert_int_equal(chunk_feed(s, step, 0, body, &blen),
+		                 (ssize_t)strlen(s));
+		assert_int_equal(blen, 3);
+		assert_memory_equal(body, "abc", 3);
+	}
+	/* the largest size is accepted by value (and refused by the limit) */
+	assert_int_equal(chunk_feed("00ffffffffffffffff\r\n", 5, 1 << 20, body,
+	                            &blen), -413);
 }
 
 static void chunked_size_line_is_bounded(void **state)
@@ -466,9 +552,13 @@ int main(void)
 		cmocka_unit_test(long_target_answers_414_before_the_line_ends),
 		cmocka_unit_test(head_over_8k_answers_431),
 		cmocka_unit_test(absolute_form_is_reduced_to_its_path),
+		cmocka_unit_test(absolute_form_without_a_path_is_the_root),
+		cmocka_unit_test(options_asterisk_is_accepted),
+		cmocka_unit_test(content_length_with_leading_zeros),
 		cmocka_unit_test(etag_lists_match_revisions),
 		cmocka_unit_test(chunked_bodies_decode_in_place),
 		cmocka_unit_test(chunked_errors),
+		cmocka_unit_test(chunk_sizes_with_leading_zeros),
 		cmocka_unit_test(chunked_size_line_is_bounded),
 		cmocka_unit_test(percent_decoding),
 		cmocka_unit_test(query_parameters),

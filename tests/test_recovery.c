@@ -285,6 +285,12 @@ static void damage_behind_a_durable_head_refuses_unless_salvaged(void **state)
 	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
 	assert_true(r.offset <= prev_head);
 	assert_true(strstr(r.reason, "later head") != NULL);
+	/* reported at the record that holds the flipped byte, not at the
+	 * head whose region check failed */
+	assert_true(r.offset <= victim);
+	assert_int_equal(keel_ld32(img + r.offset), KEEL_REC_MAGIC);
+	assert_true(r.offset + KEEL_REC_HDR + keel_ld32(img + r.offset + 8) > victim);
+	assert_true(strstr(r.reason, "record fails its checksum") != NULL);
 	o.flags = KEEL_SALVAGE | KEEL_RDONLY;
 	assert_int_equal(keel_open(f->copy, &o, &db), KEEL_OK);
 	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);

@@ -3,8 +3,8 @@
 # short runs of every mode that must pass (power loss under each device
 # model, faults on demand, faults during recovery, --enumerate,
 # --compact-every), the three engine positive controls that must be caught
-# (exit 1) on a few seeds each, and bad input that must exit 2 and touch
-# nothing.  Bounded: about 40 seconds.
+# (exit 1) on a few seeds each, --cache-lives, and bad input that must
+# exit 2 and touch nothing.  Bounded: about a minute.
 set -u
 B=${1:-build}
 TORTURE=$B/torture
@@ -30,6 +30,23 @@ passes() {
 	expect "$name exits 0" 0 $rc
 	[ $rc = 0 ] || tail -n 20 "$T/$name.out"
 }
+# passes_long NAME SECONDS FIELD=MIN... -- ARGS...: passes, run for SECONDS
+# and longer (lib.sh, long_enough_durations) until every FIELD reaches MIN
+passes_long() {
+	pl_name=$1 pl_secs=$2
+	shift 2
+	pl_wants=""
+	while [ "$1" != "--" ]; do pl_wants="$pl_wants $1"; shift; done
+	shift
+	for d in $(long_enough_durations "$pl_secs"); do
+		passes "$pl_name" "$@" --duration "${d}s"
+		# shellcheck disable=SC2086
+		reached "$T/$pl_name.json" $pl_wants && break
+	done
+	for w in $pl_wants; do
+		at_least "$pl_name" "$T/$pl_name.json" "${w%%=*}" "${w#*=}"
+	done
+}
 # caught NAME PATTERN ARGS...: the run must exit 1, and its reproducer
 # line must match PATTERN (the flags that made the run what it was)
 caught() {
@@ -44,32 +61,26 @@ caught() {
 }
 
 # ---- power loss under every device model -----------------------------------
-for dev in ordered reorder "torn --sector 4096" garbage; do
+for dev in ordered reorder "torn --sector 4096" garbage payload; do
 	n=power-$(echo "$dev" | cut -d' ' -f1)
 	# shellcheck disable=SC2086
-	passes "$n" --power-loss --device $dev --duration 2s
-	at_least "$n" "$T/$n.json" power_cuts 10
-	at_least "$n" "$T/$n.json" acked_writes 100
+	passes_long "$n" 2 power_cuts=10 acked_writes=100 -- --power-loss --device $dev
 done
 
 # ---- faults on demand: expected failures, nothing acknowledged lost ---------
-passes fail-fsync --fail fdatasync:EIO --fsync-profile ext4 --duration 2s
-at_least fail-fsync "$T/fail-fsync.json" faults_fired 5
-at_least fail-fsync "$T/fail-fsync.json" failed_commits 5
+passes_long fail-fsync 2 faults_fired=5 failed_commits=5 -- \
+	--fail fdatasync:EIO --fsync-profile ext4
 # The grower (engine/grow.c) syncs on a descriptor of its own: a failed
 # sync there is also reported to the commits' descriptor (errseq, as Linux
 # does), and the harness must find nothing lost.  1 MiB steps make the
 # grower work on this small store; a power cut may land mid-growth.
-passes fail-fsync-grower --fail fdatasync:EIO --fsync-profile ext4 \
-	--grow-step 1 --duration 2s
-at_least fail-fsync-grower "$T/fail-fsync-grower.json" faults_fired 5
-passes power-grower --power-loss --device torn --grow-step 1 --duration 2s
-at_least power-grower "$T/power-grower.json" power_cuts 10
-passes fail-pwrite --power-loss --fail pwrite:ENOSPC:p=0.01 \
-	--fail pwrite:short:p=0.01 --fail sync:EIO:p=0.01 \
-	--fsync-profile xfs --duration 2s
-at_least fail-pwrite "$T/fail-pwrite.json" faults_fired 5
-at_least fail-pwrite "$T/fail-pwrite.json" acked_writes 100
+passes_long fail-fsync-grower 2 faults_fired=5 -- --fail fdatasync:EIO \
+	--fsync-profile ext4 --grow-step 1
+passes_long power-grower 2 power_cuts=10 -- --power-loss --device torn \
+	--grow-step 1
+passes_long fail-pwrite 2 faults_fired=5 acked_writes=100 -- --power-loss \
+	--fail pwrite:ENOSPC:p=0.01 --fail pwrite:short:p=0.01 \
+	--fail sync:EIO:p=0.01 --fsync-profile xfs
 
 # ---- faults during recovery: the writer's open fails cleanly -----------------
 # ENOSPC on cutting the tail (the writer's open truncates and syncs).
@@ -88,9 +99,51 @@ passes recovery-eio-head --fail pread:EIO:nth=4 --cycles 10
 at_least recovery-eio-head "$T/recovery-eio-head.json" failed_opens 10
 # btrfs reverts a failed sync's pages at once: later commits must report the
 # handle's I/O error, not what building on reverted pages ran into.
-passes fail-btrfs --fail fdatasync:EIO:nth=20 --fsync-profile btrfs \
-	--duration 2s --seed 3
-at_least fail-btrfs "$T/fail-btrfs.json" failed_commits 1
+passes_long fail-btrfs 2 failed_commits=1 -- --fail fdatasync:EIO:nth=20 \
+	--fsync-profile btrfs --seed 3
+
+# ---- --cache-lives: a failed sync's pages stay readable for the next writer --
+# The verify must adopt only what the device holds (a copy through the
+# device's view when those pages are cached): reading the cache, these
+# runs reported phantoms and "the value verified last cycle is gone"
+# within seconds (4 of 4 seeds at p=0.2), though nothing acknowledged was
+# lost.  Short kills and frequent faults make the windows common.
+for s in 1 2; do
+	passes "cache-lives-$s" --cache-lives --fail fdatasync:EIO:p=0.2 \
+		--kill-every 20ms --duration 4s --seed $s
+	at_least "cache-lives-$s" "$T/cache-lives-$s.json" device_views 1
+	at_least "cache-lives-$s" "$T/cache-lives-$s.json" failed_commits 5
+done
+passes cache-lives-compact --cache-lives --fail fdatasync:EIO:p=0.05 \
+	--compact-every 20ms --duration 4s --seed 3
+
+# ---- --mixed: kills with and without power cuts in one run ----------------
+# A cut can take what an earlier writer left dirty and a later one took
+# up; with failed syncs in between too.  (This found the writer's open that
+# did not sync the directory after a compaction's rename.)
+passes mixed --mixed 50 --duration 4s --seed 21
+at_least mixed "$T/mixed.json" power_cuts 5
+passes mixed-compact --mixed 30 --compact-every 20ms --device reorder \
+	--duration 3s --seed 22
+at_least mixed-compact "$T/mixed-compact.json" power_cuts 3
+passes mixed-fail --mixed 50 --fail fdatasync:EIO:p=0.05 --duration 3s \
+	--seed 23
+at_least mixed-fail "$T/mixed-fail.json" faults_fired 1
+
+# ---- --readers: what a reader process was shown may never be rolled back ----
+passes readers --readers 2 --mixed 50 --duration 3s --seed 24
+at_least readers "$T/readers.json" reader_seen 20
+at_least readers "$T/readers.json" power_cuts 3
+
+# ---- --snapshots: held views unchanged across refreshes, growths, compactions
+passes snapshots --snapshots --compact-every 10ms --grow-step 1 \
+	--power-loss --duration 3s --seed 25
+at_least snapshots "$T/snapshots.json" view_checks 50
+
+# ---- --bit-rot: not here yet.  It finds that one flipped bit in the head
+# before the newest makes recovery settle, silently, on an older head (about
+# one cycle in a few hundred; docs/torture.md, "What it found"); a run here
+# would fail at random until the engine refuses that damage.
 
 # ---- --enumerate: a crash after every I/O step ------------------------------
 passes enumerate --enumerate --seed 5
@@ -102,8 +155,7 @@ contains "enumerate summary" "$T/enumerate.out" \
 	'crash states +[0-9]+ of [0-9]+ I/O steps checked'
 
 # ---- --compact-every: kills and power cuts inside compactions ----------------
-passes compact --compact-every 10ms --power-loss --duration 3s
-at_least compact "$T/compact.json" compact_kills 1
+passes_long compact 3 compact_kills=1 -- --compact-every 10ms --power-loss
 passes compact-kill --compact-every 10ms --duration 2s
 
 # ---- positive controls ---------------------------------------------------------
@@ -116,6 +168,10 @@ for s in 1 2 3; do
 		"--fail fdatasync:EIO --fsync-profile ext4 --unsafe retry-fsync" \
 		--seed $s --fail fdatasync:EIO --fsync-profile ext4 \
 		--unsafe retry-fsync
+	# with the failed sync's pages still cached for the next writer
+	caught "retry-fsync-cache-lives-$s" \
+		"--cache-lives --fail fdatasync:EIO .*--unsafe retry-fsync" \
+		--seed $s --fail fdatasync:EIO --cache-lives --unsafe retry-fsync
 done
 caught enumerate-no-sync "--threads 1 .*--enumerate --device torn --sector 512 --unsafe no-sync" \
 	--seed 5 --enumerate --unsafe no-sync
@@ -129,7 +185,7 @@ bad_input() { # bad_input NAME PATTERN ARGS...
 	expect "$name exits 2" 2 $?
 	contains "$name names the problem" "$T/bad.out" "$pattern"
 }
-bad_input "unknown device" "--device flash: unknown device model" \
+bad_input "unknown device" "--device flash: unknown device model.*payload" \
 	--power-loss --device flash
 bad_input "bad sector" "--sector 1000: want 512 or 4096" --power-loss \
 	--sector 1000
@@ -144,12 +200,22 @@ bad_input "profile without --fail" "needs a --fail" --fsync-profile ext4
 bad_input "cache-lives without --fail" "it needs a --fail spec and no power cut" --cache-lives
 bad_input "cache-lives with power loss" "it needs a --fail spec and no power cut" \
 	--cache-lives --power-loss --fail fdatasync:EIO
+bad_input "readers with enumerate" "drop --readers and --snapshots" \
+	--enumerate --readers 1
+bad_input "zero readers" "--readers 0: want a whole number from 1 to 16" \
+	--readers 0
+bad_input "mixed over 100" "--mixed 101: want a whole percentage" \
+	--mixed 101
+bad_input "mixed with power loss" "--mixed chooses which kills" \
+	--mixed 50 --power-loss
 bad_input "enumerate with compaction" "drop --compact-every" --enumerate \
 	--compact-every 10ms
 bad_input "enumerate with threads" "drop --threads" --enumerate --threads 4
 bad_input "zero compact period" "--compact-every 0ms" --compact-every 0ms
 bad_input "unknown unsafe mode" "unknown unsafe mode.*retry-fsync" \
 	--unsafe fast
+bad_input "no-sync without a power cut" "no-sync.*needs --power-loss or --enumerate" \
+	--unsafe no-sync
 expect "nothing made in TMPDIR" "" "$(ls -A "$T/empty")"
 
 echo "torture_faults.sh: $checks checks, $fails failed"

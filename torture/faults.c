@@ -3,9 +3,12 @@
  */
 #include "faults.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "faultsim.h"
 #include "keel.h"
@@ -15,6 +18,8 @@ struct torture_faults {
 	faultsim_faults *faults; /* the --fail specs and the step count  */
 	faultsim_io *io;         /* the backend the writers open with    */
 	torture_options *opt;    /* its io points at IO                  */
+	int dirty_left;          /* --mixed: the last writer died without a
+	                            cut; its dirty pages are still undoable */
 };
 
 static uint64_t mix(uint64_t x)
@@ -130,14 +135,55 @@ static int power_cut(torture_faults *f, uint64_t cycle, report *r)
 	return 0;
 }
 
-int faults_after_writer(torture_faults *f, uint64_t cycle, report *r)
+/*
+ * --mixed: does this kill also cut the power?  Drawn from the seed and the
+ * cycle.  One exception keeps the verdict honest: when the last writer died
+ * without a cut, its dirty pages are still in the cache and the verify that
+ * followed was shown the commits they hold (unacknowledged, not yet
+ * durable).  The next writer's open syncs them before it reports OPENED; a
+ * cut before that may take them, which is allowed (nothing acknowledged is
+ * among them) but would take back what the oracle already adopted.  So a
+ * cut drawn for a writer that did not report a successful open is deferred
+ * (counted); after a successful open, the cut goes ahead, and a writer that
+ * did not make those commits durable at open is caught.
+ */
+static int cut_now(torture_faults *f, uint64_t cycle, int opened, report *r)
+{
+	const torture_options *o = f->opt;
+	int cut;
+
+	if (!o->mixed)
+		return o->power_loss || o->enumerate;
+	cut = mix(o->seed ^ mix(cycle ^ 0x6d69786564ull)) % 100 < o->cut_pct;
+	if (cut && f->dirty_left && !opened) {
+		r->cuts_deferred++;
+		cut = 0;
+	}
+	return cut;
+}
+
+int faults_after_writer(torture_faults *f, uint64_t cycle, int opened,
+                        report *r)
 {
 	for (int i = 0; i < (int)f->opt->nfail; i++)
 		r->faults_fired += faultsim_faults_fired(f->faults, i);
-	if (f->opt->power_loss || f->opt->enumerate) {
+	if (cut_now(f, cycle, opened, r)) {
 		if (power_cut(f, cycle, r) < 0)
 			return -1;
+		f->dirty_left = 0;
+	} else if (f->opt->mixed && !f->opt->nfail) {
+		if (faultsim_cache_overflowed(f->cache)) {
+			fprintf(stderr, "torture: the fault simulator's cache "
+			        "filled up (raise FAULTSIM_CACHE_DEFAULT)\n");
+			return -1;
+		}
+		/* The machine lives on and has not written the dirty pages
+		 * back yet: a later cut can still take them (and anything a
+		 * later writer built on them without syncing). */
+		faultsim_cache_writer_died(f->cache);
+		f->dirty_left = 1;
 	} else {
+		f->dirty_left = 0;
 		if (faultsim_cache_overflowed(f->cache)) {
 			fprintf(stderr, "torture: the fault simulator's cache "
 			        "filled up (raise FAULTSIM_CACHE_DEFAULT)\n");
@@ -152,7 +198,11 @@ int faults_after_writer(torture_faults *f, uint64_t cycle, report *r)
 		 * rest as durable keeps the cache from filling over a long
 		 * run, and no crash will ever undo it. */
 		if (f->opt->cache_lives && cycle % 2 == 0) {
-			faultsim_cache_writer_died(f->cache);
+			/* the dirty pages are written back (the verify reads
+			 * through the device, as O_DIRECT does, which writes
+			 * them back first); what a failed sync LOST stays
+			 * readable and is never on the device */
+			faultsim_cache_write_back(f->cache);
 		} else {
 			faultsim_cache_evict_lost(f->cache);
 			faultsim_cache_forget(f->cache);
@@ -160,6 +210,36 @@ int faults_after_writer(torture_faults *f, uint64_t cycle, report *r)
 	}
 	/* --enumerate repeats one workload: the same faults every time */
 	return arm(f, f->opt->enumerate ? 0 : cycle + 1);
+}
+
+int faults_device_view(torture_faults *f, const char *path,
+                       const char *copy)
+{
+	int src, dst, file, rc;
+
+	if (!f)
+		return 0;
+	if ((src = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0; /* the verifying open will say what is wrong */
+	file = faultsim_cache_file_of(f->cache, src);
+	if (file < 0 || faultsim_cache_lost_records(f->cache, file) == 0) {
+		close(src);
+		return 0;
+	}
+	(void)unlink(copy);
+	dst = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	rc = dst < 0 ? -errno : faultsim_cache_device_copy(f->cache, file,
+	                                                   src, dst);
+	if (dst >= 0 && close(dst) < 0 && rc == 0)
+		rc = -errno;
+	close(src);
+	if (rc < 0) {
+		fprintf(stderr, "torture: cannot build the device's view of "
+		        "%s in %s: %s\n", path, copy, strerror(-rc));
+		(void)unlink(copy);
+		return -1;
+	}
+	return 1;
 }
 
 void faults_kill_after(torture_faults *f, uint64_t n)

@@ -36,18 +36,37 @@ typedef struct torture_faults torture_faults;
 int faults_setup(torture_options *o);
 
 /*
- * faults_after_writer - the writer of cycle CYCLE is dead (reaped).  With
- * power loss: faultsim_cache_crash under --device/--sector, seeded from
- * the run's seed and the cycle, counted into R.  Without: the pages a
+ * faults_after_writer - the writer of cycle CYCLE is dead (reaped); OPENED
+ * says it reported a successful keel_open.  With power loss (every kill, or
+ * under --mixed the kills drawn for it): faultsim_cache_crash under
+ * --device/--sector, seeded from the run's seed and the cycle, counted
+ * into R.  Under --mixed without --fail, the other kills leave every record
+ * (dirty pages stay undoable by a later cut); a cut drawn for a writer that
+ * did not report OPENED after such a kill is deferred (see faults.c).
+ * Otherwise, without a cut: the pages a
  * failed sync dropped are evicted (the next reader sees what the disk
- * holds) and the rest is taken as written back.  Then the next writer
+ * holds) and the rest is taken as written back; under --cache-lives, after
+ * every other writer, the rest is written back and the LOST pages stay
+ * readable (faults_device_view).  Then the next writer
  * gets fresh fault state (call counts from zero, so nth=N is the Nth call
  * of each writer; p= decisions seeded per cycle from --seed, the same for
  * every run under --enumerate).  0, or -1 after a message: the simulator could not
  * do its job (its cache filled up, a file could not be rewritten) -- a
  * set-up error, never a finding.
  */
-int faults_after_writer(torture_faults *f, uint64_t cycle, report *r);
+int faults_after_writer(torture_faults *f, uint64_t cycle, int opened,
+                        report *r);
+
+/*
+ * faults_device_view - the verify reads what the device holds, as the next
+ * writer's recovery does, not what only the page cache holds: when the
+ * cache still has pages a failed sync LOST for the file at PATH (under
+ * --cache-lives), COPY is made with the device's bytes and 1 is returned
+ * (verify COPY); 0 when the file holds what the device holds (verify
+ * PATH); -1 after a message (a set-up error).  F may be NULL (0).
+ */
+int faults_device_view(torture_faults *f, const char *path,
+                       const char *copy);
 
 /* --enumerate: the next writer kills itself right after its Nth I/O step
  * (0 = never); the steps the last writer made; everything recorded taken

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <errno.h>
 
+#include "exec_target.h"
 #include "faults.h"
 #include "options.h"
 #include "report.h"
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 	rc = options_parse(&opt, argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : RUN_SETUP;
+	if (opt.target_exec) /* any program, under the shim: its own loop */
+		return exec_target_main(&opt, argv[0]);
 	/* the simulator's shared memory must exist before the first fork */
 	if (faults_setup(&opt) < 0)
 		return RUN_SETUP;

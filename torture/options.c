@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "adapters.h"
+#include "duration.h"
 #include "faultsim.h"
 #include "keel.h"
 #include "value.h"
@@ -45,57 +47,18 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-int options_duration(const char *s, uint64_t *ns)
-{
-	static const struct { const char *unit; uint64_t ns; } units[] = {
-		{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000},
-		{"m", 60000000000ull}, {"h", 3600000000000ull},
-	};
-	uint64_t whole = 0, frac = 0, scale = 1;
-	const char *p = s;
-
-	if (*p < '0' || *p > '9')
-		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (whole > 1000000000ull)
-			return -1;
-		whole = whole * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == '.') {
-		if (p[1] < '0' || p[1] > '9')
-			return -1;
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			if (scale < 1000000000ull) {
-				frac = frac * 10 + (uint64_t)(*p - '0');
-				scale *= 10;
-			}
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		uint64_t u = units[i].ns;
-		if (strcmp(p, units[i].unit) != 0)
-			continue;
-		if (whole > UINT64_MAX / u / 2) /* about 292 years of ns */
-			return -1;
-		*ns = whole * u + (uint64_t)((double)frac / (double)scale *
-		                             (double)u);
-		return *ns ? 0 : -1;
-	}
-	return -1;
-}
-
 static int f_kill_every(torture_options *o, const char *f, const char *a)
 {
-	if (options_duration(a, &o->kill_every_ns) < 0)
-		return bad(f, a, "not a positive duration with a unit "
-		           "(ns, us, ms, s, m, h), e.g. 50ms");
+	if (duration_parse(a, &o->kill_every_ns) < 0)
+		return bad(f, a, "not a duration: " DURATION_RULE);
+	o->kill_every_given = 1;
 	return 0;
 }
 
 static int f_duration(torture_options *o, const char *f, const char *a)
 {
-	if (options_duration(a, &o->duration_ns) < 0)
-		return bad(f, a, "not a positive duration with a unit "
-		           "(ns, us, ms, s, m, h), e.g. 30s");
+	if (duration_parse(a, &o->duration_ns) < 0)
+		return bad(f, a, "not a duration: " DURATION_RULE);
 	o->duration_given = 1;
 	return 0;
 }
@@ -279,7 +242,7 @@ static int f_device(torture_options *o, const char *f, const char *a)
 
 	if (faultsim_device_parse(a, &d) < 0)
 		return bad(f, a, "unknown device model (known: ordered, "
-		           "reorder, torn, garbage)");
+		           "reorder, torn, garbage, payload)");
 	o->device = (int)d;
 	o->device_given = 1;
 	return 0;
@@ -326,21 +289,112 @@ static int f_enumerate(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+/* --mixed, --readers, --snapshots, --bit-rot: the modes that make torture
+ * catch subtler bugs (docs/torture.md, "What each mode can catch"). */
+static int f_mixed(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (parse_u64(a, &v) < 0 || v > 100)
+		return bad(f, a, "want a whole percentage from 0 to 100");
+	o->mixed = 1;
+	o->cut_pct = (unsigned)v;
+	return 0;
+}
+
+static int f_readers(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, 16, &v) < 0)
+		return -1;
+	o->readers = (uint32_t)v;
+	return 0;
+}
+
+static int f_snapshots(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->snapshots = 1;
+	return 0;
+}
+
+static int f_bit_rot(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->bit_rot = 1;
+	return 0;
+}
+
 static int f_compact_every(torture_options *o, const char *f, const char *a)
 {
-	if (options_duration(a, &o->compact_every_ns) < 0)
-		return bad(f, a, "not a positive duration with a unit "
-		           "(ns, us, ms, s, m, h), e.g. 20ms");
+	if (duration_parse(a, &o->compact_every_ns) < 0)
+		return bad(f, a, "not a duration: " DURATION_RULE);
 	return 0;
 }
 
 /* --target: what torture kills.  "embedded" is the default writer process;
- * "http" is keel-serve, written to over HTTP (http_target.h). */
+ * "http" is keel-serve, written to over HTTP (http_target.h); "exec" any
+ * program (exec_target.h); NAME[:CONFIG] an engine adapter (adapters.h). */
 static int f_target(torture_options *o, const char *f, const char *a)
 {
-	if (strcmp(a, "embedded") != 0 && strcmp(a, "http") != 0)
-		return bad(f, a, "unknown target (known: embedded, http)");
+	const torture_adapter *ad = adapter_find(a);
+	const char *config;
+
+	if (ad) {
+		if (!adapter_parse(a, &config)) {
+			fprintf(stderr, "torture: %s %s: unknown configuration "
+			        "of %s; its configurations are:\n", f, a,
+			        ad->name);
+			adapter_list(stderr, ad);
+			return -1;
+		}
+		o->target_exec = 1;
+		o->target_http = 0;
+		o->adapter = ad;
+		o->adapter_config = config;
+		if (!o->kill_every_given)
+			o->kill_every_ns = ad->kill_every_ms * 1000000ull;
+		return 0;
+	}
+	if (strcmp(a, "embedded") != 0 && strcmp(a, "http") != 0 &&
+	    strcmp(a, "exec") != 0) {
+		fprintf(stderr, "torture: %s %s: unknown target (known: embedded, "
+		        "http, exec, and the engine adapters NAME:CONFIG):\n",
+		        f, a);
+		adapter_list(stderr, NULL);
+		return -1;
+	}
 	o->target_http = strcmp(a, "http") == 0;
+	o->target_exec = strcmp(a, "exec") == 0;
+	o->adapter = NULL;
+	return 0;
+}
+
+/* --workload, --checker: the commands of --target exec (exec_target.h). */
+static int f_workload(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty command");
+	o->workload = a;
+	return 0;
+}
+
+static int f_volatile(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty pattern");
+	o->volatile_files = a;
+	return 0;
+}
+
+static int f_checker(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty command");
+	o->checker = a;
 	return 0;
 }
 
@@ -385,7 +439,8 @@ static const flag_def flags[] = {
 	 "                        after it); default: they go at once"},
 	{"--device", "MODEL", f_device,
 	 "what a power cut leaves of unsynced writes: ordered,\n"
-	 "                        reorder, torn (default), garbage"},
+	 "                        reorder, torn (default), garbage, payload\n"
+	 "                        (one interior sector lost or garbled)"},
 	{"--sector", "N", f_sector, "sector size for torn/garbage: 512 "
 	 "(default) or 4096"},
 	{"--fail", "SPEC", f_fail,
@@ -395,6 +450,20 @@ static const flag_def flags[] = {
 	{"--fsync-profile", "FS", f_fsync_profile,
 	 "what a failed sync does to the cache: ext4 (default),\n"
 	 "                        xfs, btrfs"},
+	{"--mixed", "PCT", f_mixed,
+	 "PCT % of kills (drawn from the seed) are also power cuts;\n"
+	 "                        the others leave the page cache alive, dirty\n"
+	 "                        pages and all, for the next writer"},
+	{"--readers", "N", f_readers,
+	 "N KEEL_RDONLY reader processes beside the writer (1 to 16);\n"
+	 "                        nothing a reader was shown may be lost later"},
+	{"--snapshots", NULL, f_snapshots,
+	 "one more writer thread holds views while it refreshes\n"
+	 "                        snapshots across growths and compactions"},
+	{"--bit-rot", NULL, f_bit_rot,
+	 "each cycle, flip a bit in a copy of the store, in synced\n"
+	 "                        bytes before the newest commit: reads must\n"
+	 "                        fail or be right, never wrong"},
 	{"--enumerate", NULL, f_enumerate,
 	 "run a fixed workload once per I/O step, crashing after\n"
 	 "                        that step, and check every crash state"},
@@ -404,10 +473,23 @@ static const flag_def flags[] = {
 	 "\n                        no-sync, trust-head, retry-fsync (engine "
 	 "flags)"},
 	{"--target", "WHAT", f_target,
-	 "what is killed: embedded (a writer embedding keel; default) or\n"
-	 "                        http (keel-serve, written to over HTTP)"},
+	 "what is killed: embedded (a writer embedding keel; default),\n"
+	 "                        http (keel-serve, written to over HTTP) or\n"
+	 "                        exec (any program, --workload/--checker) or\n"
+	 "                        an engine adapter NAME:CONFIG (sqlite:wal-full,\n"
+	 "                        ...; docs/claims.md; an unknown one lists all)"},
 	{"--serve", "PATH", f_serve,
 	 "keel-serve for --target http; default the one beside torture"},
+	{"--workload", "CMD", f_workload,
+	 "--target exec: the program to torture (/bin/sh -c; {dir} is\n"
+	 "                        the watched directory; docs/targets.md)"},
+	{"--checker", "CMD", f_checker,
+	 "--target exec: prints the recovered state as KEY VALUE lines"},
+	{"--volatile", "PATTERNS", f_volatile,
+	 "--target exec: file names (shell patterns, ':'-separated) the\n"
+	 "                        program never needs after a crash: not tracked"},
+	{"--list-targets", NULL, NULL, "the engine adapters' NAME:CONFIG, one a "
+	 "line"},
 	{"--help", NULL, NULL, "this text"},
 };
 #define NFLAGS (sizeof(flags) / sizeof(flags[0]))
@@ -427,6 +509,7 @@ void options_usage(const char *prog)
 		         flags[i].meta ? flags[i].meta : "");
 		printf("  %-22s%s\n", left, flags[i].help);
 	}
+	printf("\nDUR is " DURATION_RULE ".\n");
 }
 
 void options_default(torture_options *o)
@@ -469,11 +552,17 @@ static int refuse(const char *why)
  * --unsafe modes stand for. */
 static int check_faults(torture_options *o)
 {
-	int cuts = o->power_loss || o->enumerate;
+	int cuts = o->power_loss || o->enumerate || o->mixed;
 
 	if ((o->device_given || o->sector_given) && !cuts)
 		return refuse("--device and --sector describe a power cut: "
-		              "they need --power-loss or --enumerate");
+		              "they need --power-loss, --mixed or --enumerate");
+	if (o->mixed && (o->power_loss || o->enumerate))
+		return refuse("--mixed chooses which kills cut the power: drop "
+		              "--power-loss and --enumerate");
+	if (o->enumerate && (o->readers || o->snapshots))
+		return refuse("--enumerate runs a fixed single-threaded workload: "
+		              "drop --readers and --snapshots");
 	if (o->cache_lives && (!o->nfail || cuts))
 		return refuse("--cache-lives keeps a failed sync's pages between "
 		              "writers: it needs a --fail spec and no power cut");
@@ -486,11 +575,26 @@ static int check_faults(torture_options *o)
 	if (o->enumerate && o->threads_given && o->threads != 1)
 		return refuse("--enumerate runs one writer thread (its I/O "
 		              "steps must repeat exactly); drop --threads");
+	if (o->target_http && (o->readers || o->snapshots))
+		return refuse("--readers and --snapshots run inside the embedded "
+		              "writer: not with --target http");
 	if (o->target_http && (options_faultsim(o) || o->compact_every_ns ||
 	                       (o->unsafe & ~TORTURE_UNSAFE_ACK_BEFORE_COMMIT)))
 		return refuse("--target http runs keel-serve, which does not "
 		              "take the fault simulator, --compact-every or "
 		              "engine --unsafe modes");
+	/* A process kill leaves unsynced commits in the page cache, so a
+	 * writer that skips its sync cannot fail there: only a power cut
+	 * loses them.  A control that cannot fail would mislead. */
+	if (o->target_exec && (o->readers || o->snapshots || o->mixed ||
+	                       o->bit_rot))
+		return refuse("--readers, --snapshots, --mixed and --bit-rot "
+		              "drive keel's embedded writer: not with --target "
+		              "exec");
+	if ((o->unsafe & TORTURE_UNSAFE_NO_SYNC) && !cuts && !o->target_exec)
+		return refuse("--unsafe no-sync loses acknowledged writes only "
+		              "when the power goes: it needs --power-loss or "
+		              "--enumerate");
 	if (o->enumerate)
 		o->threads = 1;
 	if (o->unsafe & TORTURE_UNSAFE_NO_SYNC)
@@ -506,7 +610,7 @@ static int check_faults(torture_options *o)
 
 int options_faultsim(const torture_options *o)
 {
-	return o->power_loss || o->enumerate || o->nfail;
+	return o->power_loss || o->enumerate || o->nfail || o->mixed;
 }
 
 /* Flags that only make sense together are checked once all are read. */
@@ -520,6 +624,12 @@ static int check_together(torture_options *o)
 	}
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
+	if ((o->workload || o->checker || o->volatile_files) &&
+	    !o->target_exec) {
+		fprintf(stderr, "torture: --workload, --checker and --volatile "
+		        "are for --target exec, which is not given\n");
+		return -1;
+	}
 	if (o->serve && !o->target_http) {
 		fprintf(stderr, "torture: --serve names keel-serve for "
 		        "--target http, which is not given\n");
@@ -541,6 +651,10 @@ int options_parse(torture_options *o, int argc, char **argv)
 			fprintf(stderr, "torture: unknown argument '%s' (see "
 			        "--help)\n", arg);
 			return -1;
+		}
+		if (!f->parse && strcmp(f->name, "--list-targets") == 0) {
+			adapter_list(stdout, NULL);
+			return 1;
 		}
 		if (!f->parse) { /* --help */
 			options_usage(argv[0]);
@@ -608,11 +722,13 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 		n = append(buf, n, cap, " --grow-step %" PRIu64, o->grow_step >> 20);
 	if (o->power_loss)
 		n = append(buf, n, cap, " --power-loss");
+	if (o->mixed)
+		n = append(buf, n, cap, " --mixed %u", o->cut_pct);
 	if (o->cache_lives)
 		n = append(buf, n, cap, " --cache-lives");
 	if (o->enumerate)
 		n = append(buf, n, cap, " --enumerate");
-	if (o->power_loss || o->enumerate)
+	if (o->power_loss || o->enumerate || o->mixed)
 		n = append(buf, n, cap, " --device %s --sector %u",
 		           faultsim_device_name((faultsim_device)o->device),
 		           o->sector);
@@ -641,6 +757,12 @@ void options_reproducer(const torture_options *o, char *buf, unsigned cap)
 	if (o->cycles)
 		n = append(buf, n, cap, " --cycles %" PRIu64, o->cycles);
 	n = reproduce_faults(o, buf, n, cap);
+	if (o->readers)
+		n = append(buf, n, cap, " --readers %u", o->readers);
+	if (o->snapshots)
+		n = append(buf, n, cap, " --snapshots");
+	if (o->bit_rot)
+		n = append(buf, n, cap, " --bit-rot");
 	if (o->target_http)
 		n = append(buf, n, cap, " --target http%s%s",
 		           o->serve ? " --serve " : "", o->serve ? o->serve : "");

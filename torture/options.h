@@ -31,6 +31,7 @@ struct torture_faults;
 
 typedef struct torture_options {
 	uint64_t kill_every_ns;  /* --kill-every: mean time a writer lives     */
+	int kill_every_given;    /* --kill-every was on the command line      */
 	unsigned jitter_pct;     /* --jitter: +- this percent around it        */
 	uint64_t duration_ns;    /* --duration: stop after (0: no time limit)  */
 	int duration_given;      /* --duration was on the command line        */
@@ -59,6 +60,13 @@ typedef struct torture_options {
 	int profile;             /* --fsync-profile: a faultsim_profile       */
 	int profile_given;
 	int enumerate;           /* --enumerate: crash after every I/O step   */
+	int mixed;               /* --mixed PCT was given                     */
+	unsigned cut_pct;        /* --mixed: percent of kills that also cut
+	                            the power (the rest leave the cache)    */
+	int bit_rot;             /* --bit-rot: damage a copy's synced bytes  */
+	uint32_t readers;        /* --readers N: KEEL_RDONLY reader processes */
+	int snapshots;           /* --snapshots: a writer thread holding views
+	                            across refreshes                        */
 	int threads_given;       /* --threads was on the command line        */
 	uint64_t compact_every_ns; /* --compact-every: keel_compact period; 0 off */
 	uint64_t grow_step;      /* --grow-step: keel_options.grow_step; 0 = default */
@@ -70,6 +78,15 @@ typedef struct torture_options {
 	/* --target http (http_target.h): kill keel-serve, write over HTTP. */
 	int target_http;        /* --target http                              */
 	const char *serve;       /* --serve PATH; NULL = beside this program   */
+	/* --target exec (exec_target.h): any program, under the shim. */
+	int target_exec;         /* --target exec                              */
+	const char *workload;    /* --workload CMD                             */
+	const char *checker;     /* --checker CMD                              */
+	const char *volatile_files; /* --volatile PATTERNS: not tracked        */
+	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
+	 * adapter's own workload and checker. */
+	const struct torture_adapter *adapter; /* NULL: none             */
+	const char *adapter_config; /* its configuration                   */
 } torture_options;
 
 /* Defaults: --kill-every 50ms --jitter 20 --duration 30s --threads 4
@@ -83,10 +100,6 @@ int options_parse(torture_options *o, int argc, char **argv);
 
 /* Prints the usage text to stdout. */
 void options_usage(const char *prog);
-
-/* Parses a duration with a unit: "50ms", "1.5s", "2m", "250us", "1h".
- * 0 and *ns, or -1 (malformed, no unit, zero or negative, too large). */
-int options_duration(const char *s, uint64_t *ns);
 
 /* True when the writer runs on the fault simulator's backend. */
 int options_faultsim(const torture_options *o);

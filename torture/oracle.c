@@ -34,6 +34,8 @@ typedef struct op {
 	uint64_t seen_rev;     /* revision found on its keys (0: none)  */
 	uint64_t intent_at;    /* arrival number of INTENT              */
 	uint64_t done_at;      /* arrival number of DONE                */
+	int seen;              /* a reader process was shown its value  */
+	uint32_t seen_key;     /* on this key                           */
 } op;
 
 typedef struct thread_log {
@@ -41,6 +43,7 @@ typedef struct thread_log {
 	op *ops;            /* this cycle's operations, in program order   */
 	size_t n, cap;
 	size_t acked;       /* ops[0..acked) hold every acknowledged one   */
+	size_t seen;        /* ops[0..seen) hold every one a reader saw    */
 } thread_log;
 
 typedef struct observed {
@@ -262,13 +265,45 @@ static int record_intent(oracle *o, const proto_rec *r, const char **why)
 	return 0;
 }
 
+/* A reader process was shown the value operation SEQ of the thread put on
+ * change[0].key.  Its INTENT was written before the commit began, so it
+ * has arrived; an operation of an earlier cycle is in the start state. */
+static int record_seen(oracle *o, const proto_rec *r, const char **why)
+{
+	thread_log *l = &o->log[r->thread];
+	uint32_t k = r->change[0].key;
+	op *x;
+	int puts = 0;
+
+	if (r->seq < l->first_seq)
+		return 0;
+	if (r->seq >= l->first_seq + l->n) {
+		*why = "a reader was shown the value of an operation never "
+		       "issued";
+		return -1;
+	}
+	x = &l->ops[r->seq - l->first_seq];
+	for (uint32_t i = 0; i < x->count; i++)
+		puts |= x->change[i].key == k && x->change[i].len != 0;
+	if (!puts) {
+		*why = "a reader was shown a value its operation did not put "
+		       "on that key";
+		return -1;
+	}
+	x->seen = 1;
+	x->seen_key = k;
+	if ((size_t)(r->seq - l->first_seq) + 1 > l->seen)
+		l->seen = (size_t)(r->seq - l->first_seq) + 1;
+	return 0;
+}
+
 int oracle_record(oracle *o, const proto_rec *r, const char **why)
 {
 	thread_log *l;
 	op *x;
 
 	o->arrivals++;
-	if (r->kind == PROTO_OPENED)
+	if (r->kind == PROTO_OPENED || r->kind == PROTO_VIEWS)
 		return 0;
 	if (r->thread >= o->threads) {
 		*why = "record from an unknown thread";
@@ -276,7 +311,20 @@ int oracle_record(oracle *o, const proto_rec *r, const char **why)
 	}
 	if (r->kind == PROTO_INTENT)
 		return record_intent(o, r, why);
+	if (r->kind == PROTO_SEEN)
+		return record_seen(o, r, why);
 	l = &o->log[r->thread];
+	/* An ACK may name any operation of this cycle (a writer that keeps
+	 * several in flight acknowledges an older one after issuing a newer
+	 * one): it and everything before it count as acknowledged. */
+	if (r->kind == PROTO_ACK && r->seq >= l->first_seq &&
+	    r->seq - l->first_seq < l->n) {
+		size_t j = (size_t)(r->seq - l->first_seq);
+		l->ops[j].acked = 1;
+		if (l->acked < j + 1)
+			l->acked = j + 1;
+		return 0;
+	}
 	/* ACK and DONE always follow their INTENT, and the thread issues
 	 * nothing new before DONE: they name the newest operation. */
 	if (l->n == 0 || l->ops[l->n - 1].seq != r->seq) {
@@ -773,7 +821,25 @@ static void adopt_recovered(oracle *o)
 		o->log[t].first_seq += o->log[t].n;
 		o->log[t].n = 0;
 		o->log[t].acked = 0;
+		o->log[t].seen = 0;
 	}
+}
+
+/* The recovered prefix P of thread T lacks operations a reader saw. */
+static void check_seen(oracle *o, uint32_t t, size_t p)
+{
+	thread_log *l = &o->log[t];
+
+	for (size_t j = l->seen; j-- > p;)
+		if (l->ops[j].seen) {
+			violation(o, ORACLE_LOST, "key %u: a reader process was "
+			          "shown the value of op seq %llu of thread %u; "
+			          "recovery rolled it back (the thread's state "
+			          "is that after op seq %llu)", l->ops[j].seen_key,
+			          (unsigned long long)l->ops[j].seq, t,
+			          (unsigned long long)(l->first_seq + p - 1));
+			return;
+		}
 }
 
 uint64_t oracle_verify_end(oracle *o, oracle_report_fn report, void *arg,
@@ -792,6 +858,8 @@ uint64_t oracle_verify_end(oracle *o, oracle_report_fn report, void *arg,
 			explain_hole(o, t);
 		else
 			check_thread_order(o, t, prefix[t]);
+		if (prefix[t] >= 0 && (size_t)prefix[t] < o->log[t].seen)
+			check_seen(o, t, (size_t)prefix[t]);
 	}
 	check_realtime_order(o, prefix);
 	for (int i = 0; i < ORACLE_KINDS; i++) {

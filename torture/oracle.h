@@ -27,7 +27,10 @@
  *            byte that differs, or a value of an operation that an earlier
  *            cycle proved lost (resurrected).
  *   LOST     a key shows a state older than the last acknowledged operation
- *            that touched it (or than the state verified last cycle).
+ *            that touched it (or than the state verified last cycle), or a
+ *            thread's recovered prefix lacks an operation whose value a
+ *            reader process was shown (SEEN: readers see only what is
+ *            durable, so nothing they saw may be rolled back).
  *   HOLE     a thread's recovered keys are not the state after any prefix of
  *            its operations (a later operation is visible while an earlier
  *            one is not, or a batch applied in part).

@@ -14,6 +14,9 @@
  *   DONE    after the commit returned: rc, and the commit's txid when rc == 0
  *           (rc == 0 is the acknowledgement in the normal, safe mode)
  * Once per writer process: OPENED after keel_open returned (rc, time taken).
+ * From --readers processes: SEEN, a value a reader was shown (thread and
+ * seq of the operation that wrote it, change[0].key, rev), or rc != 0 when
+ * a read failed or returned bytes that are not a torture value.
  */
 #ifndef TORTURE_PROTO_H
 #define TORTURE_PROTO_H
@@ -28,6 +31,8 @@ enum proto_kind {
 	PROTO_INTENT = 2,
 	PROTO_ACK = 3,
 	PROTO_DONE = 4,
+	PROTO_SEEN = 5,
+	PROTO_VIEWS = 6, /* --snapshots: COUNT more held views checked     */
 };
 
 typedef struct proto_change {

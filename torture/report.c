@@ -94,15 +94,34 @@ static void summary_faults(const report *r, const torture_options *o,
 		fprintf(out, "  crash states           %" PRIu64 " of %" PRIu64
 		        " I/O steps checked, %.1f/s\n", r->cycles,
 		        r->enum_steps, per_second(r->cycles, r->elapsed_ns));
-	if (o->power_loss || o->enumerate)
+	if (o->power_loss || o->enumerate || o->mixed)
 		fprintf(out, "  power cuts             %" PRIu64 " (unsynced "
 		        "writes lost %" PRIu64 ", torn %" PRIu64 ", namespace "
 		        "ops undone %" PRIu64 ")\n", r->power_cuts, r->cut_lost,
 		        r->cut_torn, r->cut_undone);
+	if (o->mixed)
+		fprintf(out, "  mixed schedule         %" PRIu64 " of %" PRIu64
+		        " kills cut the power (--mixed %u); %" PRIu64 " cuts "
+		        "deferred past an open that did not finish\n",
+		        r->power_cuts, r->cycles, o->cut_pct, r->cuts_deferred);
+	if (o->readers)
+		fprintf(out, "  readers                %u processes; %" PRIu64
+		        " values they were shown, checked against recovery\n",
+		        o->readers, r->reader_seen);
+	if (o->snapshots)
+		fprintf(out, "  held views             %" PRIu64 " checked "
+		        "unchanged across snapshot refreshes\n", r->view_checks);
+	if (o->bit_rot)
+		fprintf(out, "  bit rot                %" PRIu64 " damaged copies "
+		        "read, %" PRIu64 " answered with an error, none with "
+		        "wrong bytes\n", r->rot_checks, r->rot_errors);
 	if (o->nfail)
 		fprintf(out, "  faults injected        %" PRIu64 " (commits that "
 		        "reported one %" PRIu64 ", writer opens %" PRIu64 ")\n",
 		        r->faults_fired, r->failed_commits, r->failed_opens);
+	if (o->cache_lives)
+		fprintf(out, "  device views verified  %" PRIu64 " (a failed "
+		        "sync's pages still in the cache)\n", r->device_views);
 	if (o->compact_every_ns)
 		fprintf(out, "  kills in compaction    %" PRIu64 " of %" PRIu64
 		        " kills\n", r->compact_kills, r->kills);
@@ -181,11 +200,15 @@ static void json_faults(FILE *f, const report *r, const torture_options *o)
 	        ",\n  \"faults_fired\": %" PRIu64 ",\n  \"failed_commits\": %"
 	        PRIu64 ",\n  \"failed_opens\": %" PRIu64 ",\n"
 	        "  \"compact_every_ms\": %.3f,\n  \"compact_kills\": %" PRIu64
-	        ",\n", o->power_loss ? "true" : "false",
+	        ",\n  \"device_views\": %" PRIu64 ",\n  \"cuts_deferred\": %"
+	        PRIu64 ",\n  \"reader_seen\": %" PRIu64 ",\n  \"rot_checks\": %"
+	        PRIu64 ",\n  \"rot_errors\": %" PRIu64 ",\n  \"view_checks\": %"
+	        PRIu64 ",\n", o->power_loss ? "true" : "false",
 	        o->enumerate ? "true" : "false", o->nfail, r->power_cuts,
 	        o->enumerate ? r->cycles : 0, r->enum_steps, r->faults_fired,
 	        r->failed_commits, r->failed_opens, o->compact_every_ns / 1e6,
-	        r->compact_kills);
+	        r->compact_kills, r->device_views, r->cuts_deferred,
+	        r->reader_seen, r->rot_checks, r->rot_errors, r->view_checks);
 }
 
 int report_json(report *r, const torture_options *o, const char *path)

@@ -38,6 +38,13 @@ typedef struct report {
 	uint64_t failed_commits;/* commits that reported an injected fault   */
 	uint64_t failed_opens;  /* writer opens that did                     */
 	uint64_t compact_kills; /* kills that left PATH.compact behind       */
+	uint64_t cuts_deferred; /* --mixed: cuts put off (faults.c, cut_now) */
+	uint64_t reader_seen;   /* --readers: values readers reported      */
+	uint64_t rot_checks;    /* --bit-rot: damaged copies read          */
+	uint64_t rot_errors;    /* those that answered with an error       */
+	uint64_t view_checks;   /* --snapshots: held views checked         */
+	uint64_t device_views;  /* verifies of a copy holding the device's
+	                           bytes (a failed sync's pages still cached) */
 	uint64_t enum_steps;    /* --enumerate: I/O steps of the workload    */
 	samples recovery_ns;    /* first open after each crash (read-only)   */
 	samples writer_open_ns; /* each writer's open (recovery that writes) */

@@ -21,6 +21,7 @@
 #include "keel.h"
 #include "oracle.h"
 #include "proto.h"
+#include "rot.h"
 #include "setup.h"
 #include "synclat.h"
 #include "http_target.h"
@@ -81,6 +82,7 @@ typedef struct cycle {
 	report *r;
 	int errors;       /* violations reported this cycle          */
 	int no_cut;       /* --enumerate's reference run: no power cut */
+	int opened;       /* the writer reported a successful open     */
 } cycle;
 
 static void cycle_violation(cycle *c, uint64_t *counter, const char *kind,
@@ -121,6 +123,7 @@ static void take_record(cycle *c, const proto_rec *rec)
 	switch (rec->kind) {
 	case PROTO_OPENED:
 		if (rec->rc == KEEL_OK) {
+			c->opened = 1;
 			samples_add(&c->r->writer_open_ns, rec->ns);
 			c->r->tails_cut += rec->count == KEEL_RECOVERY_TRUNCATED;
 		} else if (injected(c, rec->rc)) {
@@ -133,6 +136,21 @@ static void take_record(cycle *c, const proto_rec *rec)
 		break;
 	case PROTO_INTENT:
 		c->r->issued++;
+		break;
+	case PROTO_VIEWS:
+		c->r->view_checks += rec->count;
+		break;
+	case PROTO_SEEN:
+		c->r->reader_seen++;
+		if (rec->rc != KEEL_OK)
+			cycle_violation(c, &c->r->violations[ORACLE_PHANTOM],
+			                "phantom", "key %u: a reader process %s%s",
+			                rec->change[0].key,
+			                rec->rc == KEEL_ECORRUPT ? "was shown bytes "
+			                "that are not what was written, or a "
+			                "checksum failed" : "could not read it: ",
+			                rec->rc == KEEL_ECORRUPT ? "" :
+			                keel_strerror(rec->rc));
 		break;
 	case PROTO_ACK:
 		c->r->acked++;
@@ -218,7 +236,7 @@ static int after_writer(cycle *c, const setup *s, uint64_t cycle_no)
 		c->r->compact_kills++;
 	if (!c->opt->faults || c->no_cut)
 		return 0;
-	return faults_after_writer(c->opt->faults, cycle_no, c->r);
+	return faults_after_writer(c->opt->faults, cycle_no, c->opened, c->r);
 }
 
 /* Lets the writer run until its kill time, kills it, reaps it and drains
@@ -236,6 +254,8 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 	uint64_t deadline;
 	int status = 0, eof = 0, fd;
 	pid_t pid;
+
+	c->opened = 0;
 
 	if ((c->opt->target_http ? /* then pid is keel-serve's */
 	     http_target_spawn(&plan, cycle_no == 0, &pid, &fd) :
@@ -301,13 +321,13 @@ static void check_says(void *arg, uint64_t offset, const char *what)
  * image.  (Under the fault simulator's power-loss mode the post-crash file
  * is built first; this open then reads it like any other.)
  */
-static int verify_open(const torture_options *o, const setup *s,
+static int verify_open(const torture_options *o, const char *path,
                        keel_db **db)
 {
 	/* trust-head is a recovery bug: the open that verifies must have it */
 	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE |
 	                   (o->engine_flags & KEEL_UNSAFE_TRUST_HEAD)};
-	return keel_open(s->path, &ko, db);
+	return keel_open(path, &ko, db);
 }
 
 /* Feeds the recovered store to the oracle, then runs keel_check.  -1 when
@@ -348,31 +368,63 @@ static int verify_contents(cycle *c, keel_db *db)
 	return fed ? 0 : -1;
 }
 
-static void verify(cycle *c, const setup *s)
+/*
+ * Verifies what the device holds, as the next writer's recovery reads it
+ * (RECOVERY_READ_DEVICE), never what only the page cache holds: the state
+ * adopted here is the next cycle's truth, so it must be durable.  Under
+ * --cache-lives the pages a failed sync lost can still sit in the cache;
+ * then a copy with the device's bytes is verified instead (the store file
+ * stays the crash image).  -1 on a set-up error.
+ */
+static int verify(cycle *c, const setup *s)
 {
-	uint64_t counts[ORACLE_KINDS], t0 = now_ns();
+	uint64_t counts[ORACLE_KINDS], t0;
+	char view[sizeof(s->path) + 16];
+	const char *path = s->path;
 	keel_db *db = NULL;
 	int fed, rc;
 
+	snprintf(view, sizeof(view), "%s.device-view", s->path);
+	rc = faults_device_view(c->opt->faults, s->path, view);
+	if (rc < 0)
+		return -1;
+	if (rc > 0) {
+		path = view;
+		c->r->device_views++;
+	}
+	t0 = now_ns();
 	signal(SIGALRM, on_watchdog);
 	alarm(VERIFY_WATCHDOG_S);
-	rc = verify_open(c->opt, s, &db);
+	rc = verify_open(c->opt, path, &db);
 	samples_add(&c->r->recovery_ns, now_ns() - t0);
 	if (rc != KEEL_OK) {
 		alarm(0);
 		cycle_violation(c, &c->r->structure, "structure", "recovery "
-		                "refused the store: %s", keel_strerror(rc));
-		return;
+		                "refused the store%s: %s", path == view ?
+		                " (the device's view of it)" : "",
+		                keel_strerror(rc));
+		return 0;
 	}
 	fed = verify_contents(c, db);
 	keel_close(db);
 	alarm(0);
-	if (fed < 0)
-		return;
-	oracle_verify_end(c->model, oracle_says, c, counts);
-	for (int i = 0; i < ORACLE_KINDS; i++)
-		c->r->violations[i] += counts[i];
-	c->r->verified += oracle_keys(c->model);
+	if (fed == 0) {
+		oracle_verify_end(c->model, oracle_says, c, counts);
+		for (int i = 0; i < ORACLE_KINDS; i++)
+			c->r->violations[i] += counts[i];
+		c->r->verified += oracle_keys(c->model);
+	}
+	if (c->opt->bit_rot && fed == 0 && !c->errors) {
+		rc = rot_check(path, mix(c->opt->seed ^ mix(c->r->cycles ^
+		                                            0x726f74ull)),
+		               c->model, c->r);
+		if (rc < 0)
+			return -1;
+		c->errors += rc;
+	}
+	if (path == view && !c->errors) /* kept beside a failure */
+		(void)unlink(view);
+	return 0;
 }
 
 static int budget_left(const torture_options *o, const report *r)
@@ -440,9 +492,8 @@ static int enumerate_point(cycle *c, const setup *s, uint64_t n,
 	c->model = fresh;
 	c->errors = 0;
 	faults_kill_after(o->faults, n);
-	if (run_writer(c, s, n) < 0)
+	if (run_writer(c, s, n) < 0 || verify(c, s) < 0)
 		return -1;
-	verify(c, s);
 	return 0;
 }
 
@@ -477,8 +528,8 @@ static int run_enumerate(cycle *c, const setup *s)
 	c->no_cut = 0;
 	r->enum_steps = faults_steps(o->faults);
 	faults_forget(o->faults);
-	if (rc == RUN_PASS)
-		verify(c, s);
+	if (rc == RUN_PASS && verify(c, s) < 0)
+		rc = RUN_SETUP;
 	if (rc == RUN_PASS && c->errors)
 		rc = RUN_FAIL;
 	for (uint64_t n = 1; rc == RUN_PASS && n <= r->enum_steps &&
@@ -538,11 +589,10 @@ int run_torture(const torture_options *o, report *r)
 		rc = run_enumerate(&c, &s);
 	while (!o->enumerate && budget_left(o, r)) {
 		c.errors = 0;
-		if (run_writer(&c, &s, r->cycles) < 0) {
+		if (run_writer(&c, &s, r->cycles) < 0 || verify(&c, &s) < 0) {
 			rc = RUN_SETUP;
 			break;
 		}
-		verify(&c, &s);
 		r->cycles++;
 		r->elapsed_ns = now_ns() - r->start_ns;
 		report_progress(r, o, now_ns(), 0);

@@ -57,6 +57,10 @@ int writer_open_store(const torture_options *opt, const char *path,
 	ko.io = opt->io;
 	ko.lock_timeout_ms = 0; /* the last writer is dead: nobody holds it */
 	ko.grow_step = opt->grow_step;
+	/* A small slack: the automatic policy compacts this small store every
+	 * few hundred commits, as it did before the default slack, so kills
+	 * and power cuts keep landing inside compactions. */
+	ko.compact_slack = (uint64_t)1 << 20;
 	return keel_open(path, &ko, out);
 }
 
@@ -233,6 +237,181 @@ static void compact_loop(const writer_plan *p, keel_db *db)
 	}
 }
 
+/*
+ * --snapshots: one more thread of the writer holds views while it refreshes
+ * its snapshot across commits, growths and compactions (keel.h: a view
+ * stays valid and unchanged until released).  Each round takes up to 8
+ * views of random keys, copies their bytes, then refreshes the snapshot a
+ * few times, a little apart, checking after each refresh that every held
+ * view still shows exactly its bytes and a value that decodes.  A change
+ * ends the writer with status 7 and a message; the checks are counted to
+ * the harness (VIEWS).
+ */
+#define HELD_VIEWS 8
+
+static void *view_thread(void *arg)
+{
+	const wthread *w = arg;
+	const torture_options *o = w->plan->opt;
+	struct timespec gap = {0, 2000000};
+	keel_view v[HELD_VIEWS];
+	uint8_t *copy[HELD_VIEWS];
+	uint32_t key[HELD_VIEWS];
+	uint64_t rng = w->plan->seed ^ 0x76696577ull, checked = 0;
+	keel_snapshot *snap = NULL;
+	char kb[VALUE_KEY_MAX];
+
+	if (keel_snapshot_open(w->db, &snap) != KEEL_OK)
+		return NULL;
+	for (;;) {
+		int n = 0;
+		for (int i = 0; i < HELD_VIEWS; i++) {
+			uint32_t k = (uint32_t)(rnd(&rng) % o->keys);
+			if (keel_snapshot_get(snap, kb, value_key(k, kb), &v[n]) !=
+			    KEEL_OK)
+				continue;
+			if (!(copy[n] = malloc(v[n].len ? v[n].len : 1)))
+				_exit(4);
+			memcpy(copy[n], v[n].data, v[n].len);
+			key[n++] = k;
+		}
+		for (int round = 0; round < 4; round++) {
+			nanosleep(&gap, NULL);
+			if (keel_snapshot_refresh(&snap) != KEEL_OK)
+				_exit(4);
+			for (int i = 0; i < n; i++) {
+				value_id id;
+				if (memcmp(v[i].data, copy[i], v[i].len) == 0 &&
+				    value_decode(v[i].data, v[i].len, &id,
+				                 NULL) == 0)
+					continue;
+				fprintf(stderr, "torture: writer: a held view "
+				        "of key %u changed across a snapshot "
+				        "refresh\n", key[i]);
+				_exit(7);
+			}
+			checked += (uint64_t)n;
+		}
+		for (int i = 0; i < n; i++) {
+			keel_view_release(&v[i]);
+			free(copy[i]);
+		}
+		if (checked > 0) {
+			proto_rec rec;
+			memset(&rec, 0, sizeof(rec));
+			rec.kind = PROTO_VIEWS;
+			rec.count = (uint32_t)checked;
+			if (proto_send(w->fd, &rec) < 0)
+				return NULL;
+			checked = 0;
+		}
+	}
+}
+
+/* --readers: reports one value a reader was shown, unless it did already;
+ * -1 when the harness is gone. */
+static int reader_report(const writer_plan *p, int fd, uint64_t *last,
+                         uint32_t k, const keel_view *v)
+{
+	const torture_options *o = p->opt;
+	proto_rec rec;
+	value_id id;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = PROTO_SEEN;
+	rec.change[0].key = k;
+	if (value_decode(v->data, v->len, &id, NULL) < 0 || id.key != k ||
+	    id.thread != k % o->threads || id.nonce != oracle_nonce(p->model)) {
+		rec.rc = KEEL_ECORRUPT;
+	} else {
+		if (last[k] == id.seq + 1)
+			return 0; /* said already */
+		last[k] = id.seq + 1;
+		rec.thread = id.thread;
+		rec.seq = id.seq;
+		rec.rev = v->rev;
+	}
+	return proto_send(fd, &rec);
+}
+
+/*
+ * --readers: one reader process.  It opens the store KEEL_RDONLY as another
+ * program on the machine would (plain POSIX reads: the page cache), and
+ * each time the snapshot it refreshes has moved, it reads every entry.
+ * Every value it is shown goes to the harness once (SEEN: the operation
+ * that wrote it); an entry that is not this run's value for its key, or a
+ * read that fails, goes as SEEN with rc != 0.  It dies with the writer
+ * (PDEATHSIG).
+ */
+static void __attribute__((noreturn)) reader_main(const writer_plan *p,
+                                                  int fd)
+{
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+	uint64_t *last = calloc(p->opt->keys, sizeof(*last)); /* seq + 1 */
+	struct timespec pause = {0, 1000000}; /* leave the CPUs to the writer */
+	keel_snapshot *snap = NULL;
+	uint64_t txid = 0;
+	keel_db *db = NULL;
+
+	/* a compaction may be renaming the file: try again a few times */
+	for (int i = 0; !last || keel_open(p->path, &ko, &db) != KEEL_OK; i++) {
+		if (i >= 100)
+			_exit(0);
+		nanosleep(&pause, NULL);
+	}
+	if (keel_snapshot_open(db, &snap) != KEEL_OK)
+		_exit(0);
+	for (;; nanosleep(&pause, NULL)) {
+		keel_iter *it = NULL;
+		const void *key;
+		size_t klen;
+		keel_view v;
+		uint32_t k;
+		int rc;
+
+		if (keel_snapshot_refresh(&snap) != KEEL_OK)
+			_exit(0);
+		if (keel_snapshot_txid(snap) == txid)
+			continue;
+		txid = keel_snapshot_txid(snap);
+		rc = keel_iter_open(snap, NULL, 0, NULL, 0, &it);
+		while (rc == KEEL_OK &&
+		       (rc = keel_iter_next(it, &key, &klen, &v)) == KEEL_OK)
+			if (value_key_parse(key, klen, &k) == 0 &&
+			    k < p->opt->keys &&
+			    reader_report(p, fd, last, k, &v) < 0)
+				_exit(0);
+		if (it)
+			keel_iter_close(it);
+		if (rc != KEEL_ENOTFOUND) {
+			proto_rec rec;
+			memset(&rec, 0, sizeof(rec));
+			rec.kind = PROTO_SEEN;
+			rec.rc = rc;
+			(void)proto_send(fd, &rec);
+			_exit(0);
+		}
+	}
+}
+
+/* Starts --readers reader processes, before the writer opens the store:
+ * a child forked later would inherit the writer's descriptor, and with it
+ * the writer's lock, past the writer's death. */
+static void readers_spawn(const writer_plan *p, int fd)
+{
+	pid_t writer = getpid();
+
+	for (uint32_t n = 0; n < p->opt->readers; n++) {
+		pid_t pid = fork();
+		if (pid != 0)
+			continue; /* a reader that cannot start is no finding */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != writer)
+			_exit(0);
+		reader_main(p, fd);
+	}
+}
+
 /* The child's whole life: open, report, write until killed. */
 static void __attribute__((noreturn)) writer_main(const writer_plan *p,
                                                    int fd)
@@ -246,6 +425,7 @@ static void __attribute__((noreturn)) writer_main(const writer_plan *p,
 	keel_db *db = NULL;
 	uint64_t t0 = now_ns();
 
+	readers_spawn(p, fd);
 	memset(&rec, 0, sizeof(rec));
 	rec.kind = PROTO_OPENED;
 	rec.rc = writer_open_store(p->opt, p->path, &db);
@@ -260,6 +440,15 @@ static void __attribute__((noreturn)) writer_main(const writer_plan *p,
 		if (thread_init(&w[t], p, db, fd, t) < 0 ||
 		    pthread_create(&tid[t], NULL, thread_main, &w[t]) != 0)
 			_exit(4);
+	if (p->opt->snapshots) {
+		static wthread vw; /* only plan, db, fd are used */
+		pthread_t vt;
+		vw.plan = p;
+		vw.db = db;
+		vw.fd = fd;
+		if (pthread_create(&vt, NULL, view_thread, &vw) != 0)
+			_exit(4);
+	}
 	if (p->opt->compact_every_ns)
 		compact_loop(p, db);
 	for (uint32_t t = 0; t < T; t++)

@@ -20,6 +20,16 @@
  * Output: one JSON object on stdout (answers, answers/s, status classes,
  * latency p50/p99/p99.9/max in microseconds from a log-linear histogram
  * with 1/32 relative resolution).
+ *
+ * --hostile MODE plays a client that costs a server memory (tests/http.sh
+ * measures keel-serve's RSS meanwhile; docs/http.md): --conns connections
+ * each do MODE, READY goes to stderr, they hold for --idle-hold seconds,
+ * then what the server answered is counted.
+ *   head      send the first 4 bytes of a request head a byte at a time
+ *             (so the server reads four times), then nothing
+ *   body      send a PUT head promising --value-size bytes and
+ *             --send-bytes of the body at once, then one byte every 200 ms
+ *   pipeline  pipeline --pipeline requests for --path and never read
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -98,10 +108,10 @@ static uint64_t hist_pct(const struct hist *h, double p)
 /* ---- options and state ----------------------------------------------------- */
 
 struct opts {
-	const char *host, *path, *label;
+	const char *host, *path, *label, *hostile;
 	int port, conns, pipeline, close_each, if_match;
 	double duration, warmup, put_ratio, rate, idle_hold;
-	size_t value_size;
+	size_t value_size, send_bytes;
 };
 
 #define RING 1024 /* requests a connection may have scheduled or in flight */
@@ -425,6 +435,12 @@ static void usage(FILE *f)
 	      "       loadgen --port P --conns N --idle-hold SECS [--path /doc]\n"
 	      "  opens N connections, prints READY on stderr, holds them idle,\n"
 	      "  then sends one GET on each and counts the 2xx answers.\n"
+	      "       loadgen --port P --conns N --hostile head|body|pipeline"
+	      " --idle-hold SECS\n"
+	      "               [--value-size B --send-bytes B] [--pipeline K"
+	      " --path /x]\n"
+	      "  a client that costs the server memory (see the comment at the"
+	      " top)\n"
 	      "Prints one JSON object: answers/s and latency p50/p99/p99.9/max"
 	      " (us).\n", f);
 }
@@ -440,6 +456,7 @@ static void parse_opts(int argc, char **argv)
 		{"if-match", 0, NULL, 'm'},  {"rate", 1, NULL, 'R'},
 		{"label", 1, NULL, 'l'},     {"help", 0, NULL, 'h'},
 		{"idle-hold", 1, NULL, 'I'},
+		{"hostile", 1, NULL, 'X'},   {"send-bytes", 1, NULL, 'S'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -460,12 +477,21 @@ static void parse_opts(int argc, char **argv)
 		case 'R': O.rate = atof(optarg); break;
 		case 'l': O.label = optarg; break;
 		case 'I': O.idle_hold = atof(optarg); break;
+		case 'X': O.hostile = optarg; break;
+		case 'S': O.send_bytes = (size_t)atol(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
+	if (O.hostile && strcmp(O.hostile, "head") != 0 &&
+	    strcmp(O.hostile, "body") != 0 && strcmp(O.hostile, "pipeline") != 0) {
+		fprintf(stderr, "loadgen: --hostile '%s': expected head, body or "
+		                "pipeline\n", O.hostile);
+		exit(2);
+	}
 	if (O.port <= 0 || O.conns < 1 || O.pipeline < 1 ||
-	    O.pipeline > RING / 2 || O.duration <= 0 || optind != argc) {
+	    (O.pipeline > RING / 2 && !O.hostile) || O.duration <= 0 ||
+	    optind != argc) {
 		usage(stderr);
 		exit(2);
 	}
@@ -608,6 +634,141 @@ static int idle_main(struct conn *cs)
 	return 0;
 }
 
+/* ---- --hostile ------------------------------------------------------------- */
+
+/* Writes P[0..N) on the non-blocking FD for at most SECS.  Returns the
+ * bytes written (fewer when the server stopped reading), -1 on an error. */
+static ssize_t send_for(int fd, const char *p, size_t n, double secs)
+{
+	uint64_t until = now_ns() + (uint64_t)(secs * 1e9);
+	size_t done = 0;
+
+	while (done < n && now_ns() < until) {
+		ssize_t w = send(fd, p + done, n - done, MSG_NOSIGNAL);
+		if (w > 0) {
+			done += (size_t)w;
+		} else if (w < 0 && errno == EAGAIN) {
+			usleep(1000);
+		} else if (w < 0 && errno != EINTR) {
+			return done ? (ssize_t)done : -1;
+		}
+	}
+	return (ssize_t)done;
+}
+
+/* The status of the first answer waiting on FD (0: none), and whether the
+ * server closed its side after it. */
+static int answer_status(int fd, int *closed)
+{
+	char buf[4096];
+	ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+	int status = 0, i;
+
+	*closed = n == 0;
+	if (n > 12 && memcmp(buf, "HTTP/1.1 ", 9) == 0)
+		status = atoi(buf + 9);
+	for (i = 0; n > 0 && i < 1000; i++) /* read on to see the FIN */
+		n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN))
+		*closed = 1;
+	return status;
+}
+
+static int hostile_main(void)
+{
+	int *fds = calloc((size_t)O.conns, sizeof *fds);
+	char head[512], *req = NULL;
+	size_t reqlen = 0;
+	uint64_t sent = 0, end;
+	int i, k, connected = 0, closed = 0, st408 = 0, st503 = 0, other = 0;
+	int mode = O.hostile[0]; /* h, b or p */
+
+	if (fds == NULL)
+		return 1;
+	if (mode == 'p') {
+		int hl = snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: a\r\n\r\n",
+		                 O.path);
+		reqlen = (size_t)hl * (size_t)O.pipeline;
+		req = malloc(reqlen);
+		for (i = 0; req && i < O.pipeline; i++)
+			memcpy(req + (size_t)i * (size_t)hl, head, (size_t)hl);
+	} else if (mode == 'b') {
+		int hl = snprintf(head, sizeof head, "PUT /hostile HTTP/1.1\r\nHost: a"
+		                 "\r\nContent-Length: %zu\r\n\r\n", O.value_size);
+		reqlen = (size_t)hl + O.send_bytes;
+		req = malloc(reqlen);
+		if (req) {
+			memcpy(req, head, (size_t)hl);
+			memset(req + hl, 'b', O.send_bytes);
+		}
+	} else {
+		req = strdup("G"); /* "ET " follows once all are connected */
+		reqlen = 1;
+	}
+	if (req == NULL)
+		return 1;
+	for (i = 0; i < O.conns; i++) {
+		ssize_t w;
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&addr,
+		                          sizeof addr) < 0) {
+			perror("loadgen: connect");
+			return 1;
+		}
+		fcntl(fds[i], F_SETFL, O_NONBLOCK);
+		connected++;
+		w = send_for(fds[i], req, reqlen, 10);
+		if (w > 0)
+			sent += (uint64_t)w;
+	}
+	for (k = 1; mode == 'h' && k < 4; k++) {
+		usleep(100000);
+		for (i = 0; i < O.conns; i++)
+			if (send_for(fds[i], "GET " + k, 1, 1) == 1)
+				sent++;
+	}
+	fprintf(stderr, "READY %d\n", connected);
+	fflush(stderr);
+	end = now_ns() + (uint64_t)(O.idle_hold * 1e9);
+	while (now_ns() < end) {
+		usleep(200000);
+		for (i = 0; i < O.conns; i++) {
+			int gone = 0, status = 0;
+			if (fds[i] < 0 || mode == 'p')
+				continue;
+			/* an answer ends this client: count it, and the close */
+			status = answer_status(fds[i], &gone);
+			if (status == 0 && !gone && mode == 'b' &&
+			    send(fds[i], "b", 1, MSG_NOSIGNAL) < 0 && errno != EAGAIN)
+				gone = 1;
+			if (status == 0 && !gone)
+				continue;
+			st408 += status == 408;
+			st503 += status == 503;
+			other += status != 0 && status != 408 && status != 503;
+			if (!gone) /* the FIN may follow the answer: wait for it */
+				for (k = 0; k < 50 && !gone; k++) {
+					usleep(20000);
+					answer_status(fds[i], &gone);
+				}
+			closed += gone;
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	for (i = 0; i < O.conns; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	printf("{\"label\":\"%s\",\"hostile\":\"%s\",\"conns\":%d,"
+	       "\"connected\":%d,\"bytes_sent\":%llu,\"closed_by_server\":%d,"
+	       "\"status\":{\"408\":%d,\"503\":%d,\"other\":%d}}\n",
+	       O.label ? O.label : "", O.hostile, O.conns, connected,
+	       (unsigned long long)sent, closed, st408, st503, other);
+	free(req);
+	free(fds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct epoll_event evs[512];
@@ -631,6 +792,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	epfd = epoll_create1(0);
+	if (O.hostile) {
+		i = hostile_main();
+		fflush(stdout);
+		free(cs);
+		free(value);
+		close(epfd);
+		return i;
+	}
 	if (O.idle_hold > 0)
 		return idle_main(cs);
 	for (i = 0; i < O.conns; i++) {

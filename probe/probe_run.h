@@ -95,7 +95,9 @@ int probe_run_mode_durable(enum probe_mode mode);
 /* "4096", "4k", "4KiB", "1M", "1MiB", "2G" -> bytes; -1 when malformed. */
 int probe_run_parse_size(const char *s, uint64_t *out);
 
-/* "10", "10s", "500ms", "5m", "2h" -> seconds; -1 when malformed or <= 0. */
+/* A duration by the rule every keel tool follows (tools/duration.h: "10" is
+ * 10 s, "500ms", "5m", "2h") -> seconds; -1 when malformed, zero or over a
+ * month. */
 int probe_run_parse_duration(const char *s, double *out);
 
 /* Create path for writing: O_EXCL unless force; refuses what is not a

@@ -32,6 +32,7 @@
 #include "probe_json.h"
 #include "probe_powercut.h"
 #include "probe_run.h"
+#include "duration.h"
 #include "probe_svg.h"
 
 #define MAX_VERDICTS 8
@@ -65,7 +66,7 @@ static void usage(FILE *f)
 	      "  --layout L      append | prealloc | overwrite (default append)\n"
 	      "  --size N        bytes per write, 512 to 1M (default 4k)\n"
 	      "  --file-size N   bytes the writes cycle through (default 64M)\n"
-	      "  --duration D    e.g. 500ms, 10s, 5m, 2h (default 10s)\n"
+	      "  --duration D    seconds, or with a unit: 500ms, 10s, 5m, 2h (default 10s)\n"
 	      "  --rate R        fixed rate, R writes/s, latency from the intended "
 	      "start\n"
 	      "                  (default: closed loop)\n"
@@ -134,7 +135,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'd':
 			if (probe_run_parse_duration(optarg, &a->cfg.duration_s) < 0)
-				return bad("--duration must be like 500ms, 10s, 5m, 2h",
+				return bad("--duration wants " DURATION_RULE ", at most a month",
 					   optarg);
 			a->duration_given = 1;
 			break;

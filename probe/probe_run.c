@@ -1,5 +1,6 @@
 /* probe_run.c -- the fsync-probe workload; see probe_run.h. */
 #include "probe_run.h"
+#include "duration.h"
 #include "probe_json.h"
 
 #include <errno.h>
@@ -101,28 +102,13 @@ int probe_run_parse_size(const char *s, uint64_t *out)
 
 int probe_run_parse_duration(const char *s, double *out)
 {
-	char *end;
-	double v, mult;
+	uint64_t ns;
 
-	if (!s || !*s)
+	if (duration_parse(s, &ns) < 0)
 		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v > 0) || isinf(v))
+	if (ns > 31ull * 86400 * 1000000000ull) /* a month is surely a typo */
 		return -1;
-	if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
-		mult = 1;
-	else if (strcmp(end, "ms") == 0)
-		mult = 0.001;
-	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-		mult = 60;
-	else if (strcmp(end, "h") == 0)
-		mult = 3600;
-	else
-		return -1;
-	if (v * mult > 31.0 * 86400) /* a month is surely a typo */
-		return -1;
-	*out = v * mult;
+	*out = (double)ns / 1e9;
 	return 0;
 }
 

@@ -1,0 +1,53 @@
+#!/bin/sh
+# shim-overhead.sh [BUILD_DIR] [N] -- what libkeel-shim.so costs a program,
+# and how fast torture --target exec power-cuts a SQLite workload.
+#
+#   1. N x (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
+#      each, synchronous=EXTRA), each timed inside the program, plain and
+#      under the shim (torture --target exec --power-loss, one cycle that
+#      ends on its own), three rounds alternating; the median of each.
+#   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
+#      SQLite workload (synchronous=EXTRA, which passes): cycles per second.
+# Needs libsqlite3-dev (make deps-bench).  Figures: docs/bench.md.  TMPDIR
+# picks the file system (TMPDIR=/dev/shm: the shim's CPU cost alone).
+set -eu
+B=${1:-build}
+N=${2:-300}
+T=$(mktemp -d "${TMPDIR:-/tmp}/keel-shim-bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+cc -O2 -Wall -Wextra -Werror -o "$B/shim-bench" bench/shim_bench.c -lsqlite3
+S=$B/shim-bench
+
+median() { sort -n | sed -n 2p; }
+
+plain() { # plain MODE -> seconds
+	rm -rf "$T/d" && mkdir "$T/d"
+	"$S" "$1" "$T/d" "$N" "$T/t" && cat "$T/t"
+}
+
+shimmed() { # shimmed MODE -> seconds
+	rm -rf "$T/d"
+	"$B/torture" --target exec --quiet --power-loss --kill-every 10m \
+		--cycles 1 --dir "$T/d" --workload "$S $1 {dir} $N $T/t" \
+		--checker 'echo bench done' >"$T/log" 2>&1 ||
+		{ cat "$T/log"; exit 1; }
+	cat "$T/t"
+}
+
+for mode in fsync sqlite; do
+	: >"$T/p"; : >"$T/s"
+	for round in 1 2 3; do
+		plain $mode >>"$T/p"
+		shimmed $mode >>"$T/s"
+	done
+	p=$(median <"$T/p")
+	s=$(median <"$T/s")
+	echo "$mode: $N ops  plain $p s ($(echo "$N / $p" | bc) ops/s)  shim $s s ($(echo "$N / $s" | bc) ops/s)  overhead $(echo "scale=1; ($s - $p) * 100 / $p" | bc) %  (rounds: plain $(tr '\n' ' ' <"$T/p")shim $(tr '\n' ' ' <"$T/s"))"
+done
+
+"$B/torture" --target exec --quiet --power-loss --kill-every 50ms \
+	--duration 20s --seed 1 --json "$T/run.json" \
+	--workload "$S sqlite-kv {dir} EXTRA" \
+	--checker "$S sqlite-kv-check {dir} EXTRA" >"$T/log" 2>&1 ||
+	{ cat "$T/log"; exit 1; }
+sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second": \([0-9.]*\).*/sqlite power-loss: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p' "$T/run.json"

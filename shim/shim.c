@@ -1,0 +1,1696 @@
+/*
+ * shim.c -- libkeel-shim.so: LD_PRELOAD wrappers that record a program's
+ * I/O on files below the watched directory in the harness's faultsim cache
+ * (the contract is shim.h; the call list and its limits docs/targets.md).
+ *
+ * Order inside one tracked call, as in faultsim's own keel_io backend:
+ * (1) count the step (an --enumerate run may kill the process here), (2)
+ * check the injected faults (a fault fails the call without touching the
+ * file), (3) record, (4) make the real call, (5) end the record with its
+ * result, (6) remember the call in the ring for a violation's report.
+ *
+ * Re-entry: faultsim itself calls open, pread, link, unlink, ... and those
+ * resolve to the wrappers below.  IN_SHIM (per thread) is set while a
+ * wrapper works; every wrapper passes straight through while it is set.
+ */
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <ftw.h>
+#include <limits.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define SHIM_FDS 65536        /* descriptors the shim can follow        */
+#define FD_APPEND 1u          /* O_APPEND                               */
+#define FD_SYNC 2u            /* O_SYNC / O_DSYNC                       */
+#define FD_DIR 4u             /* a directory below the watched one      */
+#define ZERO_MAX (64u << 20)  /* largest hole punched (recorded as zeros) */
+
+static __thread int in_shim __attribute__((tls_model("initial-exec")));
+
+static int active;                /* set up by the harness               */
+static char watched[PATH_MAX];    /* the watched directory               */
+static size_t watched_len;
+static faultsim_cache *cache;
+static faultsim_faults *faults;   /* NULL: no injected faults            */
+static faultsim_profile profile;
+static shim_shared *ctl;
+
+/* Per descriptor, in this process (inherited across fork, rebuilt from
+ * /proc/self/fd after exec). */
+static int32_t fd_file[SHIM_FDS];   /* faultsim file id + 1; 0 untracked */
+static uint8_t fd_flags[SHIM_FDS];  /* FD_*                              */
+static int32_t fd_err[SHIM_FDS];    /* sync error not yet reported (errseq) */
+static char *fd_path[SHIM_FDS];     /* absolute path (tracked files, dirs) */
+
+/* ---- the real functions ---------------------------------------------- */
+
+#define REAL(ret, name, args)                                              \
+	static ret(*real_##name) args;                                     \
+	static void load_##name(void)                                      \
+	{                                                                  \
+		if (!real_##name)                                          \
+			real_##name = (ret(*) args)dlsym(RTLD_NEXT, #name); \
+	}
+
+REAL(int, openat, (int, const char *, int, ...))
+REAL(ssize_t, write, (int, const void *, size_t))
+REAL(ssize_t, pwrite, (int, const void *, size_t, off_t))
+REAL(int, close, (int))
+REAL(int, fsync, (int))
+REAL(int, fdatasync, (int))
+REAL(int, ftruncate, (int, off_t))
+REAL(int, fallocate, (int, int, off_t, off_t))
+REAL(int, posix_fallocate, (int, off_t, off_t))
+REAL(int, renameat2, (int, const char *, int, const char *, unsigned))
+REAL(int, unlinkat, (int, const char *, int))
+REAL(int, linkat, (int, const char *, int, const char *, int))
+REAL(int, mkdirat, (int, const char *, mode_t))
+REAL(int, dup, (int))
+REAL(int, dup3, (int, int, int))
+REAL(int, dup2, (int, int))
+REAL(int, fcntl, (int, int, ...))
+REAL(void *, mmap, (void *, size_t, int, int, int, off_t))
+REAL(void, sync, (void))
+REAL(int, syncfs, (int))
+REAL(int, sync_file_range, (int, off_t, off_t, unsigned))
+REAL(int, execve, (const char *, char *const[], char *const[]))
+REAL(long, syscall, (long, ...))
+REAL(int, fileno, (FILE *))
+
+static void load_all(void)
+{
+	load_openat(); load_write(); load_pwrite(); load_close();
+	load_fsync(); load_fdatasync(); load_ftruncate(); load_fallocate();
+	load_posix_fallocate(); load_renameat2(); load_unlinkat();
+	load_linkat(); load_mkdirat(); load_dup(); load_dup3(); load_dup2();
+	load_fcntl(); load_mmap(); load_sync(); load_syncfs();
+	load_sync_file_range(); load_execve(); load_syscall(); load_fileno();
+}
+
+/* ---- refusing, remembering ----------------------------------------------- */
+
+static void refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+                                                        noreturn));
+static void refuse(const char *fmt, ...)
+{
+	char msg[SHIM_REFUSAL], line[SHIM_REFUSAL + 40];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (ctl && __atomic_exchange_n(&ctl->refused, 1, __ATOMIC_ACQ_REL) == 0)
+		snprintf(ctl->refusal, sizeof ctl->refusal, "%s", msg);
+	n = snprintf(line, sizeof line, "keel-shim: %s (set-up error)\n", msg);
+	if (real_write && n > 0)
+		(void)!real_write(2, line, (size_t)n);
+	_exit(2);
+}
+
+static const char *relative(const char *abs)
+{
+	if (strncmp(abs, watched, watched_len) == 0 && abs[watched_len] == '/')
+		return abs + watched_len + 1;
+	return abs;
+}
+
+static void remember(uint32_t op, int file, const char *path,
+                     const char *path2, uint64_t off, uint64_t len,
+                     int64_t result, int durable)
+{
+	uint64_t i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
+	shim_call *c = &ctl->ring[i % SHIM_RING];
+
+	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+	c->op = op;
+	c->file = file;
+	c->pid = (int32_t)getpid();
+	c->durable = (uint32_t)durable;
+	c->result = result;
+	c->off = off;
+	c->len = len;
+	if (path2)
+		snprintf(c->path, sizeof c->path, "%s -> %s",
+		         path ? relative(path) : "?", relative(path2));
+	else
+		snprintf(c->path, sizeof c->path, "%s",
+		         path ? relative(path) : "?");
+	__atomic_store_n(&c->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+/* KEEL_SHIM_KILLS_ONLY=1: the harness cuts no power and injects no fault in
+ * this run, so a kill leaves every write in the page cache and nothing
+ * recorded can ever be undone.  A full cache is then settled as a sync(2)
+ * would settle it, and the call recorded after all, instead of refused: a
+ * program that writes and renames without ever syncing runs as long as the
+ * harness likes.  With power cuts a full cache stays a refusal. */
+static int kills_only;
+
+static int sync_everything(int rc, int said);
+static uint64_t all_mark;
+
+static int make_room(void)
+{
+	if (!kills_only)
+		return 0;
+	all_mark = faultsim_cache_sync_begin(cache);
+	sync_everything(0, 0);
+	faultsim_cache_clear_overflow(cache);
+	return 1;
+}
+
+/* Records with CALL, a faultsim_cache_*_begin or _track call returning a
+ * negative errno; a full cache gets one make_room and a second try. */
+#define RECORD(call) ({ int rec_rc_ = (call);                              \
+	if (rec_rc_ == -ENOBUFS && make_room())                             \
+		rec_rc_ = (call);                                             \
+	rec_rc_; })
+
+/* A recording call failed: the cache is full, or the file table is. */
+static void recording_failed(int rc, const char *what, const char *path)
+{
+	if (rc == -ENOBUFS)
+		refuse("%s %s: the fault simulator's cache is full (more than "
+		       "%d files, or more unsynced bytes than it holds)", what,
+		       path ? relative(path) : "?", FAULTSIM_MAX_FILES);
+}
+
+/* ---- paths ------------------------------------------------------------------ */
+
+/* The absolute, resolved form of PATH (relative to DIRFD): the directory
+ * part through realpath, then the last component.  0, or -1. */
+static int resolve(int dirfd, const char *path, char *out)
+{
+	char tmp[PATH_MAX + 8], base[PATH_MAX];
+	size_t len;
+
+	if (!path || !*path)
+		return -1;
+	if (path[0] == '/') {
+		if (strlen(path) >= PATH_MAX)
+			return -1;
+		snprintf(tmp, sizeof tmp, "%s", path);
+	} else if (dirfd == AT_FDCWD) {
+		if (!getcwd(base, sizeof base) ||
+		    snprintf(tmp, sizeof tmp, "%.*s/%s", PATH_MAX / 2, base,
+		             path) >= PATH_MAX)
+			return -1;
+	} else {
+		char link[64];
+		ssize_t n;
+		snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+		n = readlink(link, base, sizeof base - 1);
+		if (n < 0)
+			return -1;
+		base[n] = '\0';
+		if (snprintf(tmp, sizeof tmp, "%.*s/%s", PATH_MAX / 2, base,
+		             path) >= PATH_MAX)
+			return -1;
+	}
+	len = strlen(tmp);
+	while (len > 1 && tmp[len - 1] == '/')
+		tmp[--len] = '\0';
+	const char *slash = strrchr(tmp, '/');
+	const char *last = slash + 1;
+	if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+		return realpath(tmp, out) ? 0 : -1;
+	return faultsim_cache_abspath(tmp, out, FAULTSIM_PATH_MAX) == 0 ? 0 : -1;
+}
+
+/* KEEL_SHIM_VOLATILE: ':'-separated shell patterns of file names whose
+ * content the program never needs after a crash (shared-memory files such
+ * as SQLite's -shm or keel's .durable marker): they pass through. */
+static char volatile_pats[1024];
+
+static int is_volatile(const char *abs)
+{
+	const char *base = strrchr(abs, '/');
+	char pat[256];
+
+	base = base ? base + 1 : abs;
+	for (const char *p = volatile_pats; *p;) {
+		size_t n = strcspn(p, ":");
+		if (n && n < sizeof pat) {
+			memcpy(pat, p, n);
+			pat[n] = '\0';
+			if (fnmatch(pat, base, 0) == 0)
+				return 1;
+		}
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
+static int is_watched(const char *abs)
+{
+	return strncmp(abs, watched, watched_len) == 0 &&
+	       (abs[watched_len] == '/' || abs[watched_len] == '\0') &&
+	       !is_volatile(abs);
+}
+
+/* Resolves and says whether the result is below the watched directory. */
+static int watched_path(int dirfd, const char *path, char *abs)
+{
+	return resolve(dirfd, path, abs) == 0 && is_watched(abs);
+}
+
+/* ---- descriptors ------------------------------------------------------------ */
+
+static int fd_tracked(int fd)
+{
+	return fd >= 0 && fd < SHIM_FDS &&
+	       (__atomic_load_n(&fd_file[fd], __ATOMIC_ACQUIRE) ||
+	        (fd_flags[fd] & FD_DIR));
+}
+
+static void fd_forget(int fd)
+{
+	if (fd < 0 || fd >= SHIM_FDS)
+		return;
+	__atomic_store_n(&fd_file[fd], 0, __ATOMIC_RELEASE);
+	fd_flags[fd] = 0;
+	fd_err[fd] = 0;
+	free(fd_path[fd]);
+	fd_path[fd] = NULL;
+}
+
+static void fd_copy(int from, int to)
+{
+	if (to < 0 || to >= SHIM_FDS || to == from)
+		return;
+	fd_forget(to);
+	if (from < 0 || from >= SHIM_FDS)
+		return;
+	fd_flags[to] = fd_flags[from];
+	fd_path[to] = fd_path[from] ? strdup(fd_path[from]) : NULL;
+	__atomic_store_n(&fd_file[to], fd_file[from], __ATOMIC_RELEASE);
+}
+
+/* What the record implies about FILE: set on first sight from the file. */
+static void expect_init(int file, int fd)
+{
+	struct stat st;
+	shim_file *f = &ctl->files[file];
+
+	if (fstat(fd, &st) != 0)
+		return;
+	if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino)
+		return;
+	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+		if (ctl->files[i].ino == (uint64_t)st.st_ino &&
+		    ctl->files[i].dev == (uint64_t)st.st_dev)
+			memset(&ctl->files[i], 0, sizeof(shim_file)); /* reused */
+	f->size_lo = f->size_hi = (uint64_t)st.st_size;
+	f->sample_len = 0;
+	f->pending = 0;
+	f->dev = (uint64_t)st.st_dev;
+	f->ino = (uint64_t)st.st_ino;
+}
+
+/* Starts following FD, opened on ABS (below the watched directory). */
+static int fd_track(int fd, const char *abs, int flags)
+{
+	struct stat st;
+	int file;
+
+	if (fstat(fd, &st) != 0)
+		return 0;
+	if (fd >= SHIM_FDS)
+		refuse("%s: descriptor %d is above the %d the shim follows",
+		       relative(abs), fd, SHIM_FDS);
+	fd_forget(fd);
+	if (S_ISDIR(st.st_mode)) {
+		fd_flags[fd] = FD_DIR;
+		fd_path[fd] = strdup(abs);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	file = RECORD(faultsim_cache_track(cache, fd, abs));
+	if (file < 0) {
+		recording_failed(file, "open", abs);
+		return file;
+	}
+	expect_init(file, fd);
+	fd_flags[fd] = (uint8_t)(((flags & O_APPEND) ? FD_APPEND : 0) |
+	                         ((flags & (O_SYNC | O_DSYNC)) ? FD_SYNC : 0));
+	fd_path[fd] = strdup(abs);
+	__atomic_store_n(&fd_file[fd], file + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The file at ABS is about to lose its name (unlink, rename over it): its
+ * inode may be reused by a new file, which must not be checked against the
+ * old one's expectations. */
+static void expect_forget_path(const char *abs)
+{
+	struct stat st;
+
+	if (lstat(abs, &st) != 0)
+		return;
+	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+		if (ctl->files[i].ino == (uint64_t)st.st_ino &&
+		    ctl->files[i].dev == (uint64_t)st.st_dev)
+			memset(&ctl->files[i], 0, sizeof(shim_file));
+}
+
+/* ---- faults ---------------------------------------------------------------- */
+
+static int inject(faultsim_op op)
+{
+	int e = faults ? faultsim_faults_check(faults, op) : 0;
+	if (e == FAULTSIM_SHORT && op != FAULTSIM_OP_PWRITE)
+		e = -EIO;
+	return e;
+}
+
+static void step(void)
+{
+	faultsim_faults_step(faults);
+}
+
+/* ---- the size and sample a write leaves (bypass detection) ---------------- */
+
+static void expect_begin(int file, uint64_t new_end, int truncate)
+{
+	shim_file *f = &ctl->files[file];
+	f->pending = 1;
+	if (truncate) {
+		if (new_end < f->size_lo)
+			f->size_lo = new_end;
+		if (new_end > f->size_hi)
+			f->size_hi = new_end;
+	} else if (new_end > f->size_hi) {
+		f->size_hi = new_end;
+	}
+}
+
+static void expect_end(int file, int fd, const void *buf, uint64_t off,
+                       ssize_t n)
+{
+	shim_file *f = &ctl->files[file];
+	struct stat st;
+
+	if (fstat(fd, &st) == 0)
+		f->size_lo = f->size_hi = (uint64_t)st.st_size;
+	if (buf && n > 0) {
+		f->sample_len = (uint32_t)(n < SHIM_SAMPLE ? n : SHIM_SAMPLE);
+		f->sample_off = off;
+		memcpy(f->sample, buf, f->sample_len);
+	} else if (f->sample_len && f->sample_off + f->sample_len > f->size_lo) {
+		f->sample_len = 0; /* cut off by a truncate */
+	}
+	f->pending = 0;
+}
+
+/* ---- writes ---------------------------------------------------------------- */
+
+/* One tracked write of BUF: WHENCE SEEK_SET at OFF, SEEK_CUR (write),
+ * SEEK_END (O_APPEND).  Returns as write(2). */
+static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
+                             uint64_t off, int durable)
+{
+	int file = fd_file[fd] - 1, e, rc, err;
+	faultsim_ticket t = { 0 };
+	ssize_t n;
+
+	in_shim = 1;
+	step();
+	e = inject(FAULTSIM_OP_PWRITE);
+	if (e == FAULTSIM_SHORT) {
+		len /= 2;
+	} else if (e) {
+		in_shim = 0;
+		errno = -e;
+		return -1;
+	}
+	if (fd_flags[fd] & FD_APPEND)
+		whence = SEEK_END; /* Linux: pwrite on O_APPEND appends too */
+	durable |= (fd_flags[fd] & FD_SYNC) != 0;
+	rc = RECORD(faultsim_cache_write_begin_at(cache, file, fd, buf, len, whence,
+	                                   &off, &t));
+	if (rc < 0) {
+		recording_failed(rc, "write", fd_path[fd]);
+		in_shim = 0;
+		errno = -rc;
+		return -1;
+	}
+	expect_begin(file, off + len, 0);
+	n = whence == SEEK_SET ? real_pwrite(fd, buf, len, (off_t)off)
+	                       : real_write(fd, buf, len);
+	err = errno;
+	expect_end(file, fd, buf, off, n);
+	if (durable)
+		faultsim_cache_write_end_durable(&t, n < 0 ? -err : n);
+	else
+		faultsim_cache_write_end(&t, n < 0 ? -err : n);
+	if (n > 0)
+		__atomic_add_fetch(&ctl->bytes, (uint64_t)n, __ATOMIC_RELAXED);
+	remember(SHIM_OP_WRITE, file, fd_path[fd], NULL, off, len,
+	         n < 0 ? -err : n, durable);
+	in_shim = 0;
+	errno = err;
+	return n;
+}
+
+/* A vector write is recorded and made as one write of its gathered bytes
+ * (the same bytes at the same place; POSIX makes writev atomic as one). */
+static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
+                              int whence, uint64_t off, int durable)
+{
+	size_t len = 0, at = 0;
+	unsigned char *buf;
+	ssize_t n;
+
+	if (cnt < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (int i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	in_shim = 1;
+	buf = malloc(len ? len : 1);
+	in_shim = 0;
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < cnt; i++) {
+		memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	n = tracked_write(fd, buf, len, whence, off, durable);
+	int err = errno;
+	free(buf);
+	errno = err;
+	return n;
+}
+
+#define PASS(fd) (!active || in_shim || (fd) < 0 || (fd) >= SHIM_FDS || \
+                  !__atomic_load_n(&fd_file[(fd)], __ATOMIC_ACQUIRE))
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	load_write();
+	if (PASS(fd))
+		return real_write(fd, buf, len);
+	return tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	load_pwrite();
+	if (PASS(fd))
+		return real_pwrite(fd, buf, len, off);
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tracked_write(fd, buf, len, SEEK_SET, (uint64_t)off, 0);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+	return pwrite(fd, buf, len, off);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	static ssize_t (*real)(int, const struct iovec *, int);
+	if (!real)
+		real = (ssize_t(*)(int, const struct iovec *, int))
+			dlsym(RTLD_NEXT, "writev");
+	if (PASS(fd))
+		return real(fd, iov, cnt);
+	return tracked_writev(fd, iov, cnt, SEEK_CUR, 0, 0);
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	static ssize_t (*real)(int, const struct iovec *, int, off_t);
+	if (!real)
+		real = (ssize_t(*)(int, const struct iovec *, int, off_t))
+			dlsym(RTLD_NEXT, "pwritev");
+	if (PASS(fd))
+		return real(fd, iov, cnt, off);
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tracked_writev(fd, iov, cnt, SEEK_SET, (uint64_t)off, 0);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return pwritev(fd, iov, cnt, off);
+}
+
+ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
+                 int flags)
+{
+	static ssize_t (*real)(int, const struct iovec *, int, off_t, int);
+	if (!real)
+		real = (ssize_t(*)(int, const struct iovec *, int, off_t, int))
+			dlsym(RTLD_NEXT, "pwritev2");
+	if (PASS(fd))
+		return real(fd, iov, cnt, off, flags);
+	int durable = (flags & (RWF_DSYNC | RWF_SYNC)) != 0;
+	if (flags & RWF_APPEND)
+		return tracked_writev(fd, iov, cnt, SEEK_END, 0, durable);
+	if (off == -1)
+		return tracked_writev(fd, iov, cnt, SEEK_CUR, 0, durable);
+	return tracked_writev(fd, iov, cnt, SEEK_SET, (uint64_t)off, durable);
+}
+
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off,
+                    int flags)
+{
+	return pwritev2(fd, iov, cnt, off, flags);
+}
+
+/* ---- size changes ------------------------------------------------------------ */
+
+static int tracked_truncate(int fd, uint64_t len)
+{
+	int file = fd_file[fd] - 1, rc;
+	faultsim_ticket t = { 0 };
+
+	step();
+	if ((rc = inject(FAULTSIM_OP_FTRUNCATE)) != 0)
+		return rc;
+	rc = RECORD(faultsim_cache_truncate_begin(cache, file, fd, len, &t));
+	if (rc < 0) {
+		recording_failed(rc, "ftruncate", fd_path[fd]);
+		return rc;
+	}
+	expect_begin(file, len, 1);
+	rc = real_ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
+	expect_end(file, fd, NULL, 0, 0);
+	faultsim_cache_change_end(&t, rc);
+	remember(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, rc, 0);
+	return rc;
+}
+
+int ftruncate(int fd, off_t len)
+{
+	load_ftruncate();
+	if (PASS(fd))
+		return real_ftruncate(fd, len);
+	if (len < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	in_shim = 1;
+	int rc = tracked_truncate(fd, (uint64_t)len);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int ftruncate64(int fd, off_t len)
+{
+	return ftruncate(fd, len);
+}
+
+int truncate(const char *path, off_t len)
+{
+	static int (*real)(const char *, off_t);
+	char abs[PATH_MAX];
+	int fd, rc;
+
+	if (!real)
+		real = (int (*)(const char *, off_t))dlsym(RTLD_NEXT, "truncate");
+	if (!active || in_shim || !watched_path(AT_FDCWD, path, abs))
+		return real(path, len);
+	fd = open(abs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = ftruncate(fd, len);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return rc;
+}
+
+int truncate64(const char *path, off_t len)
+{
+	return truncate(path, len);
+}
+
+/* Zeroing modes are recorded as a write of zeros over the range. */
+static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
+{
+	int file = fd_file[fd] - 1, rc;
+	faultsim_ticket t = { 0 };
+	struct stat st;
+	unsigned char *zeros;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if ((mode & FALLOC_FL_KEEP_SIZE) && off + len > (uint64_t)st.st_size)
+		len = off < (uint64_t)st.st_size ? (uint64_t)st.st_size - off : 0;
+	if (len > ZERO_MAX)
+		refuse("fallocate(%#x) of %llu bytes on %s: the shim records "
+		       "a zeroed range as a write of zeros, at most %u bytes",
+		       (unsigned)mode, (unsigned long long)len,
+		       relative(fd_path[fd]), ZERO_MAX);
+	zeros = calloc(1, len ? len : 1);
+	if (!zeros)
+		return -ENOMEM;
+	rc = RECORD(faultsim_cache_write_begin(cache, file, fd, zeros, len, off, &t));
+	if (rc < 0) {
+		recording_failed(rc, "fallocate", fd_path[fd]);
+		free(zeros);
+		return rc;
+	}
+	expect_begin(file, off + len, 0);
+	rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
+	expect_end(file, fd, len ? zeros : NULL, off, rc == 0 ? (ssize_t)len : 0);
+	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : rc);
+	free(zeros);
+	return rc;
+}
+
+static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
+                            int posix)
+{
+	int file = fd_file[fd] - 1, rc;
+	faultsim_ticket t = { 0 };
+
+	step();
+	if ((rc = inject(FAULTSIM_OP_FALLOCATE)) != 0)
+		return rc;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+	             FALLOC_FL_ZERO_RANGE))
+		refuse("fallocate(%#x) on %s: collapsing or inserting ranges "
+		       "is not modelled", (unsigned)mode, relative(fd_path[fd]));
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		rc = tracked_zero(fd, mode, off, len);
+	} else if (mode & FALLOC_FL_KEEP_SIZE) {
+		/* blocks only: nothing a reader or a crash can tell apart */
+		rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0
+		                                                        : -errno;
+	} else {
+		rc = RECORD(faultsim_cache_extend_begin(cache, file, fd, off, len, &t));
+		if (rc < 0) {
+			recording_failed(rc, "fallocate", fd_path[fd]);
+			return rc;
+		}
+		expect_begin(file, off + len, 0);
+		if (posix)
+			rc = -real_posix_fallocate(fd, (off_t)off, (off_t)len);
+		else
+			rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0
+			             ? 0 : -errno;
+		expect_end(file, fd, NULL, 0, 0);
+		faultsim_cache_change_end(&t, rc);
+	}
+	remember(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len, rc, 0);
+	return rc;
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	load_fallocate();
+	if (PASS(fd))
+		return real_fallocate(fd, mode, off, len);
+	if (off < 0 || len <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	in_shim = 1;
+	int rc = tracked_allocate(fd, mode, (uint64_t)off, (uint64_t)len, 0);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	return fallocate(fd, mode, off, len);
+}
+
+int posix_fallocate(int fd, off_t off, off_t len)
+{
+	load_posix_fallocate();
+	if (PASS(fd))
+		return real_posix_fallocate(fd, off, len);
+	if (off < 0 || len <= 0)
+		return EINVAL;
+	in_shim = 1;
+	int rc = tracked_allocate(fd, 0, (uint64_t)off, (uint64_t)len, 1);
+	in_shim = 0;
+	return -rc;
+}
+
+int posix_fallocate64(int fd, off_t off, off_t len)
+{
+	return posix_fallocate(fd, off, len);
+}
+
+/* ---- syncs ------------------------------------------------------------------ */
+
+/* A sync of FILE failed with RC on FD: every other descriptor on the file
+ * hears of it once, at its next sync (Linux's errseq). */
+static void errseq_spread(int file, int fd, int rc)
+{
+	for (int i = 0; i < SHIM_FDS; i++)
+		if (i != fd && fd_file[i] == file + 1 && !fd_err[i])
+			fd_err[i] = rc;
+}
+
+static int dir_sync(int fd, faultsim_op op)
+{
+	uint64_t mark;
+	int rc;
+
+	step();
+	mark = faultsim_cache_dir_sync_begin(cache);
+	if ((rc = inject(FAULTSIM_OP_FSYNC_DIR)) == 0)
+		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
+		                              : real_fdatasync(fd)) == 0 ? 0
+		                                                      : -errno;
+	faultsim_cache_dir_sync_end(cache, fd_path[fd], mark, rc);
+	remember(SHIM_OP_DIR_FSYNC, -1, fd_path[fd], NULL, 0, 0, rc, 0);
+	return rc;
+}
+
+static int file_sync(int fd, faultsim_op op)
+{
+	int file = fd_file[fd] - 1, rc, pending;
+	uint64_t mark;
+
+	if (fd_flags[fd] & FD_DIR)
+		return dir_sync(fd, op);
+	step();
+	mark = faultsim_cache_sync_begin(cache);
+	if ((rc = inject(op)) == 0)
+		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
+		                              : real_fdatasync(fd)) == 0 ? 0
+		                                                      : -errno;
+	faultsim_cache_sync_end(cache, file, mark, rc, profile);
+	if (rc < 0)
+		errseq_spread(file, fd, rc);
+	pending = fd_err[fd];
+	fd_err[fd] = 0;
+	remember(op == FAULTSIM_OP_FSYNC ? SHIM_OP_FSYNC : SHIM_OP_FDATASYNC,
+	         file, fd_path[fd], NULL, 0, 0, rc < 0 ? rc : pending, 0);
+	return rc < 0 ? rc : pending;
+}
+
+int fsync(int fd)
+{
+	load_fsync();
+	load_fdatasync();
+	if (!active || in_shim || !fd_tracked(fd))
+		return real_fsync(fd);
+	in_shim = 1;
+	int rc = file_sync(fd, FAULTSIM_OP_FSYNC);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int fdatasync(int fd)
+{
+	load_fsync();
+	load_fdatasync();
+	if (!active || in_shim || !fd_tracked(fd))
+		return real_fdatasync(fd);
+	in_shim = 1;
+	int rc = file_sync(fd, FAULTSIM_OP_FDATASYNC);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int sync_file_range(int fd, off_t off, off_t len, unsigned flags)
+{
+	load_sync_file_range();
+	if (PASS(fd))
+		return real_sync_file_range(fd, off, len, flags);
+	/* starts writeback, waits for none of the metadata: not a sync */
+	int rc = real_sync_file_range(fd, off, len, flags);
+	in_shim = 1;
+	remember(SHIM_OP_SYNC_RANGE, fd_file[fd] - 1, fd_path[fd], NULL,
+	         (uint64_t)off, (uint64_t)len, rc == 0 ? 0 : -errno, 0);
+	in_shim = 0;
+	return rc;
+}
+
+static int dir_settle(const char *path, const struct stat *st, int type,
+                      struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_D || type == FTW_DP)
+		faultsim_cache_dir_sync_end(cache, path, all_mark, 0);
+	return 0;
+}
+
+/* sync(2), syncfs(2): every file and directory below the watched one;
+ * SAID: the program called it (it goes into the call ring). */
+static int sync_everything(int rc, int said)
+{
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+		faultsim_cache_sync_end(cache, i, all_mark, 0, profile);
+	nftw(watched, dir_settle, 16, FTW_PHYS);
+	if (said)
+		remember(SHIM_OP_SYNC_ALL, -1, watched, NULL, 0, 0, 0, 0);
+	return 0;
+}
+
+void sync(void)
+{
+	load_sync();
+	if (!active || in_shim) {
+		real_sync();
+		return;
+	}
+	in_shim = 1;
+	step();
+	all_mark = faultsim_cache_sync_begin(cache);
+	real_sync();
+	sync_everything(0, 1);
+	in_shim = 0;
+}
+
+int syncfs(int fd)
+{
+	load_syncfs();
+	if (!active || in_shim)
+		return real_syncfs(fd);
+	in_shim = 1;
+	step();
+	all_mark = faultsim_cache_sync_begin(cache);
+	int rc = real_syncfs(fd) == 0 ? 0 : -errno;
+	rc = sync_everything(rc, 1);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- opens ------------------------------------------------------------------ */
+
+static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	char abs[PATH_MAX];
+	faultsim_ticket t = { 0 };
+	struct stat st;
+	int fd, rc, err, writable, exists;
+
+	load_openat();
+	if (!active || in_shim || !watched_path(dirfd, path, abs))
+		return real_openat(dirfd, path, flags, mode);
+	in_shim = 1;
+	writable = (flags & O_ACCMODE) != O_RDONLY;
+	if (flags & O_DIRECT)
+		refuse("open(%s, O_DIRECT): direct I/O bypasses the page cache "
+		       "the shim models", relative(abs));
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		refuse("open(%s, O_TMPFILE): unnamed files are not modelled",
+		       relative(abs));
+	exists = lstat(abs, &st) == 0;
+	if (writable || (flags & O_CREAT)) {
+		step();
+		if ((rc = inject(FAULTSIM_OP_OPEN)) != 0) {
+			in_shim = 0;
+			errno = -rc;
+			return -1;
+		}
+	}
+	if ((flags & O_CREAT) && !exists &&
+	    (rc = RECORD(faultsim_cache_create_begin(cache, abs, &t))) < 0) {
+		recording_failed(rc, "open", abs);
+		in_shim = 0;
+		errno = -rc;
+		return -1;
+	}
+	/* O_TRUNC is made a recorded ftruncate below, so its bytes can come
+	 * back at a crash */
+	/* the cache reads pre-images through the descriptor: a write-only
+	 * open is made read-write (falling back when reading is not allowed,
+	 * which the first overwrite then reports) */
+	fd = -1;
+	if ((flags & O_ACCMODE) == O_WRONLY)
+		fd = real_openat(dirfd, path, ((exists ? flags & ~O_TRUNC : flags) &
+		                               ~O_ACCMODE) | O_RDWR, mode);
+	if (fd < 0)
+		fd = real_openat(dirfd, path, exists ? flags & ~O_TRUNC : flags,
+		                 mode);
+	err = errno;
+	faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
+	if (fd < 0) {
+		in_shim = 0;
+		errno = err;
+		return -1;
+	}
+	fd_track(fd, abs, flags);
+	if (fd_file[fd] && (writable || (flags & O_CREAT)))
+		remember(exists ? SHIM_OP_OPEN : SHIM_OP_CREATE, fd_file[fd] - 1,
+		         abs, NULL, 0, 0, fd, 0);
+	if (exists && (flags & O_TRUNC) && writable && !fd_file[fd] &&
+	    real_ftruncate(fd, 0) != 0) {
+		err = errno;
+		real_close(fd);
+		in_shim = 0;
+		errno = err;
+		return -1;
+	}
+	if (exists && (flags & O_TRUNC) && writable && fd_file[fd] &&
+	    (rc = tracked_truncate(fd, 0)) < 0) {
+		real_close(fd);
+		fd_forget(fd);
+		in_shim = 0;
+		errno = -rc;
+		return -1;
+	}
+	in_shim = 0;
+	return fd;
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+	return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return shim_openat(AT_FDCWD, path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return shim_openat(AT_FDCWD, path, flags, mode);
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return shim_openat(dirfd, path, flags, mode);
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return shim_openat(dirfd, path, flags, mode);
+}
+
+/* glibc's _FORTIFY_SOURCE entry points */
+int __open_2(const char *path, int flags)
+{
+	return shim_openat(AT_FDCWD, path, flags, 0);
+}
+
+int __open64_2(const char *path, int flags)
+{
+	return shim_openat(AT_FDCWD, path, flags, 0);
+}
+
+int __openat_2(int dirfd, const char *path, int flags)
+{
+	return shim_openat(dirfd, path, flags, 0);
+}
+
+int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return shim_openat(dirfd, path, flags, 0);
+}
+
+int creat(const char *path, mode_t mode)
+{
+	return shim_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+int creat64(const char *path, mode_t mode)
+{
+	return creat(path, mode);
+}
+
+int close(int fd)
+{
+	load_close();
+	if (active && !in_shim && fd >= 0 && fd < SHIM_FDS &&
+	    (fd_file[fd] || fd_flags[fd])) {
+		in_shim = 1;
+		fd_forget(fd);
+		in_shim = 0;
+	}
+	return real_close(fd);
+}
+
+int dup(int fd)
+{
+	load_dup();
+	int n = real_dup(fd);
+	if (active && !in_shim && n >= 0 && fd_tracked(fd)) {
+		if (n >= SHIM_FDS)
+			refuse("dup of %s gave descriptor %d, above the %d the "
+			       "shim follows", relative(fd_path[fd]), n, SHIM_FDS);
+		in_shim = 1;
+		fd_copy(fd, n);
+		in_shim = 0;
+	}
+	return n;
+}
+
+static int after_dup2(int fd, int n)
+{
+	if (!active || in_shim || n < 0 || n == fd)
+		return n;
+	in_shim = 1;
+	if (fd_tracked(fd) && n >= SHIM_FDS)
+		refuse("dup2 of %s to descriptor %d, above the %d the shim "
+		       "follows", relative(fd_path[fd]), n, SHIM_FDS);
+	fd_copy(fd, n);
+	in_shim = 0;
+	return n;
+}
+
+int dup2(int fd, int to)
+{
+	load_dup2();
+	return after_dup2(fd, real_dup2(fd, to));
+}
+
+int dup3(int fd, int to, int flags)
+{
+	load_dup3();
+	return after_dup2(fd, real_dup3(fd, to, flags));
+}
+
+static int shim_fcntl(int fd, int cmd, void *arg)
+{
+	load_fcntl();
+	if (!active || in_shim || !fd_tracked(fd))
+		return real_fcntl(fd, cmd, arg);
+	if (cmd == F_SETFL && ((long)arg & O_DIRECT) && fd_file[fd])
+		refuse("fcntl(F_SETFL, O_DIRECT) on %s: direct I/O bypasses the "
+		       "page cache the shim models", relative(fd_path[fd]));
+	int n = real_fcntl(fd, cmd, arg);
+	if (n < 0)
+		return n;
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+		if (n >= SHIM_FDS)
+			refuse("fcntl(F_DUPFD) of %s gave descriptor %d, above "
+			       "the %d the shim follows", relative(fd_path[fd]),
+			       n, SHIM_FDS);
+		in_shim = 1;
+		fd_copy(fd, n);
+		in_shim = 0;
+	} else if (cmd == F_SETFL) {
+		/* the flags belong to the open file description: every
+		 * descriptor on it sees the change */
+		fd_flags[fd] = (uint8_t)((fd_flags[fd] & ~FD_APPEND) |
+		                         (((long)arg & O_APPEND) ? FD_APPEND : 0));
+	}
+	return n;
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return shim_fcntl(fd, cmd, arg);
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return shim_fcntl(fd, cmd, arg);
+}
+
+/* ---- mappings, raw system calls, exec ---------------------------------------- */
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	load_mmap();
+	if (active && !in_shim && fd >= 0 && fd < SHIM_FDS && fd_file[fd] &&
+	    (prot & PROT_WRITE) && (flags & (MAP_SHARED | MAP_SHARED_VALIDATE)))
+		refuse("mmap(PROT_WRITE, MAP_SHARED) of %s: writes through a "
+		       "shared mapping cannot be recorded",
+		       relative(fd_path[fd]));
+	return real_mmap(addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+
+	load_syscall();
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (active && nr == SYS_io_uring_setup)
+		refuse("io_uring_setup: I/O through io_uring is not seen by "
+		       "the shim");
+	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* 1 when PATH is an ELF executable without an interpreter: static. */
+static int is_static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = real_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC), found = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof eh, 0) != sizeof eh ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		real_close(fd);
+		return 0;
+	}
+	for (int i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof ph,
+		          (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+		    sizeof ph)
+			break;
+		if (ph.p_type == PT_INTERP)
+			found = 1;
+	}
+	real_close(fd);
+	return !found;
+}
+
+static int env_has(char *const envp[], const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+			return 1;
+	return 0;
+}
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+	load_execve();
+	if (active && !in_shim) {
+		in_shim = 1;
+		if (is_static_elf(path))
+			refuse("exec %s: a statically linked program cannot "
+			       "load the shim", path);
+		if (!env_has(envp, "LD_PRELOAD") ||
+		    !env_has(envp, "KEEL_SHIM_DIR"))
+			refuse("exec %s with LD_PRELOAD or KEEL_SHIM_DIR removed "
+			       "from its environment: its writes would not be "
+			       "seen", path);
+		in_shim = 0;
+	}
+	return real_execve(path, argv, envp);
+}
+
+/* ---- namespace ------------------------------------------------------------- */
+
+static int shim_rename(int odir, const char *from, int ndir, const char *to,
+                       unsigned flags)
+{
+	char afrom[PATH_MAX], ato[PATH_MAX];
+	faultsim_ticket t = { 0 };
+	int wf, wt, rc;
+
+	load_renameat2();
+	if (!active || in_shim)
+		return real_renameat2(odir, from, ndir, to, flags);
+	wf = watched_path(odir, from, afrom);
+	wt = watched_path(ndir, to, ato);
+	if (!wf && !wt)
+		return real_renameat2(odir, from, ndir, to, flags);
+	in_shim = 1;
+	if (wf != wt)
+		refuse("rename %s -> %s crosses the watched directory's edge",
+		       wf ? relative(afrom) : from, wt ? relative(ato) : to);
+	if (flags & RENAME_EXCHANGE)
+		refuse("renameat2(RENAME_EXCHANGE) %s, %s is not modelled",
+		       relative(afrom), relative(ato));
+	struct stat st;
+	if (lstat(afrom, &st) == 0 && S_ISDIR(st.st_mode))
+		refuse("rename of directory %s is not modelled",
+		       relative(afrom));
+	step();
+	expect_forget_path(ato);
+	if ((rc = inject(FAULTSIM_OP_RENAME)) == 0 &&
+	    (rc = RECORD(faultsim_cache_rename_begin(cache, afrom, ato, &t))) < 0)
+		recording_failed(rc, "rename", afrom);
+	if (rc == 0) {
+		rc = real_renameat2(odir, from, ndir, to, flags) == 0 ? 0 : -errno;
+		faultsim_cache_namespace_end(&t, rc);
+	}
+	remember(SHIM_OP_RENAME, -1, afrom, ato, 0, 0, rc, 0);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int rename(const char *from, const char *to)
+{
+	return shim_rename(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+int renameat(int odir, const char *from, int ndir, const char *to)
+{
+	return shim_rename(odir, from, ndir, to, 0);
+}
+
+int renameat2(int odir, const char *from, int ndir, const char *to,
+              unsigned flags)
+{
+	return shim_rename(odir, from, ndir, to, flags);
+}
+
+static int shim_unlink(int dirfd, const char *path, int flags)
+{
+	char abs[PATH_MAX];
+	faultsim_ticket t = { 0 };
+	struct stat st;
+	int rc;
+
+	load_unlinkat();
+	if (!active || in_shim || !watched_path(dirfd, path, abs))
+		return real_unlinkat(dirfd, path, flags);
+	in_shim = 1;
+	if ((flags & AT_REMOVEDIR) || (lstat(abs, &st) == 0 &&
+	                               S_ISDIR(st.st_mode))) {
+		rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
+		remember(SHIM_OP_RMDIR, -1, abs, NULL, 0, 0, rc, 0);
+	} else {
+		step();
+		expect_forget_path(abs);
+		if ((rc = inject(FAULTSIM_OP_UNLINK)) == 0 &&
+		    (rc = RECORD(faultsim_cache_unlink_begin(cache, abs, &t))) < 0)
+			recording_failed(rc, "unlink", abs);
+		if (rc == 0) {
+			rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
+			faultsim_cache_namespace_end(&t, rc);
+		}
+		remember(SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, rc, 0);
+	}
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int unlink(const char *path)
+{
+	return shim_unlink(AT_FDCWD, path, 0);
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+	return shim_unlink(dirfd, path, flags);
+}
+
+int rmdir(const char *path)
+{
+	return shim_unlink(AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+/* A new name for an existing file: recorded as a create of the new name,
+ * which a crash removes unless its directory was synced. */
+static int shim_link(int odir, const char *from, int ndir, const char *to,
+                     int flags)
+{
+	char ato[PATH_MAX];
+	faultsim_ticket t = { 0 };
+	int rc;
+
+	load_linkat();
+	if (!active || in_shim || !watched_path(ndir, to, ato))
+		return real_linkat(odir, from, ndir, to, flags);
+	in_shim = 1;
+	step();
+	if ((rc = RECORD(faultsim_cache_create_begin(cache, ato, &t))) < 0)
+		recording_failed(rc, "link", ato);
+	if (rc == 0) {
+		rc = real_linkat(odir, from, ndir, to, flags) == 0 ? 0 : -errno;
+		faultsim_cache_namespace_end(&t, rc);
+	}
+	remember(SHIM_OP_LINK, -1, ato, NULL, 0, 0, rc, 0);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int link(const char *from, const char *to)
+{
+	return shim_link(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+int linkat(int odir, const char *from, int ndir, const char *to, int flags)
+{
+	return shim_link(odir, from, ndir, to, flags);
+}
+
+static int shim_mkdir(int dirfd, const char *path, mode_t mode)
+{
+	char abs[PATH_MAX];
+
+	load_mkdirat();
+	if (!active || in_shim || !watched_path(dirfd, path, abs))
+		return real_mkdirat(dirfd, path, mode);
+	in_shim = 1;
+	int rc = real_mkdirat(dirfd, path, mode) == 0 ? 0 : -errno;
+	remember(SHIM_OP_MKDIR, -1, abs, NULL, 0, 0, rc, 0);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+	return shim_mkdir(AT_FDCWD, path, mode);
+}
+
+int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return shim_mkdir(dirfd, path, mode);
+}
+
+/* ---- stdio on tracked files -------------------------------------------------- */
+
+/*
+ * glibc's stdio writes through its internal write, not the exported one, so
+ * a stream on a tracked file is made a fopencookie stream whose write goes
+ * through the wrappers above.  fileno() on it answers the descriptor.
+ */
+typedef struct cookie {
+	int fd;
+	FILE *stream;
+	struct cookie *next;
+} cookie;
+
+static cookie *cookies;
+static pthread_mutex_t cookies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ssize_t ck_read(void *c, char *buf, size_t n)
+{
+	return read(((cookie *)c)->fd, buf, n);
+}
+
+static ssize_t ck_write(void *c, const char *buf, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(((cookie *)c)->fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return done ? (ssize_t)done : -1;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+static int ck_seek(void *c, off64_t *off, int whence)
+{
+	off_t r = lseek(((cookie *)c)->fd, (off_t)*off, whence);
+	if (r < 0)
+		return -1;
+	*off = r;
+	return 0;
+}
+
+static int ck_close(void *c)
+{
+	cookie *k = c, **p;
+	int rc = close(k->fd);
+
+	pthread_mutex_lock(&cookies_lock);
+	for (p = &cookies; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	pthread_mutex_unlock(&cookies_lock);
+	free(k);
+	return rc;
+}
+
+static FILE *cookie_stream(int fd, const char *mode)
+{
+	cookie_io_functions_t io = { ck_read, ck_write, ck_seek, ck_close };
+	cookie *k = calloc(1, sizeof *k);
+
+	if (!k)
+		return NULL;
+	k->fd = fd;
+	k->stream = fopencookie(k, mode, io);
+	if (!k->stream) {
+		free(k);
+		return NULL;
+	}
+	pthread_mutex_lock(&cookies_lock);
+	k->next = cookies;
+	cookies = k;
+	pthread_mutex_unlock(&cookies_lock);
+	return k->stream;
+}
+
+static int mode_flags(const char *mode)
+{
+	int f = 0;
+	switch (mode[0]) {
+	case 'r': f = O_RDONLY; break;
+	case 'w': f = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': f = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: return -1;
+	}
+	for (const char *m = mode + 1; *m && *m != ','; m++) {
+		if (*m == '+')
+			f = (f & ~O_ACCMODE) | O_RDWR;
+		else if (*m == 'x')
+			f |= O_EXCL;
+		else if (*m == 'e')
+			f |= O_CLOEXEC;
+	}
+	return f;
+}
+
+static FILE *shim_fopen(const char *path, const char *mode, const char *name)
+{
+	FILE *(*real)(const char *, const char *) =
+		(FILE * (*)(const char *, const char *))dlsym(RTLD_NEXT, name);
+	char abs[PATH_MAX];
+	int flags = mode ? mode_flags(mode) : -1, fd;
+	FILE *f;
+
+	if (!active || in_shim || flags < 0 ||
+	    (flags & O_ACCMODE) == O_RDONLY || !watched_path(AT_FDCWD, path, abs))
+		return real(path, mode);
+	fd = shim_openat(AT_FDCWD, path, flags, 0666);
+	if (fd < 0)
+		return NULL;
+	f = cookie_stream(fd, mode);
+	if (!f) {
+		close(fd);
+		errno = ENOMEM;
+	}
+	return f;
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	return shim_fopen(path, mode, "fopen");
+}
+
+FILE *fopen64(const char *path, const char *mode)
+{
+	return shim_fopen(path, mode, "fopen64");
+}
+
+FILE *fdopen(int fd, const char *mode)
+{
+	static FILE *(*real)(int, const char *);
+	if (!real)
+		real = (FILE * (*)(int, const char *))dlsym(RTLD_NEXT, "fdopen");
+	if (PASS(fd))
+		return real(fd, mode);
+	return cookie_stream(fd, mode);
+}
+
+int fileno(FILE *stream)
+{
+	load_fileno();
+	if (active) {
+		int fd = -1;
+		pthread_mutex_lock(&cookies_lock);
+		for (cookie *k = cookies; k; k = k->next)
+			if (k->stream == stream)
+				fd = k->fd;
+		pthread_mutex_unlock(&cookies_lock);
+		if (fd >= 0)
+			return fd;
+	}
+	return real_fileno(stream);
+}
+
+int fileno_unlocked(FILE *stream)
+{
+	return fileno(stream);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static int attach_path(const char *var, int (*attach)(int, void **),
+                       void **out)
+{
+	const char *p = getenv(var);
+	int fd, rc;
+
+	if (!p)
+		return -ENOENT;
+	fd = real_openat(AT_FDCWD, p, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = attach(fd, out);
+	real_close(fd);
+	return rc;
+}
+
+static int attach_cache(int fd, void **out)
+{
+	return faultsim_cache_attach(fd, (faultsim_cache **)out);
+}
+
+static int attach_faults(int fd, void **out)
+{
+	return faultsim_faults_attach(fd, (faultsim_faults **)out);
+}
+
+static int attach_ctl(int fd, void **out)
+{
+	void *p = real_mmap(NULL, sizeof(shim_shared), PROT_READ | PROT_WRITE,
+	                    MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (((shim_shared *)p)->magic != SHIM_MAGIC) {
+		munmap(p, sizeof(shim_shared));
+		return -EINVAL;
+	}
+	*out = p;
+	return 0;
+}
+
+/* After exec: descriptors inherited on files below the watched directory
+ * (a shell's redirection, a parent's open file) are followed again. */
+static void adopt_inherited(void)
+{
+	char link[64], abs[PATH_MAX];
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, abs, sizeof abs - 1);
+		if (n <= 0)
+			continue;
+		abs[n] = '\0';
+		if (!is_watched(abs))
+			continue;
+		int fl = real_fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			fd_track(fd, abs, fl);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void __attribute__((constructor)) shim_init(void)
+{
+	const char *dir = getenv("KEEL_SHIM_DIR"), *prof;
+	void *p;
+	int rc;
+
+	load_all();
+	if (!dir)
+		return;
+	in_shim = 1;
+	if (!realpath(dir, watched))
+		refuse("KEEL_SHIM_DIR %s: %s", dir, strerror(errno));
+	watched_len = strlen(watched);
+	if ((rc = attach_path("KEEL_SHIM_CTL", attach_ctl, &p)) < 0)
+		refuse("cannot map the harness's control block "
+		       "(KEEL_SHIM_CTL): %s", strerror(-rc));
+	ctl = p;
+	if ((rc = attach_path("KEEL_SHIM_CACHE", attach_cache, &p)) < 0)
+		refuse("cannot map the fault simulator's cache "
+		       "(KEEL_SHIM_CACHE): %s", strerror(-rc));
+	cache = p;
+	rc = attach_path("KEEL_SHIM_FAULTS", attach_faults, &p);
+	if (rc < 0 && rc != -ENOENT)
+		refuse("cannot map the fault state (KEEL_SHIM_FAULTS): %s",
+		       strerror(-rc));
+	faults = rc < 0 ? NULL : p;
+	if (getenv("KEEL_SHIM_VOLATILE"))
+		snprintf(volatile_pats, sizeof volatile_pats, "%s",
+		         getenv("KEEL_SHIM_VOLATILE"));
+	kills_only = getenv("KEEL_SHIM_KILLS_ONLY") &&
+	             !strcmp(getenv("KEEL_SHIM_KILLS_ONLY"), "1");
+	prof = getenv("KEEL_SHIM_PROFILE");
+	profile = FAULTSIM_PROFILE_EXT4;
+	if (prof && faultsim_profile_parse(prof, &profile) < 0)
+		refuse("KEEL_SHIM_PROFILE %s: not ext4, xfs or btrfs", prof);
+	__atomic_add_fetch(&ctl->loaded, 1, __ATOMIC_ACQ_REL);
+	active = 1;
+	adopt_inherited();
+	in_shim = 0;
+}

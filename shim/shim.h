@@ -1,0 +1,141 @@
+/*
+ * shim.h -- keel's LD_PRELOAD shim: the fault simulator (faultsim/faultsim.h)
+ * in front of ANY dynamically linked program.  Floor 2: it uses faultsim and
+ * nothing of the engine.  This header is the manual for the two sides:
+ * libkeel-shim.so (shim.c), loaded into the program under test, and the
+ * harness (torture --target exec, shim_ctl.c) that sets it up, kills the
+ * program, cuts the power and reads what the shim saw.
+ *
+ * WHAT THE SHIM DOES
+ *   Files below the watched directory (KEEL_SHIM_DIR) are tracked in the
+ *   harness's faultsim cache exactly as keel's own I/O is: every write,
+ *   truncate, allocation and namespace change is recorded BEFORE the real
+ *   call; fsync/fdatasync make a file's records durable, an fsync of a
+ *   directory makes its namespace changes durable, O_SYNC/O_DSYNC writes are
+ *   durable one by one, sync()/syncfs() make everything durable.  Every other
+ *   file, and every call on one, passes straight through.  The calls wrapped
+ *   are listed in docs/targets.md ("What the shim sees").
+ *
+ * WHAT IT REFUSES (one line naming the call and the file on stderr and in
+ *   the control block, then _exit(2): a set-up error, never a verdict)
+ *   a writable MAP_SHARED mapping of a tracked file; O_DIRECT or O_TMPFILE on
+ *   one; a rename across the watched directory's edge; RENAME_EXCHANGE;
+ *   fallocate modes that move data (collapse, insert); io_uring_setup
+ *   through syscall(2); exec of a statically linked program, or of anything
+ *   with the shim removed from its environment; the cache filling up.
+ *
+ * WHAT IT CANNOT SEE, AND HOW THAT IS CAUGHT
+ *   A write that does not go through an exported libc function (a raw
+ *   syscall, a libc-internal call, io_uring) is not recorded.  So the shim
+ *   keeps, per tracked file, the size the record implies and a sample of the
+ *   newest write's bytes; before each crash the harness compares them with
+ *   the file (shim_check_files) and reports any difference as a set-up error.
+ *
+ * SET-UP (environment of the program; the harness fills it)
+ *   KEEL_SHIM_DIR      the watched directory (absolute, resolved)
+ *   KEEL_SHIM_CTL      a path to open for the control block (shim_shared):
+ *                      /proc/<harness pid>/fd/<memfd>
+ *   KEEL_SHIM_CACHE    the same for the faultsim cache
+ *   KEEL_SHIM_FAULTS   the same for the fault state (optional: no faults)
+ *   KEEL_SHIM_PROFILE  ext4 | xfs | btrfs: what a failed sync does
+ *   KEEL_SHIM_VOLATILE ':'-separated shell patterns of file names that pass
+ *                      through untracked: files the program never needs
+ *                      after a crash (shared memory such as SQLite's -shm,
+ *                      keel's .durable marker).  The user's claim.
+ *   With KEEL_SHIM_DIR unset the shim passes everything through.
+ */
+#ifndef KEEL_SHIM_H
+#define KEEL_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "faultsim.h"
+
+#define SHIM_MAGIC 0x4b45454c5348494dull /* "KEELSHIM" */
+#define SHIM_RING 2048    /* tracked calls remembered, newest last       */
+#define SHIM_LABEL 120    /* bytes of a call's file name kept            */
+#define SHIM_REFUSAL 480  /* bytes of the refusal message                */
+#define SHIM_SAMPLE 16    /* bytes of the newest write kept per file     */
+
+/* What a remembered call was. */
+enum shim_op {
+	SHIM_OP_OPEN = 1,      /* a tracked open (writable, or of a file)     */
+	SHIM_OP_CREATE,        /* an open that created the file               */
+	SHIM_OP_WRITE,         /* any write call; off/len as recorded         */
+	SHIM_OP_TRUNCATE,      /* ftruncate/truncate/O_TRUNC; off = new size  */
+	SHIM_OP_ALLOCATE,      /* fallocate/posix_fallocate                   */
+	SHIM_OP_FSYNC,
+	SHIM_OP_FDATASYNC,
+	SHIM_OP_SYNC_RANGE,    /* sync_file_range: NOT a durability point     */
+	SHIM_OP_DIR_FSYNC,     /* fsync/fdatasync of a directory              */
+	SHIM_OP_SYNC_ALL,      /* sync, syncfs                                */
+	SHIM_OP_RENAME,
+	SHIM_OP_UNLINK,
+	SHIM_OP_LINK,
+	SHIM_OP_MKDIR,         /* passed through: a crash never undoes it     */
+	SHIM_OP_RMDIR,         /* passed through: a crash never undoes it     */
+	SHIM_OP_COUNT
+};
+
+typedef struct shim_call {
+	uint64_t seq;          /* 1, 2, ...: stored last (0: slot unused)   */
+	uint32_t op;           /* enum shim_op                              */
+	int32_t file;          /* faultsim file id, or -1                   */
+	int32_t pid;           /* process that made it                      */
+	uint32_t durable;      /* a write on an O_SYNC/O_DSYNC descriptor    */
+	int64_t result;        /* the call's return (negative errno on failure) */
+	uint64_t off, len;     /* write: range; truncate: new size          */
+	char path[SHIM_LABEL]; /* relative to the watched directory; a
+	                          rename is "from -> to"                      */
+} shim_call;
+
+/* What the record implies about one tracked file (faultsim file id). */
+typedef struct shim_file {
+	uint64_t dev, ino;     /* identity (0, 0: slot unused)              */
+	uint64_t size_lo;      /* the size must lie in [size_lo, size_hi]:  */
+	uint64_t size_hi;      /* a range while a call is in flight          */
+	uint32_t pending;      /* a call is in flight: skip the sample       */
+	uint32_t sample_len;   /* bytes in sample (0: none)                  */
+	uint64_t sample_off;   /* where the newest write's first bytes are   */
+	unsigned char sample[SHIM_SAMPLE];
+} shim_file;
+
+/* The control block: one memfd the harness creates (shim_shared_create),
+ * mapped by every process the shim is loaded into. */
+typedef struct shim_shared {
+	uint64_t magic;
+	uint32_t loaded;       /* processes that attached (counts up)       */
+	uint32_t refused;      /* set once by the first refusal             */
+	char refusal[SHIM_REFUSAL]; /* its words ("" when none)             */
+	uint64_t ncalls;       /* tracked calls made (ring index)           */
+	uint64_t bytes;        /* bytes written through tracked calls       */
+	shim_file files[FAULTSIM_MAX_FILES];
+	shim_call ring[SHIM_RING];
+} shim_shared;
+
+/* ---- the harness side (shim_ctl.c) ------------------------------------- */
+
+/* Creates the control block in a memfd; *FD is close-on-exec.  0 or a
+ * negative errno. */
+int shim_shared_create(int *fd, shim_shared **out);
+void shim_shared_destroy(shim_shared *s, int fd);
+
+/* Forgets the per-file expectations (after the harness rewrote the files:
+ * a power cut, or a cache that forgot its file table) and the call ring. */
+void shim_shared_reset_files(shim_shared *s);
+
+/*
+ * shim_check_files - every regular file below DIR that the shim tracks
+ * (found by device and inode) must have a size inside the range the record
+ * implies, and hold the newest write's sample bytes.  Call while no program
+ * under the shim runs.  0, or -1 with a one-line reason in WHY (the file,
+ * what the record implies, what is there): a write that bypassed the shim.
+ */
+int shim_check_files(const shim_shared *s, const char *dir, char *why,
+                     size_t whylen);
+
+/* Words for an op ("write", "fdatasync", ...). */
+const char *shim_op_name(uint32_t op);
+
+#endif /* KEEL_SHIM_H */

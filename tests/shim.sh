@@ -1,0 +1,159 @@
+#!/bin/sh
+# shim.sh BUILD_DIR -- libkeel-shim.so and torture --target exec end to end:
+# every family of wrapped calls recorded and crashed correctly (a safe
+# workload passes --power-loss, the same workload without its sync is
+# caught), writes that bypass the shim and calls it cannot model reported
+# as set-up errors (exit 2), bad input answered with exit 2 and a message,
+# and the examples of docs/targets.md run as documented.  Bounded: about a
+# minute.
+set -u
+B=${1:-build}
+TORTURE=$B/torture
+F=$B/shim-tests/family
+M=$B/shim-tests/misbehave
+T=$(mktemp -d /tmp/keel-shim-test.XXXXXX)
+fails=0
+checks=0
+trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+mkdir "$T/tmp"
+export TMPDIR="$T/tmp"
+
+. "$(dirname "$0")/lib.sh"
+
+# run NAME WANT_RC PATTERN ARGS...: torture must exit WANT_RC and print
+# PATTERN (a regular expression; "" for none).
+run() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	t0=$(date +%s)
+	"$TORTURE" --target exec --quiet "$@" >"$T/$name.out" 2>&1
+	rc=$?
+	expect "$name exits $want ($(( $(date +%s) - t0 ))s)" "$want" $rc
+	[ "$rc" = "$want" ] || tail -c 1500 "$T/$name.out"
+	[ -z "$pat" ] || contains "$name says so" "$T/$name.out" "$pat"
+}
+
+# ---- each family: the safe workload passes, the unsafe one is caught --------
+for fam in append overwrite truncate rename unlink odsync stdio dup; do
+	run "$fam-safe" 0 "" --power-loss --kill-every 200ms --duration 2s \
+		--seed 11 \
+		--workload "$F {dir} $fam safe" --checker "$F {dir} $fam --check"
+	run "$fam-unsafe" 1 "cycle [0-9]+: (lost|phantom)" --power-loss \
+		--duration 10s --seed 11 \
+		--workload "$F {dir} $fam unsafe" --checker "$F {dir} $fam --check"
+done
+# the explanation: the last calls, which were synced, and a replay command
+contains "a violation names the calls" "$T/rename-unsafe.out" \
+	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"
+contains "a violation prints its replay" "$T/rename-unsafe.out" \
+	"replay with .*--target exec .*--seed 11 --cycles [0-9]+ --power-loss"
+# kills alone (no power cut) never lose what the page cache holds
+run "rename-unsafe-kills-only" 0 "" --kill-every 1s --duration 3s \
+	--seed 12 \
+	--workload "$F {dir} rename unsafe" --checker "$F {dir} rename --check"
+# every device model, and --enumerate
+for dev in ordered reorder garbage; do
+	run "append-$dev" 0 "" --power-loss --device $dev --kill-every 200ms \
+		--duration 2s \
+		--seed 13 --workload "$F {dir} append safe" \
+		--checker "$F {dir} append --check"
+done
+run "rename-enumerate" 1 "cycle [0-9]+: lost" --enumerate --seed 14 \
+	--workload "$B/shim-tests/kv_files {dir} --no-dir-sync --ops 6" \
+	--checker "$B/shim-tests/kv_files {dir} --check"
+run "rename-enumerate-safe" 0 "" --enumerate --seed 14 \
+	--workload "$B/shim-tests/kv_files {dir} --ops 6" \
+	--checker "$B/shim-tests/kv_files {dir} --check"
+# --fail: a workload that stops at a failed fdatasync passes
+run "fail-fdatasync" 0 "" --fail fdatasync:EIO:p=0.2 --fsync-profile ext4 \
+	--kill-every 200ms --duration 2s --seed 15 \
+	--workload "$F {dir} append safe" --checker "$F {dir} append --check"
+
+# ---- keel itself through the shim: its POSIX backend passes, no-sync is
+# caught (the .durable marker is shared memory, never synced: --volatile)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+K=$B/shim-tests/keel_kv
+run "keel-power-loss" 0 "" --power-loss --kill-every 500ms --duration 8s \
+	--seed 31 --volatile '*.durable*' \
+	--workload "$K {dir}" --checker "$K {dir} --check"
+# caught either way: an acknowledged key lost, or (a power cut tearing the
+# never-synced header of a new store) a store that no longer opens
+run "keel-no-sync-caught" 1 "cycle [0-9]+: (lost: key|structure)" --power-loss \
+	--kill-every 200ms --duration 10s --seed 31 --volatile '*.durable*' \
+	--workload "$K {dir} --no-sync" --checker "$K {dir} --check"
+contains "keel-no-sync names its unsynced writes" \
+	"$T/keel-no-sync-caught.out" "write +kv.keel[a-z.]* +off [0-9]+ len [0-9]+ .*NOT synced"
+run "keel-marker-refused" 2 "refused: mmap\(PROT_WRITE, MAP_SHARED\) of kv.keel.durable" \
+	--kill-every 2s --cycles 2 \
+	--workload "$K {dir}" --checker "$K {dir} --check"
+
+# ---- bypasses and what the shim refuses: exit 2, never a verdict ------------
+# Kill intervals here are long: on a loaded machine (or under ASan) a program
+# may need a second to start and reach the call the check is about, and a
+# refusal or an exit ends the cycle at once whatever the interval.
+run "control" 0 "" --power-loss --kill-every 2s --cycles 2 --seed 1 \
+	--workload "$M {dir} plain" --checker "$M {dir} --check"
+for m in raw-append raw-overwrite; do
+	run "bypass-$m" 2 "bypass: .*data.*without going through the shim" \
+		--power-loss --kill-every 2s --cycles 2 --seed 1 \
+		--workload "$M {dir} $m" --checker "$M {dir} --check"
+done
+run "refuse-mmap" 2 "refused: mmap\(PROT_WRITE, MAP_SHARED\) of data" \
+	--kill-every 2s --cycles 2 --workload "$M {dir} mmap" \
+	--checker "$M {dir} --check"
+run "refuse-direct" 2 "refused: open\(direct, O_DIRECT\)" \
+	--kill-every 2s --cycles 2 --workload "$M {dir} direct" \
+	--checker "$M {dir} --check"
+run "refuse-io-uring" 2 "refused: io_uring_setup" \
+	--kill-every 2s --cycles 2 --workload "$M {dir} io-uring" \
+	--checker "$M {dir} --check"
+printf 'int main(void){return 0;}\n' >"$T/static.c"
+if cc -static -o "$T/static" "$T/static.c" 2>/dev/null; then
+	run "refuse-static" 2 "refused: exec .*static: a statically linked" \
+		--cycles 1 --kill-every 10s --workload "$T/static" --checker true
+fi
+
+# ---- bad input: exit 2 with a message, no verdict ----------------------------
+run "no-workload" 2 "needs --workload" --checker true
+run "no-checker" 2 "needs --checker" --workload true
+run "workload-without-target" 2 "not given" --target embedded --workload true
+run "exits-at-once" 2 "exited at once without writing a protocol line" \
+	--cycles 2 --kill-every 10s --workload true --checker true
+run "missing-command" 2 "in the first cycle" --cycles 2 --kill-every 10s \
+	--workload "$T/no-such-program" --checker true
+run "never-acks" 2 "never acknowledged" --cycles 2 --kill-every 20ms \
+	--workload 'while :; do echo "intent 1 k v" >&$KEEL_TORTURE_FD; sleep 1; done' \
+	--checker true
+run "malformed-line" 2 "malformed protocol line 'hello'" --cycles 2 \
+	--workload 'echo hello >&$KEEL_TORTURE_FD; sleep 5' --checker true
+run "checker-fails" 2 "checker exited with status 1 .*before any crash" \
+	--cycles 2 --workload true --checker false
+run "checker-garbage" 2 "malformed checker line 'a b c'" --cycles 2 \
+	--workload true --checker 'echo a b c'
+touch "$T/file"
+run "dir-not-writable" 2 "--dir $T/file/d" --cycles 1 --dir "$T/file/d" \
+	--workload true --checker true
+run "bad-fail-op" 2 "the shim injects faults" --fail pread:EIO:p=0.1 \
+	--workload true --checker true
+run "unsafe-refused" 2 "do not apply" --unsafe no-sync \
+	--workload true --checker true
+
+# ---- the examples of docs/targets.md, as documented ------------------------
+E=docs/targets
+run "doc-c-pass" 0 "" --power-loss --kill-every 200ms --duration 3s \
+	--seed 21 \
+	--workload "$B/shim-tests/kv_files {dir}" \
+	--checker "$B/shim-tests/kv_files {dir} --check"
+run "doc-c-caught" 1 "lost: key" --power-loss --duration 10s --seed 21 \
+	--workload "$B/shim-tests/kv_files {dir} --no-dir-sync" \
+	--checker "$B/shim-tests/kv_files {dir} --check"
+run "doc-sh-pass" 0 "" --power-loss --kill-every 300ms --duration 3s \
+	--seed 22 --workload "sh tests/targets/kv_files.sh {dir}" \
+	--checker "sh tests/targets/kv_files_check.sh {dir}"
+run "doc-sh-caught" 1 "lost: key" --power-loss --kill-every 300ms \
+	--duration 20s --seed 22 \
+	--workload "sh tests/targets/kv_files.sh {dir} nodirsync" \
+	--checker "sh tests/targets/kv_files_check.sh {dir}"
+
+echo "shim.sh: $checks checks, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,306 @@
+/*
+ * family.c -- one workload per family of calls the shim wraps, for
+ * tests/shim.sh.  Each puts values under 8 keys and acknowledges them over
+ * $KEEL_TORTURE_FD; SAFE syncs what the family needs before the ack, UNSAFE
+ * leaves that sync out, so torture --power-loss must pass the first and
+ * catch the second.  "family DIR FAMILY --check" is the checker.
+ *
+ *   append     one log file, O_APPEND write() of "KEY=VALUE\n"; fdatasync
+ *   overwrite  one file of 32-byte slots, pwrite() in place; fdatasync
+ *   truncate   a file per key whose SIZE is the value; ftruncate; fsync
+ *   rename     KEY.tmp written, fsynced, renamed over KEY; directory fsync
+ *   unlink     an absent key is created (file and directory fsynced),
+ *              a present one unlinked; directory fsync
+ *   odsync     slots written with pwritev() on an O_DSYNC descriptor
+ *              (UNSAFE: a plain descriptor, no sync)
+ *   stdio      fopen("a") + fprintf + fflush; fsync(fileno())
+ *   dup        writes through a dup()ed descriptor and an F_DUPFD one;
+ *              fdatasync on the original
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define KEYS 8
+#define SLOT 32
+
+static const char *dir, *family;
+static int safe;
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void say(const char *fmt, unsigned op, const char *k, const char *v)
+{
+	char line[256];
+	int fd = atoi(getenv("KEEL_TORTURE_FD"));
+	int n = snprintf(line, sizeof line, fmt, op, k, v);
+	if (write(fd, line, (size_t)n) != n)
+		exit(3);
+}
+
+static void path(char *buf, const char *name)
+{
+	snprintf(buf, 4096, "%s/%s", dir, name);
+}
+
+static void dir_sync(void)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fsync(fd) != 0 || close(fd) != 0)
+		die("dir fsync");
+}
+
+static int open_file(const char *name, int flags)
+{
+	char p[4096];
+	path(p, name);
+	int fd = open(p, flags, 0644);
+	if (fd < 0)
+		die(name);
+	return fd;
+}
+
+static void put_slot(int k, const char *key, const char *v)
+{
+	char rec[SLOT];
+	int od = !strcmp(family, "odsync") && safe ? O_DSYNC : 0;
+	int fd = open_file("slots", O_RDWR | O_CREAT | od);
+
+	memset(rec, ' ', sizeof rec);
+	int n = snprintf(rec, sizeof rec, "%s=%s", key, v);
+	rec[n] = ' ';
+	rec[SLOT - 1] = '\n';
+	if (!strcmp(family, "odsync")) {
+		struct iovec iov[2] = { { rec, 10 }, { rec + 10, SLOT - 10 } };
+		if (pwritev(fd, iov, 2, (off_t)k * SLOT) != SLOT)
+			die("pwritev");
+	} else if (!strcmp(family, "dup")) {
+		int d = k % 2 ? dup(fd) : fcntl(fd, F_DUPFD, 100);
+		if (d < 0 || lseek(d, (off_t)k * SLOT, SEEK_SET) < 0 ||
+		    write(d, rec, SLOT) != SLOT)
+			die("dup write");
+		close(d);
+		if (safe && fdatasync(fd) != 0)
+			die("fdatasync");
+	} else {
+		if (pwrite(fd, rec, SLOT, (off_t)k * SLOT) != SLOT)
+			die("pwrite");
+		if (safe && fdatasync(fd) != 0)
+			die("fdatasync");
+	}
+	close(fd);
+}
+
+static void put_file(const char *key, const char *v, int del)
+{
+	char p[4096], from[4096], tmp[64];
+	int fd;
+
+	path(p, key);
+	if (!strcmp(family, "truncate")) {
+		fd = open_file(key, O_RDWR | O_CREAT);
+		if (ftruncate(fd, atoi(v + 1)) != 0)
+			die("ftruncate");
+		if (safe && fsync(fd) != 0)
+			die("fsync");
+		close(fd);
+		dir_sync();
+	} else if (!strcmp(family, "rename")) {
+		snprintf(tmp, sizeof tmp, "%s.tmp", key);
+		fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+		if (write(fd, v, strlen(v)) != (ssize_t)strlen(v) || fsync(fd))
+			die("write");
+		close(fd);
+		path(from, tmp);
+		if (rename(from, p) != 0)
+			die("rename");
+		if (safe)
+			dir_sync();
+	} else if (del) {
+		if (unlink(p) != 0)
+			die("unlink");
+		if (safe)
+			dir_sync();
+	} else {
+		fd = open_file(key, O_WRONLY | O_CREAT | O_TRUNC);
+		if (write(fd, v, strlen(v)) != (ssize_t)strlen(v) || fsync(fd))
+			die("write");
+		close(fd);
+		dir_sync();
+	}
+}
+
+static void put(int k, const char *v, int del)
+{
+	char key[16], p[4096], rec[64];
+
+	snprintf(key, sizeof key, "k%d", k);
+	if (!strcmp(family, "append")) {
+		int fd = open_file("log", O_WRONLY | O_CREAT | O_APPEND);
+		int n = snprintf(rec, sizeof rec, "%s=%s\n", key, v);
+		if (write(fd, rec, (size_t)n) != n)
+			die("write");
+		if (safe && fdatasync(fd) != 0)
+			die("fdatasync");
+		close(fd);
+	} else if (!strcmp(family, "stdio")) {
+		path(p, "log");
+		FILE *f = fopen(p, "a");
+		if (!f)
+			die("fopen");
+		fprintf(f, "%s=%s\n", key, v);
+		if (fflush(f) != 0)
+			die("fflush");
+		if (safe && fsync(fileno(f)) != 0)
+			die("fsync");
+		fclose(f);
+	} else if (!strcmp(family, "overwrite") || !strcmp(family, "odsync") ||
+	           !strcmp(family, "dup")) {
+		put_slot(k, key, v);
+	} else if (!strcmp(family, "truncate") || !strcmp(family, "rename") ||
+	           !strcmp(family, "unlink")) {
+		put_file(key, v, del);
+	} else {
+		fprintf(stderr, "unknown family %s\n", family);
+		exit(2);
+	}
+}
+
+/* ---- checkers ------------------------------------------------------------- */
+
+static void check_log(void)
+{
+	char p[4096], line[256], last[KEYS][64] = { { 0 } };
+	path(p, "log");
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		int k;
+		char v[64];
+		size_t n = strlen(line);
+		if (n == 0 || line[n - 1] != '\n')
+			break; /* a torn last line was never acknowledged */
+		if (sscanf(line, "k%d=%63s", &k, v) == 2 && k >= 0 && k < KEYS)
+			snprintf(last[k], sizeof last[k], "%s", v);
+	}
+	fclose(f);
+	for (int k = 0; k < KEYS; k++)
+		if (last[k][0])
+			printf("k%d %s\n", k, last[k]);
+}
+
+static void check_slots(void)
+{
+	char rec[SLOT + 1], v[64];
+	char p[4096];
+	int fd, k2;
+	path(p, "slots");
+	if ((fd = open(p, O_RDONLY)) < 0)
+		return;
+	for (int k = 0; k < KEYS; k++) {
+		ssize_t n = pread(fd, rec, SLOT, (off_t)k * SLOT);
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		int blank = 1;
+		for (ssize_t i = 0; i < n; i++)
+			blank &= rec[i] == '\0';
+		if (blank)
+			continue; /* never written (a hole) */
+		if (sscanf(rec, "k%d=%63s", &k2, v) == 2 && k2 == k)
+			printf("k%d %s\n", k, v);
+		else
+			printf("k%d <garbage>\n", k);
+	}
+	close(fd);
+}
+
+static void check_files(int by_size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[4096], v[64];
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] != 'k' || strchr(e->d_name, '.'))
+			continue;
+		path(p, e->d_name);
+		if (by_size) {
+			struct stat st;
+			if (stat(p, &st) == 0)
+				printf("%s v%lld\n", e->d_name,
+				       (long long)st.st_size);
+			continue;
+		}
+		int fd = open(p, O_RDONLY);
+		ssize_t n = fd < 0 ? -1 : read(fd, v, sizeof v - 1);
+		if (fd >= 0)
+			close(fd);
+		v[n > 0 ? n : 0] = '\0';
+		printf("%s %s\n", e->d_name, n > 0 ? v : "<empty>");
+	}
+	if (d)
+		closedir(d);
+}
+
+int main(int argc, char **argv)
+{
+	char v[32];
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: family DIR FAMILY safe|unsafe|--check\n");
+		return 2;
+	}
+	dir = argv[1];
+	family = argv[2];
+	if (!strcmp(argv[3], "--check")) {
+		if (!strcmp(family, "append") || !strcmp(family, "stdio"))
+			check_log();
+		else if (!strcmp(family, "overwrite") || !strcmp(family, "odsync") ||
+		         !strcmp(family, "dup"))
+			check_slots();
+		else
+			check_files(!strcmp(family, "truncate"));
+		return 0;
+	}
+	safe = !strcmp(argv[3], "safe");
+	if (safe && (!strcmp(family, "append") || !strcmp(family, "stdio") ||
+	             !strcmp(family, "overwrite") || !strcmp(family, "odsync") ||
+	             !strcmp(family, "dup"))) {
+		/* the one file is created once, and its name made durable */
+		close(open_file(!strcmp(family, "append") ||
+		                !strcmp(family, "stdio") ? "log" : "slots",
+		                O_WRONLY | O_CREAT));
+		dir_sync();
+	}
+	srand((unsigned)strtoul(getenv("KEEL_TORTURE_SEED"), NULL, 10));
+	for (unsigned i = 1; i < 100000; i++) {
+		int k = rand() % KEYS;
+		int del = 0;
+		char key[16], p[4096];
+		struct stat st;
+		snprintf(key, sizeof key, "k%d", k);
+		path(p, key);
+		/* unlink: a present key is deleted, an absent one created (an
+		 * O_TRUNC over an existing file could show empty at a crash) */
+		if (!strcmp(family, "unlink"))
+			del = stat(p, &st) == 0;
+		/* truncate: the value is a size; others: a unique token */
+		snprintf(v, sizeof v, "v%u", !strcmp(family, "truncate") ?
+		         (unsigned)(rand() % 5000) + 1 : i);
+		say(del ? "intent %u %s delete\n" : "intent %u %s %s\n", i, key, v);
+		put(k, v, del);
+		say("ack %u\n", i, key, v);
+	}
+	return 0;
+}

@@ -1,0 +1,178 @@
+/*
+ * test_exec_proto.c -- the workload protocol of torture --target exec and
+ * its translation into the oracle: lines parsed or refused, and the verdict
+ * on crafted checker outputs across cycles.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "exec_proto.h"
+
+static char why[400];
+
+static exec_model *make(void)
+{
+	exec_model *m = NULL;
+	assert_int_equal(exec_model_new(16, 7, &m), 0);
+	return m;
+}
+
+static void line(exec_model *m, const char *l)
+{
+	if (exec_model_line(m, l, why, sizeof why) != 0)
+		fail_msg("line '%s' refused: %s", l, why);
+}
+
+/* Runs one verification over the checker lines (NULL-terminated). */
+static uint64_t check(exec_model *m, uint64_t counts[ORACLE_KINDS], ...)
+{
+	va_list ap;
+	const char *l;
+
+	exec_model_verify_begin(m);
+	va_start(ap, counts);
+	while ((l = va_arg(ap, const char *)))
+		assert_int_equal(exec_model_observe(m, l, why, sizeof why), 0);
+	va_end(ap);
+	return exec_model_verify_end(m, NULL, NULL, counts);
+}
+
+static void malformed_lines_are_refused(void **state)
+{
+	exec_model *m = make();
+	(void)state;
+	assert_int_equal(exec_model_line(m, "intent 1 k", why, sizeof why), -1);
+	assert_int_equal(exec_model_line(m, "put 1 k v", why, sizeof why), -1);
+	assert_int_equal(exec_model_line(m, "ack 9", why, sizeof why), -1);
+	line(m, "intent 1 k v");
+	assert_int_equal(exec_model_line(m, "intent 1 k w", why, sizeof why), -1);
+	assert_int_equal(exec_model_line(m, "intent 2 k v extra", why,
+	                                 sizeof why), -1);
+	exec_model_verify_begin(m);
+	assert_int_equal(exec_model_observe(m, "k", why, sizeof why), -1);
+	assert_int_equal(exec_model_observe(m, "k v w", why, sizeof why), -1);
+	exec_model_free(m);
+}
+
+static void acknowledged_value_missing_is_lost(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	line(m, "ack 1");
+	assert_int_equal(check(m, c, NULL), 1);
+	assert_int_equal(c[ORACLE_LOST], 1);
+	exec_model_free(m);
+}
+
+static void unacknowledged_may_vanish_or_stay(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	line(m, "ack 1");
+	line(m, "intent 2 a v2");
+	assert_int_equal(check(m, c, "a v1", NULL), 0);
+	/* next cycle: same OP names, a value of the earlier cycle survives */
+	line(m, "intent 1 a v9");
+	assert_int_equal(check(m, c, "a v1", NULL), 0);
+	line(m, "intent 1 a v9");
+	assert_int_equal(check(m, c, "a v9", NULL), 0);
+	exec_model_free(m);
+}
+
+static void start_value_of_a_later_op_survives_next_cycle(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	/* cycle 1: two ops on b; the newest is verified */
+	line(m, "intent 2 b v2");
+	line(m, "ack 2");
+	line(m, "intent 10 b v10");
+	assert_int_equal(check(m, c, "b v10", NULL), 0);
+	/* cycle 2: op 2 again on b, killed before its write showed */
+	line(m, "intent 2 b v2");
+	assert_int_equal(check(m, c, "b v10", NULL), 0);
+	exec_model_free(m);
+}
+
+static void never_intended_is_phantom(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	assert_int_equal(check(m, c, "a torn", NULL), 1);
+	assert_int_equal(c[ORACLE_PHANTOM], 1);
+	exec_model_free(m);
+	m = make();
+	line(m, "intent 1 a v1");
+	assert_int_equal(check(m, c, "zz v1", NULL), 1);
+	assert_int_equal(c[ORACLE_PHANTOM], 1);
+	exec_model_free(m);
+}
+
+static void lost_value_may_not_come_back(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	line(m, "ack 1");
+	line(m, "intent 2 a v2");
+	assert_int_equal(check(m, c, "a v1", NULL), 0); /* v2 proved lost */
+	assert_int_equal(check(m, c, "a v2", NULL), 1);
+	assert_int_equal(c[ORACLE_PHANTOM], 1);
+	exec_model_free(m);
+}
+
+static void delete_and_older_ack(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	line(m, "intent 2 a delete");
+	line(m, "ack 1"); /* an older op acknowledged after a newer intent */
+	assert_int_equal(check(m, c, NULL), 0);            /* deleted */
+	line(m, "intent 1 a v1");
+	line(m, "intent 2 a v3");
+	line(m, "ack 1");
+	assert_int_equal(check(m, c, "a v1", NULL), 0);
+	exec_model_free(m);
+}
+
+static void adopted_start_is_kept(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	assert_int_equal(exec_model_adopt(m, "a", "old", why, sizeof why), 0);
+	assert_int_equal(check(m, c, "a old", NULL), 0);
+	assert_int_equal(check(m, c, NULL), 1); /* it vanished */
+	exec_model_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(malformed_lines_are_refused),
+		cmocka_unit_test(acknowledged_value_missing_is_lost),
+		cmocka_unit_test(unacknowledged_may_vanish_or_stay),
+		cmocka_unit_test(start_value_of_a_later_op_survives_next_cycle),
+		cmocka_unit_test(never_intended_is_phantom),
+		cmocka_unit_test(lost_value_may_not_come_back),
+		cmocka_unit_test(delete_and_older_ack),
+		cmocka_unit_test(adopted_start_is_kept),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,519 @@
+/*
+ * exec_proto.c -- the workload protocol and its translation into the oracle
+ * (contract in exec_proto.h, protocol in docs/targets.md).
+ */
+#include "exec_proto.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "value.h"
+
+#define REV 1 /* every value carries revision 1: the exec model has no txids */
+
+typedef struct xop {
+	uint32_t key;   /* key number                                   */
+	uint64_t seq;   /* the key's operation number (oracle thread seq) */
+	char *name;     /* OP as the workload named it                  */
+	char *value;    /* NULL: a delete                               */
+	int acked;
+	int64_t prev;   /* the previous operation on the same key, or -1 */
+} xop;
+
+struct exec_model {
+	oracle *o;
+	uint32_t max_keys, nkeys;
+	uint64_t nonce;
+	char **key_name;      /* per key                                  */
+	char **start_val;     /* per key: verified value, NULL when absent */
+	char **obs_val;       /* per key: what the checker printed          */
+	int64_t *key_last;    /* per key: newest operation this cycle, -1   */
+	uint32_t *khash;      /* key name -> number + 1                     */
+	size_t khcap;
+	xop *ops;             /* this cycle's operations, in intent order   */
+	size_t nops, opcap;
+	uint32_t *ohash;      /* op name -> index + 1                       */
+	size_t ohcap;
+	uint64_t acked, issued;
+	uint64_t unknown;     /* checker keys the workload never named      */
+	char unknown_msg[EXEC_TOKEN_MAX + 100];
+};
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void say(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+int exec_model_new(uint32_t max_keys, uint64_t nonce, exec_model **out)
+{
+	exec_model *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return -1;
+	m->max_keys = max_keys;
+	m->nonce = nonce;
+	m->khcap = 16;
+	while (m->khcap < 2 * (size_t)max_keys)
+		m->khcap *= 2;
+	m->key_name = calloc(max_keys, sizeof(char *));
+	m->start_val = calloc(max_keys, sizeof(char *));
+	m->obs_val = calloc(max_keys, sizeof(char *));
+	m->key_last = malloc(max_keys * sizeof(int64_t));
+	m->khash = calloc(m->khcap, sizeof(uint32_t));
+	if (!m->key_name || !m->start_val || !m->obs_val || !m->key_last ||
+	    !m->khash || oracle_new(max_keys, max_keys, nonce, &m->o) < 0) {
+		exec_model_free(m);
+		return -1;
+	}
+	for (uint32_t k = 0; k < max_keys; k++)
+		m->key_last[k] = -1;
+	*out = m;
+	return 0;
+}
+
+static void clear_ops(exec_model *m)
+{
+	for (size_t i = 0; i < m->nops; i++) {
+		free(m->ops[i].name);
+		free(m->ops[i].value);
+		m->key_last[m->ops[i].key] = -1;
+	}
+	m->nops = 0;
+	if (m->ohash)
+		memset(m->ohash, 0, m->ohcap * sizeof(uint32_t));
+	m->acked = m->issued = 0;
+}
+
+void exec_model_free(exec_model *m)
+{
+	if (!m)
+		return;
+	if (m->key_last)
+		clear_ops(m);
+	for (uint32_t k = 0; k < m->nkeys; k++) {
+		free(m->key_name[k]);
+		free(m->start_val[k]);
+		free(m->obs_val[k]);
+	}
+	free(m->key_name);
+	free(m->start_val);
+	free(m->obs_val);
+	free(m->key_last);
+	free(m->khash);
+	free(m->ops);
+	free(m->ohash);
+	oracle_free(m->o);
+	free(m);
+}
+
+/* The number of KEY, or -1 when unknown (ADD: make it known, -2 when the
+ * key space is full, -3 without memory). */
+static int64_t key_find(exec_model *m, const char *key, int add)
+{
+	size_t i = hash(key) & (m->khcap - 1);
+
+	for (; m->khash[i]; i = (i + 1) & (m->khcap - 1))
+		if (strcmp(m->key_name[m->khash[i] - 1], key) == 0)
+			return m->khash[i] - 1;
+	if (!add)
+		return -1;
+	if (m->nkeys >= m->max_keys)
+		return -2;
+	m->key_name[m->nkeys] = strdup(key);
+	if (!m->key_name[m->nkeys])
+		return -3;
+	m->khash[i] = ++m->nkeys;
+	return m->nkeys - 1;
+}
+
+/* A token: 1..EXEC_TOKEN_MAX printable bytes, no spaces.  Splits LINE in
+ * place; returns the next token or NULL. */
+static char *token(char **p)
+{
+	char *s = *p, *t;
+
+	while (*s == ' ')
+		s++;
+	if (!*s)
+		return NULL;
+	t = s;
+	while (*s && *s != ' ')
+		s++;
+	if (*s)
+		*s++ = '\0';
+	*p = s;
+	return t;
+}
+
+static int token_ok(const char *t)
+{
+	size_t n = strlen(t);
+	if (n == 0 || n > EXEC_TOKEN_MAX)
+		return 0;
+	for (; *t; t++)
+		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
+			return 0;
+	return 1;
+}
+
+static int64_t op_find(exec_model *m, const char *name)
+{
+	if (!m->ohcap)
+		return -1;
+	for (size_t i = hash(name) & (m->ohcap - 1); m->ohash[i];
+	     i = (i + 1) & (m->ohcap - 1))
+		if (strcmp(m->ops[m->ohash[i] - 1].name, name) == 0)
+			return m->ohash[i] - 1;
+	return -1;
+}
+
+static int op_index_grow(exec_model *m)
+{
+	size_t cap = m->ohcap ? m->ohcap * 2 : 256;
+	uint32_t *h = calloc(cap, sizeof(uint32_t));
+
+	if (!h)
+		return -1;
+	for (size_t j = 0; j < m->nops; j++) {
+		size_t i = hash(m->ops[j].name) & (cap - 1);
+		while (h[i])
+			i = (i + 1) & (cap - 1);
+		h[i] = (uint32_t)j + 1;
+	}
+	free(m->ohash);
+	m->ohash = h;
+	m->ohcap = cap;
+	return 0;
+}
+
+static int intent(exec_model *m, const char *op, const char *key,
+                  const char *value, char *why, size_t whylen)
+{
+	proto_rec r;
+	const char *w = NULL;
+	int64_t k;
+	xop *x;
+
+	if (op_find(m, op) >= 0) {
+		say(why, whylen, "operation '%s' has a second intent (each OP "
+		    "names one operation)", op);
+		return -1;
+	}
+	k = key_find(m, key, 1);
+	if (k == -2) {
+		say(why, whylen, "the workload used more than %u distinct keys "
+		    "(raise --keys)", m->max_keys);
+		return -1;
+	}
+	if (k < 0) {
+		say(why, whylen, "out of memory");
+		return -1;
+	}
+	if (m->nops == m->opcap) {
+		size_t cap = m->opcap ? 2 * m->opcap : 256;
+		xop *ops = realloc(m->ops, cap * sizeof(*ops));
+		if (!ops) {
+			say(why, whylen, "out of memory");
+			return -1;
+		}
+		m->ops = ops;
+		m->opcap = cap;
+	}
+	if (2 * (m->nops + 1) > m->ohcap && op_index_grow(m) < 0) {
+		say(why, whylen, "out of memory");
+		return -1;
+	}
+	memset(&r, 0, sizeof(r));
+	r.kind = PROTO_INTENT;
+	r.thread = (uint32_t)k;
+	r.seq = oracle_next_seq(m->o, (uint32_t)k);
+	r.count = 1;
+	r.change[0].key = (uint32_t)k;
+	r.change[0].len = value ? VALUE_HEADER : 0;
+	if (oracle_record(m->o, &r, &w) < 0) {
+		say(why, whylen, "the oracle refused intent '%s': %s", op, w);
+		return -1;
+	}
+	x = &m->ops[m->nops];
+	x->key = (uint32_t)k;
+	x->seq = r.seq;
+	x->name = strdup(op);
+	x->value = value ? strdup(value) : NULL;
+	x->acked = 0;
+	x->prev = m->key_last[k];
+	m->key_last[k] = (int64_t)m->nops;
+	size_t i = hash(op) & (m->ohcap - 1);
+	while (m->ohash[i])
+		i = (i + 1) & (m->ohcap - 1);
+	m->ohash[i] = (uint32_t)++m->nops;
+	m->issued++;
+	return 0;
+}
+
+static int ack(exec_model *m, const char *op, char *why, size_t whylen)
+{
+	int64_t j = op_find(m, op);
+	const char *w = NULL;
+	proto_rec r;
+
+	if (j < 0) {
+		say(why, whylen, "'ack %s' names no operation of this workload "
+		    "process (send 'intent %s KEY VALUE' first)", op, op);
+		return -1;
+	}
+	if (m->ops[j].acked)
+		return 0; /* said twice: still durable */
+	memset(&r, 0, sizeof(r));
+	r.kind = PROTO_ACK;
+	r.thread = m->ops[j].key;
+	r.seq = m->ops[j].seq;
+	if (oracle_record(m->o, &r, &w) < 0) {
+		say(why, whylen, "the oracle refused 'ack %s': %s", op, w);
+		return -1;
+	}
+	m->ops[j].acked = 1;
+	m->acked++;
+	return 0;
+}
+
+int exec_model_line(exec_model *m, const char *line, char *why,
+                    size_t whylen)
+{
+	char buf[4 * EXEC_TOKEN_MAX + 32], *p = buf, *verb, *op, *key, *val;
+
+	if (strlen(line) >= sizeof(buf)) {
+		say(why, whylen, "protocol line longer than %zu bytes",
+		    sizeof(buf) - 1);
+		return -1;
+	}
+	strcpy(buf, line);
+	verb = token(&p);
+	op = token(&p);
+	if (verb && op && token_ok(op) && strcmp(verb, "ack") == 0 &&
+	    !token(&p))
+		return ack(m, op, why, whylen);
+	key = token(&p);
+	val = token(&p);
+	if (verb && strcmp(verb, "intent") == 0 && op && key && val &&
+	    !token(&p) && token_ok(op) && token_ok(key) && token_ok(val))
+		return intent(m, op, key, strcmp(val, "delete") ? val : NULL,
+		              why, whylen);
+	say(why, whylen, "malformed protocol line '%.80s' (expected 'intent "
+	    "OP KEY VALUE', 'intent OP KEY delete' or 'ack OP', tokens of "
+	    "1-%d printable bytes)", line, EXEC_TOKEN_MAX);
+	return -1;
+}
+
+uint64_t exec_model_acked(const exec_model *m) { return m->acked; }
+uint64_t exec_model_issued(const exec_model *m) { return m->issued; }
+
+void exec_model_new_process(exec_model *m)
+{
+	(void)m; /* OP names live for one cycle; verify_end clears them */
+}
+
+/* ---- adopting and observing ------------------------------------------------ */
+
+/* The self-describing value the oracle expects for operation SEQ on K. */
+static void encode(const exec_model *m, uint32_t k, uint64_t seq,
+                   unsigned char buf[VALUE_HEADER])
+{
+	value_id id = { .key = k, .thread = k, .index = 0, .seq = seq,
+	                .nonce = m->nonce, .len = VALUE_HEADER };
+	value_encode(&id, buf);
+}
+
+int exec_model_adopt(exec_model *m, const char *key, const char *value,
+                     char *why, size_t whylen)
+{
+	unsigned char buf[VALUE_HEADER];
+	char kb[VALUE_KEY_MAX];
+	const char *w = "";
+	int64_t k;
+
+	if (!token_ok(key) || !token_ok(value)) {
+		say(why, whylen, "a key or value that is not a token");
+		return -1;
+	}
+	k = key_find(m, key, 1);
+	if (k < 0) {
+		say(why, whylen, "more than %u distinct keys (raise --keys)",
+		    m->max_keys);
+		return -1;
+	}
+	/* seq 0 is never issued: the value "from before the run" */
+	encode(m, (uint32_t)k, 0, buf);
+	if (oracle_adopt(m->o, kb, value_key((uint32_t)k, kb), buf, sizeof buf,
+	                 REV, &w) < 0) {
+		say(why, whylen, "key %s: %s", key, w);
+		return -1;
+	}
+	free(m->start_val[k]);
+	m->start_val[k] = strdup(value);
+	return 0;
+}
+
+void exec_model_verify_begin(exec_model *m)
+{
+	oracle_verify_begin(m->o, REV);
+	for (uint32_t k = 0; k < m->nkeys; k++) {
+		free(m->obs_val[k]);
+		m->obs_val[k] = NULL;
+	}
+	m->unknown = 0;
+	m->unknown_msg[0] = '\0';
+}
+
+int exec_model_observe(exec_model *m, const char *line, char *why,
+                       size_t whylen)
+{
+	char buf[2 * EXEC_TOKEN_MAX + 8], *p = buf, *key, *val, kb[VALUE_KEY_MAX];
+	unsigned char enc[VALUE_HEADER];
+	int64_t k, j;
+
+	if (strlen(line) >= sizeof buf) {
+		say(why, whylen, "checker line longer than %zu bytes",
+		    sizeof buf - 1);
+		return -1;
+	}
+	strcpy(buf, line);
+	key = token(&p);
+	val = token(&p);
+	if (!key)
+		return 0; /* an empty line */
+	if (!val || token(&p) || !token_ok(key) || !token_ok(val)) {
+		say(why, whylen, "malformed checker line '%.80s' (expected "
+		    "'KEY VALUE', tokens of 1-%d printable bytes)", line,
+		    EXEC_TOKEN_MAX);
+		return -1;
+	}
+	k = key_find(m, key, 0);
+	if (k < 0) {
+		if (!m->unknown++)
+			snprintf(m->unknown_msg, sizeof m->unknown_msg,
+			         "key \"%s\" is present (\"%s\") but the workload "
+			         "never named it", key, val);
+		return 0;
+	}
+	if (!m->obs_val[k])
+		m->obs_val[k] = strdup(val);
+	/* newest operation on K that wrote exactly VAL, else the start value,
+	 * else something never written (bytes no value decodes from) */
+	for (j = m->key_last[k]; j >= 0; j = m->ops[j].prev)
+		if (m->ops[j].value && strcmp(m->ops[j].value, val) == 0)
+			break;
+	if (j >= 0)
+		encode(m, (uint32_t)k, m->ops[j].seq, enc);
+	else if (m->start_val[k] && strcmp(m->start_val[k], val) == 0)
+		value_encode(&oracle_key(m->o, (uint32_t)k)->id, enc);
+	else
+		memset(enc, 0xee, sizeof enc);
+	oracle_observe(m->o, kb, value_key((uint32_t)k, kb), enc, sizeof enc,
+	               REV);
+	return 0;
+}
+
+/* ---- the verdict ----------------------------------------------------------- */
+
+typedef struct collect {
+	exec_model *m;
+	exec_report_fn report;
+	void *arg;
+} collect;
+
+static void describe_found(const exec_model *m, uint32_t k, char *buf,
+                           size_t cap)
+{
+	if (m->obs_val[k])
+		snprintf(buf, cap, "\"%s\"", m->obs_val[k]);
+	else
+		snprintf(buf, cap, "nothing (the key is absent)");
+}
+
+/* The newest acknowledged operation on K this cycle, or -1. */
+static int64_t newest_acked(const exec_model *m, uint32_t k)
+{
+	for (int64_t j = m->key_last[k]; j >= 0; j = m->ops[j].prev)
+		if (m->ops[j].acked)
+			return j;
+	return -1;
+}
+
+static void translate(void *arg, int kind, const char *what)
+{
+	collect *c = arg;
+	exec_model *m = c->m;
+	char found[EXEC_TOKEN_MAX + 40], msg[3 * EXEC_TOKEN_MAX + 200];
+	unsigned k;
+	int64_t j;
+
+	if (sscanf(what, "key %u", &k) != 1 &&
+	    sscanf(what, "thread %u", &k) != 1) {
+		c->report(c->arg, kind, "", what);
+		return;
+	}
+	if (k >= m->nkeys) {
+		c->report(c->arg, kind, "", what);
+		return;
+	}
+	describe_found(m, k, found, sizeof found);
+	j = newest_acked(m, k);
+	if (kind == ORACLE_LOST && j >= 0)
+		snprintf(msg, sizeof msg, "acknowledged %s%s%s (op %s) is "
+		         "missing; found %s",
+		         m->ops[j].value ? "\"" : "a delete",
+		         m->ops[j].value ? m->ops[j].value : "",
+		         m->ops[j].value ? "\"" : "", m->ops[j].name, found);
+	else if (kind == ORACLE_LOST)
+		snprintf(msg, sizeof msg, "the value verified after the last "
+		         "crash, %s%s%s, is gone; found %s",
+		         m->start_val[k] ? "\"" : "",
+		         m->start_val[k] ? m->start_val[k] : "nothing",
+		         m->start_val[k] ? "\"" : "", found);
+	else if (kind == ORACLE_PHANTOM)
+		snprintf(msg, sizeof msg, "found %s, which was never intended "
+		         "for this key (torn, garbage, another key's, or an "
+		         "operation an earlier crash proved lost)", found);
+	else
+		snprintf(msg, sizeof msg, "%s (found %s)", what, found);
+	c->report(c->arg, kind, m->key_name[k], msg);
+}
+
+uint64_t exec_model_verify_end(exec_model *m, exec_report_fn report,
+                               void *arg, uint64_t counts[ORACLE_KINDS])
+{
+	collect c = { m, report, arg };
+	uint64_t n;
+
+	if (m->unknown && report)
+		report(arg, ORACLE_PHANTOM, "", m->unknown_msg);
+	n = oracle_verify_end(m->o, report ? translate : NULL, &c, counts);
+	if (counts)
+		counts[ORACLE_PHANTOM] += m->unknown;
+	n += m->unknown;
+	if (n == 0)
+		for (uint32_t k = 0; k < m->nkeys; k++) {
+			free(m->start_val[k]);
+			m->start_val[k] = m->obs_val[k];
+			m->obs_val[k] = NULL;
+		}
+	clear_ops(m);
+	return n;
+}

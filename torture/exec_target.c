@@ -1,0 +1,1406 @@
+/*
+ * exec_target.c -- `torture --target exec` (contract in exec_target.h,
+ * manual in docs/targets.md).
+ */
+#include "exec_target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adapters.h"
+#include "exec_proto.h"
+#include "faultsim.h"
+#include "shim.h"
+
+#define CHECKER_TIMEOUT_NS (60ull * 1000000000ull)
+#define REAP_TIMEOUT_NS (5ull * 1000000000ull)
+#define ENUM_RUN_TIMEOUT_NS (60ull * 1000000000ull)
+#define LINE_MAX_BYTES 4096
+#define CALLS_SHOWN 20
+
+typedef struct xrun {
+	const torture_options *o;
+	const char *prog;
+	char dir[PATH_MAX];      /* the watched directory (resolved)        */
+	int dir_made;            /* we made it: removed after a pass        */
+	char shim[PATH_MAX];     /* libkeel-shim.so                         */
+	char *workload, *checker;/* commands with {dir} replaced            */
+	shim_shared *ctl;
+	int ctl_fd;
+	faultsim_cache *cache;
+	int cache_fd;
+	faultsim_faults *faults; /* NULL without --fail / --enumerate       */
+	int faults_fd;
+	exec_model *model;
+	int logfd;               /* the programs' stdout/stderr (unlinked)  */
+	shim_call *ring;         /* the calls as they were at the crash      */
+	uint64_t ring_n;
+	/* counts */
+	uint64_t cycles, kills, exits, power_cuts, cut_lost, cut_torn,
+	         cut_undone, acked, issued, verified, faults_fired, steps,
+	         fault_stops;            /* workloads that exited on a fault */
+	uint64_t violations[ORACLE_KINDS], structure, writer;
+	uint64_t start_ns, last_progress_ns;
+	char first[900];
+	uint64_t first_cycle;
+	char first_key[EXEC_TOKEN_MAX + 1];
+} xrun;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int setup_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "torture: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return 2;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+/* 'text' for /bin/sh, with every ' spelt '\'' */
+static void shell_quote(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	if (cap < 3)
+		return;
+	out[n++] = '\'';
+	for (; *s && n + 6 < cap; s++) {
+		if (*s == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = *s;
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+}
+
+/* CMD with each {dir} replaced by the quoted directory. */
+static char *subst_dir(const char *cmd, const char *dir)
+{
+	char q[2 * PATH_MAX];
+	size_t n = 0, ql, cap;
+	char *out;
+
+	shell_quote(dir, q, sizeof q);
+	ql = strlen(q);
+	cap = strlen(cmd) + 1;
+	for (const char *p = strstr(cmd, "{dir}"); p; p = strstr(p + 5, "{dir}"))
+		cap += ql;
+	out = malloc(cap);
+	if (!out)
+		return NULL;
+	for (const char *p = cmd; *p;) {
+		if (strncmp(p, "{dir}", 5) == 0) {
+			memcpy(out + n, q, ql);
+			n += ql;
+			p += 5;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* No power cut and no injected fault in this run: a kill leaves every write
+ * in the page cache, so nothing the cache records can be undone and the
+ * shim may settle it when it fills (KEEL_SHIM_KILLS_ONLY). */
+static int kills_only(const xrun *r)
+{
+	return !(r->o->power_loss || r->o->enumerate || r->faults);
+}
+
+static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
+{
+	char buf[PATH_MAX + 64], *old = getenv("LD_PRELOAD");
+	pid_t parent = getppid();
+
+	if (old && *old)
+		snprintf(buf, sizeof buf, "%s:%s", r->shim, old);
+	else
+		snprintf(buf, sizeof buf, "%s", r->shim);
+	setenv("LD_PRELOAD", buf, 1);
+	setenv("KEEL_SHIM_DIR", r->dir, 1);
+	setenv("KEEL_TORTURE_DIR", r->dir, 1);
+	snprintf(buf, sizeof buf, "/proc/%d/fd/%d", (int)parent, r->ctl_fd);
+	setenv("KEEL_SHIM_CTL", buf, 1);
+	snprintf(buf, sizeof buf, "/proc/%d/fd/%d", (int)parent, r->cache_fd);
+	setenv("KEEL_SHIM_CACHE", buf, 1);
+	/* faults are injected into the workload only: the checker's recovery
+	 * failing on an injected error would say nothing about what the
+	 * workload's failed sync left behind (and would blame the store) */
+	if (r->faults && proto_fd >= 0) {
+		snprintf(buf, sizeof buf, "/proc/%d/fd/%d", (int)parent,
+		         r->faults_fd);
+		setenv("KEEL_SHIM_FAULTS", buf, 1);
+	} else {
+		unsetenv("KEEL_SHIM_FAULTS");
+	}
+	if (r->o->volatile_files)
+		setenv("KEEL_SHIM_VOLATILE", r->o->volatile_files, 1);
+	else
+		unsetenv("KEEL_SHIM_VOLATILE");
+	setenv("KEEL_SHIM_KILLS_ONLY", kills_only(r) ? "1" : "0", 1);
+	setenv("KEEL_SHIM_PROFILE",
+	       faultsim_profile_name((faultsim_profile)r->o->profile), 1);
+	snprintf(buf, sizeof buf, "%" PRIu64, seed);
+	setenv("KEEL_TORTURE_SEED", buf, 1);
+	snprintf(buf, sizeof buf, "%" PRIu64, cycle);
+	setenv("KEEL_TORTURE_CYCLE", buf, 1);
+	if (proto_fd >= 0) {
+		snprintf(buf, sizeof buf, "%d", proto_fd);
+		setenv("KEEL_TORTURE_FD", buf, 1);
+	} else {
+		unsetenv("KEEL_TORTURE_FD");
+	}
+}
+
+/*
+ * Starts CMD under the shim in a process group of its own.  PROTO_FD (the
+ * pipe's write end, or -1) is handed down; OUT_FD (or -1: the log) becomes
+ * stdout.  Returns the pid, or -1.
+ */
+static pid_t spawn(xrun *r, const char *cmd, int proto_fd, int out_fd,
+                   uint64_t seed, uint64_t cycle)
+{
+	pid_t pid = fork();
+
+	if (pid > 0) {
+		/* both sides set the group, so that a kill right after the
+		 * fork already reaches it (else kill(-pid) finds no group and
+		 * the child would run on unkilled) */
+		setpgid(pid, pid);
+		return pid;
+	}
+	if (pid < 0)
+		return pid;
+	setpgid(0, 0);
+	int devnull = open("/dev/null", O_RDONLY);
+	if (devnull >= 0)
+		dup2(devnull, 0);
+	dup2(out_fd >= 0 ? out_fd : r->logfd, 1);
+	dup2(r->logfd, 2);
+	if (proto_fd >= 0)
+		fcntl(proto_fd, F_SETFD, 0);
+	child_env(r, proto_fd, seed, cycle);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* SIGKILLs the group of PID and reaps every member (we are a subreaper, so
+ * grandchildren come back to us).  *STATUS gets the leader's status unless
+ * it was reaped already.  0, or -1 when members outlived REAP_TIMEOUT_NS. */
+static int kill_group(pid_t pid, int *status, int reaped)
+{
+	uint64_t deadline = now_ns() + REAP_TIMEOUT_NS;
+	int st;
+
+	kill(-pid, SIGKILL);
+	for (;;) {
+		pid_t w = waitpid(-pid, &st, WNOHANG);
+		if (w == pid && !reaped) {
+			*status = st;
+			reaped = 1;
+		}
+		if (w < 0 && errno == ECHILD)
+			return 0;
+		if (w > 0)
+			continue;
+		if (now_ns() > deadline)
+			return -1;
+		kill(-pid, SIGKILL);
+		struct timespec nap = { 0, 1000000 };
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* The last lines of the programs' output, for a set-up error. */
+static void log_tail(xrun *r)
+{
+	char buf[1200];
+	off_t end = lseek(r->logfd, 0, SEEK_END);
+	off_t from = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(r->logfd, buf, sizeof(buf) - 1, from);
+
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	fprintf(stderr, "torture: the program's last output:\n%s%s", buf,
+	        buf[n - 1] == '\n' ? "" : "\n");
+}
+
+static void log_reset(xrun *r)
+{
+	if (ftruncate(r->logfd, 0) == 0)
+		lseek(r->logfd, 0, SEEK_SET);
+}
+
+/* ---- reading lines ------------------------------------------------------- */
+
+typedef struct liner {
+	char buf[LINE_MAX_BYTES + 1];
+	size_t have;
+	int eof;
+} liner;
+
+typedef int (*line_fn)(xrun *r, const char *line, char *why, size_t len);
+
+/* Reads what FD has and hands every whole line to FN.  0, or -1 with WHY
+ * (a line FN refused, or one too long). */
+static int lines_read(xrun *r, int fd, liner *l, line_fn fn, char *why,
+                      size_t whylen)
+{
+	for (;;) {
+		ssize_t n = read(fd, l->buf + l->have, LINE_MAX_BYTES - l->have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 0; /* EAGAIN */
+		if (n == 0) {
+			l->eof = 1;
+			if (l->have) {
+				snprintf(why, whylen, "a protocol line without "
+				         "its newline at the end of the output");
+				return -1;
+			}
+			return 0;
+		}
+		l->have += (size_t)n;
+		char *start = l->buf, *nl;
+		while ((nl = memchr(start, '\n', l->have - (size_t)(start - l->buf)))) {
+			*nl = '\0';
+			if (fn(r, start, why, whylen) < 0)
+				return -1;
+			start = nl + 1;
+		}
+		l->have -= (size_t)(start - l->buf);
+		memmove(l->buf, start, l->have);
+		if (l->have == LINE_MAX_BYTES) {
+			snprintf(why, whylen, "a line longer than %d bytes",
+			         LINE_MAX_BYTES);
+			return -1;
+		}
+	}
+}
+
+static int proto_line(xrun *r, const char *line, char *why, size_t len)
+{
+	return exec_model_line(r->model, line, why, len);
+}
+
+static int checker_line(xrun *r, const char *line, char *why, size_t len)
+{
+	return exec_model_observe(r->model, line, why, len);
+}
+
+static int adopt_line(xrun *r, const char *line, char *why, size_t len)
+{
+	char key[EXEC_TOKEN_MAX + 1], val[EXEC_TOKEN_MAX + 1], extra[2];
+	int n = sscanf(line, "%255s %255s %1s", key, val, extra);
+
+	if (n <= 0)
+		return 0;
+	if (n != 2) {
+		snprintf(why, len, "malformed checker line '%.80s' (expected "
+		         "'KEY VALUE')", line);
+		return -1;
+	}
+	return exec_model_adopt(r->model, key, val, why, len);
+}
+
+/* ---- the workload ----------------------------------------------------------- */
+
+typedef struct wresult {
+	int status;       /* the leader's wait status                        */
+	int exited;       /* it ended before its kill                        */
+	int lines;        /* protocol lines read                              */
+} wresult;
+
+static int count_line(xrun *r, const char *line, char *why, size_t len)
+{
+	return proto_line(r, line, why, len);
+}
+
+/*
+ * Runs the workload until KILL_AT (monotonic ns; 0: until it exits, at most
+ * ENUM_RUN_TIMEOUT_NS), then kills its group and drains the pipe.  0, or 2
+ * after a set-up message.
+ */
+static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
+                        uint64_t kill_at, wresult *w)
+{
+	int p[2], rc = 0;
+	char why[600];
+	liner l;
+	pid_t pid;
+	uint64_t until = kill_at ? kill_at : now_ns() + ENUM_RUN_TIMEOUT_NS;
+
+	memset(w, 0, sizeof(*w));
+	l.have = 0;
+	l.eof = 0;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return setup_error("pipe: %s", strerror(errno));
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	exec_model_new_process(r->model);
+	pid = spawn(r, r->workload, p[1], -1, seed, cycle);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return setup_error("fork: %s", strerror(errno));
+	}
+	why[0] = '\0';
+	for (;;) {
+		uint64_t t = now_ns();
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		int ms = t >= until ? 0 : (int)((until - t) / 1000000u) + 1;
+		int st;
+
+		if (!w->exited && waitpid(pid, &st, WNOHANG) == pid) {
+			w->exited = 1;
+			w->status = st;
+		}
+		if (w->exited && l.eof)
+			break;
+		if (t >= until)
+			break;
+		if (l.eof)
+			pf.fd = -1;
+		if (poll(&pf, 1, ms > 2 ? 2 : ms) > 0 &&
+		    lines_read(r, p[0], &l, count_line, why, sizeof why) < 0) {
+			rc = 2;
+			break;
+		}
+	}
+	if (!kill_at && !w->exited && rc == 0) {
+		kill_group(pid, &w->status, 0);
+		close(p[0]);
+		return setup_error("the workload did not finish in %llu s "
+		                   "(--enumerate runs it to its end)",
+		                   (unsigned long long)(ENUM_RUN_TIMEOUT_NS /
+		                                        1000000000ull));
+	}
+	if (kill_group(pid, &w->status, w->exited) < 0) {
+		close(p[0]);
+		return setup_error("a process of the workload survived SIGKILL "
+		                   "for 5 s");
+	}
+	if (!w->exited)
+		r->kills++;
+	else
+		r->exits++;
+	/* drain: every writer of the pipe is dead, so end of file comes */
+	while (rc == 0 && !l.eof) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		if (poll(&pf, 1, 5000) <= 0) {
+			rc = setup_error("the protocol pipe stayed open after the "
+			                 "workload's process group was killed (a "
+			                 "process left the group?)");
+			break;
+		}
+		if (lines_read(r, p[0], &l, count_line, why, sizeof why) < 0)
+			rc = 2;
+	}
+	close(p[0]);
+	if (rc == 2 && why[0])
+		setup_error("workload: %s", why);
+	return rc;
+}
+
+/* ---- the checker ---------------------------------------------------------- */
+
+/* Runs the checker under the shim; its stdout lines go to FN.  *FAILED gets
+ * a description when it did not exit 0.  0, or 2 after a set-up message. */
+static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
+                       size_t failed_len)
+{
+	int p[2], st = 0, reaped = 0, rc = 0;
+	char why[600] = "";
+	liner l = { .have = 0, .eof = 0 };
+	uint64_t deadline = now_ns() + CHECKER_TIMEOUT_NS;
+	pid_t pid;
+
+	failed[0] = '\0';
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return setup_error("pipe: %s", strerror(errno));
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	pid = spawn(r, r->checker, -1, p[1], r->o->seed, cycle);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return setup_error("fork: %s", strerror(errno));
+	}
+	while (!(reaped && l.eof)) {
+		struct pollfd pf = { l.eof ? -1 : p[0], POLLIN, 0 };
+		if (!reaped && waitpid(pid, &st, WNOHANG) == pid)
+			reaped = 1;
+		if (now_ns() > deadline) {
+			snprintf(failed, failed_len, "the checker did not finish "
+			         "in 60 s (killed)");
+			break;
+		}
+		if (poll(&pf, 1, 1) > 0 &&
+		    lines_read(r, p[0], &l, fn, why, sizeof why) < 0) {
+			rc = setup_error("checker: %s", why);
+			break;
+		}
+	}
+	kill_group(pid, &st, reaped);
+	close(p[0]);
+	if (rc == 0 && !failed[0] && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		if (WIFEXITED(st))
+			snprintf(failed, failed_len, "the checker exited with "
+			         "status %d", WEXITSTATUS(st));
+		else
+			snprintf(failed, failed_len, "the checker was killed by "
+			         "signal %d", WTERMSIG(st));
+	}
+	return rc;
+}
+
+/* ---- between the workload and the checker ------------------------------------ */
+
+static int refused(xrun *r)
+{
+	if (!__atomic_load_n(&r->ctl->refused, __ATOMIC_ACQUIRE))
+		return 0;
+	setup_error("the shim refused: %s", r->ctl->refusal);
+	return 1;
+}
+
+/* Copies the remembered calls in order, oldest first. */
+static void ring_snapshot(xrun *r)
+{
+	uint64_t n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
+	uint64_t from = n > SHIM_RING ? n - SHIM_RING : 0;
+
+	r->ring_n = 0;
+	for (uint64_t i = from; i < n; i++) {
+		const shim_call *c = &r->ctl->ring[i % SHIM_RING];
+		if (c->seq == i + 1)
+			r->ring[r->ring_n++] = *c;
+	}
+}
+
+/* The machine after the workload died: a power cut, or not.  0 or 2. */
+static int after_workload(xrun *r, uint64_t cycle)
+{
+	char why[PATH_MAX + 300];
+
+	if (refused(r))
+		return 2;
+	if (shim_check_files(r->ctl, r->dir, why, sizeof why) < 0)
+		return setup_error("bypass: %s", why);
+	/* in a kills-only run the shim settles a full cache and records the
+	 * call after all; a kill between the two leaves the flag set with
+	 * nothing dropped (the real call comes after its record) */
+	if (faultsim_cache_overflowed(r->cache) && !kills_only(r))
+		return setup_error("the fault simulator's cache filled up");
+	ring_snapshot(r);
+	for (unsigned i = 0; r->faults && i < r->o->nfail; i++)
+		r->faults_fired += faultsim_faults_fired(r->faults, (int)i);
+	if (r->o->power_loss || r->o->enumerate) {
+		faultsim_crash_options co = {
+			.device = (faultsim_device)r->o->device,
+			.sector = r->o->sector,
+			.seed = mix(r->o->seed ^ mix(cycle ^ 0x706f776572ull)),
+		};
+		faultsim_crash_report rep;
+		memset(&rep, 0, sizeof rep);
+		if (faultsim_cache_crash(r->cache, &co, &rep) < 0 ||
+		    rep.overflowed)
+			return setup_error("the fault simulator could not cut the "
+			                   "power: %s", rep.overflowed ?
+			                   "its cache filled up" : rep.first_error);
+		r->power_cuts++;
+		r->cut_lost += rep.lost + rep.lost_failed;
+		r->cut_torn += rep.torn + rep.garbage;
+		r->cut_undone += rep.ns_undone;
+	} else {
+		faultsim_cache_evict_lost(r->cache);
+		faultsim_cache_forget(r->cache);
+	}
+	shim_shared_reset_files(r->ctl);
+	return 0;
+}
+
+/* After the checker: its writes stay undoable by the next power cut. */
+static void after_checker(xrun *r)
+{
+	if (r->o->power_loss || r->o->enumerate) {
+		faultsim_cache_writer_died(r->cache);
+	} else {
+		faultsim_cache_forget(r->cache);
+		shim_shared_reset_files(r->ctl);
+	}
+}
+
+/* ---- explaining a violation --------------------------------------------------- */
+
+static int later_sync(const xrun *r, uint64_t i)
+{
+	const shim_call *c = &r->ring[i];
+	for (uint64_t j = i + 1; j < r->ring_n; j++) {
+		const shim_call *d = &r->ring[j];
+		if (d->result < 0)
+			continue;
+		if (d->op == SHIM_OP_SYNC_ALL)
+			return 1;
+		if ((d->op == SHIM_OP_FSYNC || d->op == SHIM_OP_FDATASYNC) &&
+		    d->file == c->file && c->file >= 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A namespace call: was its directory synced after it? */
+static int later_dir_sync(const xrun *r, uint64_t i)
+{
+	const shim_call *c = &r->ring[i];
+	char dir[SHIM_LABEL];
+	const char *arrow = strstr(c->path, " -> ");
+	const char *name = arrow ? arrow + 4 : c->path, *slash;
+
+	slash = strrchr(name, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - name) : 0, name);
+	for (uint64_t j = i + 1; j < r->ring_n; j++) {
+		const shim_call *d = &r->ring[j];
+		if (d->result < 0)
+			continue;
+		if (d->op == SHIM_OP_SYNC_ALL)
+			return 1;
+		if (d->op != SHIM_OP_DIR_FSYNC)
+			continue;
+		/* the label of the watched directory itself is its full path */
+		if ((!dir[0] && d->path[0] == '/') || strcmp(d->path, dir) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void show_call(const xrun *r, uint64_t i)
+{
+	const shim_call *c = &r->ring[i];
+	char state[64] = "";
+
+	switch (c->op) {
+	case SHIM_OP_WRITE: case SHIM_OP_TRUNCATE: case SHIM_OP_ALLOCATE:
+		snprintf(state, sizeof state, "%s", c->durable ? "synced (O_SYNC)"
+		         : later_sync(r, i) ? "synced later" : "NOT synced");
+		break;
+	case SHIM_OP_CREATE: case SHIM_OP_RENAME: case SHIM_OP_UNLINK:
+	case SHIM_OP_LINK:
+		snprintf(state, sizeof state, "%s", later_dir_sync(r, i) ?
+		         "directory synced later" : "directory NOT synced");
+		break;
+	default:
+		break;
+	}
+	if (c->op == SHIM_OP_WRITE || c->op == SHIM_OP_ALLOCATE)
+		fprintf(stderr, "    %-16s %-28s off %" PRIu64 " len %" PRIu64
+		        " -> %" PRId64 "  %s\n", shim_op_name(c->op), c->path,
+		        c->off, c->len, c->result, state);
+	else if (c->op == SHIM_OP_TRUNCATE)
+		fprintf(stderr, "    %-16s %-28s to %" PRIu64 " -> %" PRId64
+		        "  %s\n", shim_op_name(c->op), c->path, c->off,
+		        c->result, state);
+	else
+		fprintf(stderr, "    %-16s %-28s -> %" PRId64 "  %s\n",
+		        shim_op_name(c->op), c->path, c->result, state);
+}
+
+/* The program's last tracked calls before the crash: on the files whose
+ * name contains KEY when there are such, else on every file. */
+static void explain_calls(const xrun *r, const char *key)
+{
+	uint64_t shown = 0, idx[CALLS_SHOWN];
+	int by_name = 0;
+
+	for (uint64_t i = 0; key[0] && i < r->ring_n; i++)
+		if (strstr(r->ring[i].path, key))
+			by_name = 1;
+	for (uint64_t i = r->ring_n; i-- > 0 && shown < CALLS_SHOWN;)
+		if (!by_name || strstr(r->ring[i].path, key))
+			idx[shown++] = i;
+	if (!shown)
+		return;
+	fprintf(stderr, "  the program's last tracked calls%s%s%s before the "
+	        "crash (oldest first):\n", by_name ? " on files named for \"" :
+	        "", by_name ? key : "", by_name ? "\"" : "");
+	while (shown-- > 0)
+		show_call(r, idx[shown]);
+}
+
+typedef struct vctx {
+	xrun *r;
+	uint64_t cycle;
+	int printed;
+} vctx;
+
+static void on_violation(void *arg, int kind, const char *key,
+                         const char *what)
+{
+	vctx *v = arg;
+	xrun *r = v->r;
+	char line[900];
+
+	if (key[0])
+		snprintf(line, sizeof line, "%s: key \"%s\": %s",
+		         oracle_kind_name(kind), key, what);
+	else
+		snprintf(line, sizeof line, "%s: %s", oracle_kind_name(kind),
+		         what);
+	fprintf(stderr, "torture: cycle %" PRIu64 ": %s\n", v->cycle, line);
+	if (!r->first[0]) {
+		snprintf(r->first, sizeof r->first, "%s", line);
+		r->first_cycle = v->cycle;
+		snprintf(r->first_key, sizeof r->first_key, "%s", key);
+		explain_calls(r, key);
+	}
+	v->printed++;
+}
+
+static void structure_violation(xrun *r, uint64_t cycle, const char *what)
+{
+	fprintf(stderr, "torture: cycle %" PRIu64 ": structure: %s\n", cycle,
+	        what);
+	r->structure++;
+	if (!r->first[0]) {
+		snprintf(r->first, sizeof r->first, "structure: %s", what);
+		r->first_cycle = cycle;
+		explain_calls(r, "");
+	}
+}
+
+/* ---- one cycle ------------------------------------------------------------------ */
+
+/* Verifies the state the crash left.  0 (pass), 1 (violation), 2. */
+static int verify(xrun *r, uint64_t cycle)
+{
+	char failed[200];
+	uint64_t counts[ORACLE_KINDS], n;
+	vctx v = { r, cycle, 0 };
+	int rc;
+
+	exec_model_verify_begin(r->model);
+	rc = run_checker(r, cycle, checker_line, failed, sizeof failed);
+	if (rc)
+		return rc;
+	if (refused(r))
+		return 2;
+	after_checker(r);
+	if (failed[0]) {
+		char what[400];
+		snprintf(what, sizeof what, "%s after the crash: the program "
+		         "could not recover its state", failed);
+		structure_violation(r, cycle, what);
+		log_tail(r);
+		return 1;
+	}
+	r->acked += exec_model_acked(r->model);
+	r->issued += exec_model_issued(r->model);
+	n = exec_model_verify_end(r->model, on_violation, &v, counts);
+	for (int i = 0; i < ORACLE_KINDS; i++)
+		r->violations[i] += counts[i];
+	r->verified++;
+	return n ? 1 : 0;
+}
+
+static uint64_t kill_delay(const xrun *r, uint64_t cycle)
+{
+	uint64_t base = r->o->kill_every_ns, span = base * r->o->jitter_pct / 100;
+	uint64_t x = mix(r->o->seed ^ mix(cycle ^ 0x6b696c6cull));
+	if (!span)
+		return base;
+	return base - span + x % (2 * span + 1);
+}
+
+/* A workload that ended on its own: fine when it exited 0 (the crash
+ * comes after its last call).  Otherwise: in the first cycle a set-up
+ * error; later the program failing after a crash.  0, 1 or 2. */
+static int judge_exit(xrun *r, uint64_t cycle, const wresult *w, int first)
+{
+	char what[300];
+
+	if (!w->exited || (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0)) {
+		if (first && w->exited && w->lines == 0 &&
+		    exec_model_issued(r->model) == 0) {
+			log_tail(r);
+			return setup_error("the workload exited at once without "
+			                   "writing a protocol line (is it writing "
+			                   "'intent OP KEY VALUE' lines to the "
+			                   "descriptor in $KEEL_TORTURE_FD?)");
+		}
+		return 0;
+	}
+	/* under --fail a program may stop at an injected error: that is the
+	 * program doing its job, and the crash still comes */
+	for (unsigned i = 0; r->faults && i < r->o->nfail; i++)
+		if (faultsim_faults_fired(r->faults, (int)i)) {
+			r->fault_stops++;
+			return 0;
+		}
+	if (WIFEXITED(w->status))
+		snprintf(what, sizeof what, "the workload exited with status "
+		         "%d before its kill", WEXITSTATUS(w->status));
+	else
+		snprintf(what, sizeof what, "the workload died of signal %d "
+		         "before its kill", WTERMSIG(w->status));
+	if (first || r->issued + exec_model_issued(r->model) == 0 ||
+	    (WIFEXITED(w->status) && (WEXITSTATUS(w->status) == 126 ||
+	                              WEXITSTATUS(w->status) == 127))) {
+		/* before any crash, before it ever spoke, or the shell could
+		 * not run it: the command is wrong, not the program */
+		log_tail(r);
+		return setup_error("%s, %s: check the command", what,
+		                   first ? "in the first cycle (before any crash)"
+		                         : "before it wrote any protocol line");
+	}
+	r->writer++;
+	fprintf(stderr, "torture: cycle %" PRIu64 ": writer: %s (after a "
+	        "crash: the program could not recover)\n", cycle, what);
+	if (!r->first[0]) {
+		snprintf(r->first, sizeof r->first, "writer: %s", what);
+		r->first_cycle = cycle;
+	}
+	log_tail(r);
+	return 1;
+}
+
+static void progress(xrun *r, int force)
+{
+	uint64_t t = now_ns(), el = t - r->start_ns;
+
+	if (r->o->quiet || (!force && t - r->last_progress_ns < 5000000000ull))
+		return;
+	r->last_progress_ns = t;
+	fprintf(stderr, "torture: %.1fs  cycles %" PRIu64 "  kills %" PRIu64
+	        "  power cuts %" PRIu64 "  acked %" PRIu64 "  lost %" PRIu64
+	        "  %.1f cycles/s\n", (double)el / 1e9, r->cycles, r->kills,
+	        r->power_cuts, r->acked, r->violations[ORACLE_LOST],
+	        el ? (double)r->cycles * 1e9 / (double)el : 0.0);
+}
+
+static int budget_left(const xrun *r)
+{
+	if (stop_requested)
+		return 0;
+	if (r->o->cycles && r->cycles >= r->o->cycles)
+		return 0;
+	if (r->o->duration_ns && now_ns() - r->start_ns >= r->o->duration_ns)
+		return 0;
+	return 1;
+}
+
+static void fresh_faults(xrun *r, uint64_t cycle)
+{
+	if (!r->faults)
+		return;
+	faultsim_faults_reset_counts(r->faults);
+	faultsim_faults_reseed(r->faults, r->o->enumerate ? r->o->seed :
+	                       mix(r->o->seed ^ mix(cycle)));
+}
+
+static int run_kills(xrun *r)
+{
+	int rc = 0;
+
+	for (uint64_t cycle = 1; rc == 0 && budget_left(r); cycle++) {
+		wresult w;
+		fresh_faults(r, cycle);
+		log_reset(r);
+		rc = run_workload(r, cycle, mix(r->o->seed ^ mix(cycle)),
+		                  now_ns() + kill_delay(r, cycle), &w);
+		if (rc)
+			break;
+		if (refused(r)) {
+			rc = 2;
+			break;
+		}
+		w.lines = (int)exec_model_issued(r->model);
+		if ((rc = judge_exit(r, cycle, &w, cycle == 1)) != 0)
+			break;
+		if ((rc = after_workload(r, cycle)) != 0)
+			break;
+		rc = verify(r, cycle);
+		r->cycles++;
+		progress(r, 0);
+	}
+	return rc;
+}
+
+/* ---- --enumerate ------------------------------------------------------------ */
+
+static int rm_entry(const char *path, const struct stat *st, int type,
+                    struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	if (ftw->level == 0)
+		return 0;
+	return remove(path) == 0 ? 0 : -1;
+}
+
+static int empty_dir(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int run_enumerate(xrun *r)
+{
+	wresult w;
+	uint64_t n, rc;
+
+	/* the reference run: to its end, no crash, counting the steps */
+	fresh_faults(r, 0);
+	faultsim_faults_kill_after(r->faults, 0);
+	if ((rc = (uint64_t)run_workload(r, 0, r->o->seed, 0, &w)) != 0)
+		return (int)rc;
+	if (refused(r))
+		return 2;
+	w.lines = (int)exec_model_issued(r->model);
+	if ((rc = (uint64_t)judge_exit(r, 0, &w, 1)) != 0)
+		return (int)rc;
+	n = faultsim_faults_steps(r->faults);
+	r->steps = n;
+	if (refused(r))
+		return 2;
+	exec_model_free(r->model);
+	r->model = NULL;
+	if (!r->o->quiet)
+		fprintf(stderr, "torture: the workload made %" PRIu64 " "
+		        "durability-relevant calls; crashing after each\n", n);
+	for (uint64_t s = 1; s <= n && budget_left(r); s++) {
+		faultsim_cache_forget(r->cache);
+		shim_shared_reset_files(r->ctl);
+		if (empty_dir(r->dir) != 0)
+			return setup_error("%s: cannot empty it: %s", r->dir,
+			                   strerror(errno));
+		if (exec_model_new(r->o->keys, mix(r->o->seed), &r->model) < 0)
+			return setup_error("out of memory");
+		fresh_faults(r, s);
+		faultsim_faults_kill_after(r->faults, s);
+		log_reset(r);
+		if ((rc = (uint64_t)run_workload(r, s, r->o->seed, 0, &w)) != 0)
+			return (int)rc;
+		if (refused(r))
+			return 2;
+		if (w.exited && faultsim_faults_steps(r->faults) > s) {
+			/* it reached the crash point and killed itself (a
+			 * shell above it may report that as status 137) */
+			w.exited = 0;
+			r->exits--;
+			r->kills++;
+		}
+		if ((rc = (uint64_t)judge_exit(r, s, &w, 0)) != 0)
+			return (int)rc;
+		if ((rc = (uint64_t)after_workload(r, s)) != 0)
+			return (int)rc;
+		rc = (uint64_t)verify(r, s);
+		r->cycles++;
+		progress(r, 0);
+		exec_model_free(r->model);
+		r->model = NULL;
+		if (rc)
+			return (int)rc;
+	}
+	return 0;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static int check_options(const torture_options *o)
+{
+	static const char *const ops[] = { "open:", "pwrite:", "fdatasync:",
+		"fsync:", "sync:", "ftruncate:", "fallocate:", "rename:",
+		"unlink:", "fsync_dir:" };
+
+	if (!o->workload || !*o->workload)
+		return setup_error("--target exec needs --workload CMD (see "
+		                   "docs/targets.md)");
+	if (!o->checker || !*o->checker)
+		return setup_error("--target exec needs --checker CMD (see "
+		                   "docs/targets.md)");
+	if (o->unsafe || o->compact_every_ns || o->grow_step || o->cache_lives ||
+	    o->threads_given)
+		return setup_error("--target exec runs your program: --unsafe, "
+		                   "--compact-every, --grow-step, --cache-lives "
+		                   "and --threads do not apply");
+	for (unsigned i = 0; i < o->nfail; i++) {
+		int ok = 0;
+		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)
+			ok |= strncmp(o->fail[i], ops[j], strlen(ops[j])) == 0;
+		if (!ok)
+			return setup_error("--fail %s: the shim injects faults "
+			                   "into open, pwrite (every write call), "
+			                   "fdatasync, fsync, sync, ftruncate, "
+			                   "fallocate, rename, unlink and fsync_dir "
+			                   "only", o->fail[i]);
+	}
+	return 0;
+}
+
+/* --target NAME:CONFIG: the adapter's program beside torture
+ * (BINDIR/targets/NAME) as workload and checker, into O (a copy of the
+ * caller's options). */
+static int adapter_commands(torture_options *o, char *work, char *check,
+                            size_t cap)
+{
+	const torture_adapter *a = o->adapter;
+	char exe[PATH_MAX], prog[PATH_MAX + 64], q[2 * PATH_MAX + 140];
+	ssize_t n;
+
+	if (o->workload || o->checker)
+		return setup_error("--target %s:%s brings its own workload and "
+		                   "checker: drop --workload and --checker (or "
+		                   "use --target exec)", a->name,
+		                   o->adapter_config);
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return setup_error("cannot find this program: %s",
+		                   strerror(errno));
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(prog, sizeof prog, "%s/targets/%s", exe, a->name);
+	if (access(prog, X_OK) != 0)
+		return setup_error("%s: %s: the adapter is not built (run make%s%s%s)",
+		                   prog, strerror(errno),
+		                   a->package ? "; it needs the Debian package "
+		                                "installed by: apt-get install -y " : "",
+		                   a->package ? a->package : "", "");
+	shell_quote(prog, q, sizeof q);
+	snprintf(work, cap, "%s {dir} %s", q, o->adapter_config);
+	snprintf(check, cap, "%s {dir} %s --check", q, o->adapter_config);
+	o->workload = work;
+	o->checker = check;
+	if (!o->volatile_files)
+		o->volatile_files = a->volatile_files;
+	return 0;
+}
+
+static int find_shim(xrun *r)
+{
+	char exe[PATH_MAX];
+	const char *env = getenv("KEEL_SHIM_LIB");
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(r->shim, sizeof r->shim, "%s", env);
+	} else {
+		n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (n <= 0)
+			return setup_error("cannot find this program: %s",
+			                   strerror(errno));
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		*slash = '\0';
+		snprintf(r->shim, sizeof r->shim, "%.*s/libkeel-shim.so",
+		         PATH_MAX - 20, exe);
+	}
+	if (access(r->shim, R_OK) != 0)
+		return setup_error("the shim %s: %s (build it with make, or name "
+		                   "it in KEEL_SHIM_LIB)", r->shim,
+		                   strerror(errno));
+	return 0;
+}
+
+static int dir_is_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int empty = 1;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = 0;
+	closedir(d);
+	return empty;
+}
+
+/* The watched directory: --dir (made if missing, must be writable; with
+ * --enumerate, empty), else a fresh temporary one. */
+static int make_dir(xrun *r)
+{
+	const char *d = r->o->dir;
+	char probe[PATH_MAX + 32];
+	int fd;
+
+	if (!d) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(probe, sizeof probe, "%s/keel-torture.XXXXXX",
+		         tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(probe))
+			return setup_error("cannot make a temporary directory "
+			                   "%s: %s", probe, strerror(errno));
+		r->dir_made = 1;
+		d = probe;
+	} else if (mkdir(d, 0755) != 0 && errno != EEXIST) {
+		return setup_error("--dir %s: %s", d, strerror(errno));
+	}
+	if (!realpath(d, r->dir))
+		return setup_error("--dir %s: %s", d, strerror(errno));
+	snprintf(probe, sizeof probe, "%s/.keel-torture-probe", r->dir);
+	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return setup_error("--dir %s is not writable: %s", r->dir,
+		                   strerror(errno));
+	close(fd);
+	unlink(probe);
+	if (r->o->enumerate && !dir_is_empty(r->dir))
+		return setup_error("--dir %s is not empty: --enumerate puts the "
+		                   "directory back to empty before each crash "
+		                   "point, so it must start empty", r->dir);
+	return 0;
+}
+
+static int make_shared(xrun *r)
+{
+	int rc;
+	char err[200];
+
+	if ((rc = shim_shared_create(&r->ctl_fd, &r->ctl)) < 0 ||
+	    (rc = faultsim_cache_create_fd(0, &r->cache_fd, &r->cache)) < 0)
+		return setup_error("cannot make the shared memory: %s",
+		                   strerror(-rc));
+	if (r->o->nfail || r->o->enumerate) {
+		if ((rc = faultsim_faults_create_fd(r->o->seed, &r->faults_fd,
+		                                    &r->faults)) < 0)
+			return setup_error("cannot make the fault state: %s",
+			                   strerror(-rc));
+		for (unsigned i = 0; i < r->o->nfail; i++)
+			if (faultsim_faults_add(r->faults, r->o->fail[i], err,
+			                        sizeof err) < 0)
+				return setup_error("--fail %s: %s (see "
+				                   "docs/faults.md)", r->o->fail[i],
+				                   err);
+	}
+	r->ring = calloc(SHIM_RING, sizeof(shim_call));
+	if (!r->ring || exec_model_new(r->o->keys, mix(r->o->seed),
+	                               &r->model) < 0)
+		return setup_error("out of memory");
+	char logname[] = "/tmp/keel-torture-log.XXXXXX";
+	r->logfd = mkostemp(logname, O_CLOEXEC);
+	if (r->logfd < 0)
+		return setup_error("cannot make a log file: %s", strerror(errno));
+	unlink(logname);
+	return 0;
+}
+
+/* Before the first cycle the checker reads the directory as it is: its
+ * answer is the starting state (empty for a fresh directory). */
+static int baseline(xrun *r)
+{
+	char failed[200];
+	int rc = run_checker(r, 0, adopt_line, failed, sizeof failed);
+
+	if (rc)
+		return rc;
+	if (refused(r))
+		return 2;
+	if (failed[0]) {
+		log_tail(r);
+		return setup_error("%s on the directory before any crash: check "
+		                   "the --checker command", failed);
+	}
+	faultsim_cache_forget(r->cache);
+	shim_shared_reset_files(r->ctl);
+	return 0;
+}
+
+/* ---- the summary ------------------------------------------------------------- */
+
+static void replay_line(const xrun *r, char *buf, size_t cap)
+{
+	char qw[4096], qc[4096], qd[2 * PATH_MAX];
+	size_t n;
+
+	shell_quote(r->o->workload, qw, sizeof qw);
+	shell_quote(r->o->checker, qc, sizeof qc);
+	shell_quote(r->dir, qd, sizeof qd);
+	if (r->o->adapter)
+		n = (size_t)snprintf(buf, cap, "%s --target %s:%s", r->prog,
+		                     r->o->adapter->name, r->o->adapter_config);
+	else
+		n = (size_t)snprintf(buf, cap, "%s --target exec --workload %s "
+		                     "--checker %s", r->prog, qw, qc);
+	n += (size_t)snprintf(buf + n, cap - n, " --kill-every %.3fms "
+	                      "--jitter %u --keys %u --seed %" PRIu64,
+	                      (double)r->o->kill_every_ns / 1e6,
+	                      r->o->jitter_pct, r->o->keys, r->o->seed);
+	if (n < cap && r->first[0])
+		n += (size_t)snprintf(buf + n, cap - n, " --cycles %" PRIu64,
+		                      r->first_cycle);
+	if (n < cap && (r->o->power_loss || r->o->enumerate))
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s --device %s "
+		                      "--sector %u",
+		                      r->o->power_loss ? " --power-loss" : "",
+		                      r->o->enumerate ? " --enumerate" : "",
+		                      faultsim_device_name(
+		                              (faultsim_device)r->o->device),
+		                      r->o->sector);
+	for (unsigned i = 0; i < r->o->nfail && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, " --fail %s",
+		                      r->o->fail[i]);
+	if (n < cap && r->o->nfail)
+		n += (size_t)snprintf(buf + n, cap - n, " --fsync-profile %s",
+		                      faultsim_profile_name(
+		                              (faultsim_profile)r->o->profile));
+	if (n < cap && r->o->volatile_files &&
+	    !(r->o->adapter &&
+	      r->o->volatile_files == r->o->adapter->volatile_files)) {
+		char qv[1100];
+		shell_quote(r->o->volatile_files, qv, sizeof qv);
+		n += (size_t)snprintf(buf + n, cap - n, " --volatile %s", qv);
+	}
+	if (n < cap && r->o->dir)
+		snprintf(buf + n, cap - n, " --dir %s", qd);
+}
+
+static uint64_t total_violations(const xrun *r)
+{
+	uint64_t n = r->structure + r->writer;
+	for (int i = 0; i < ORACLE_KINDS; i++)
+		n += r->violations[i];
+	return n;
+}
+
+static void summary(const xrun *r, int rc, const char *replay)
+{
+	double el = (double)(now_ns() - r->start_ns) / 1e9;
+
+	printf("torture: %s -- %" PRIu64 " cycles in %.1fs (%.1f cycles/s), "
+	       "%" PRIu64 " kills, %" PRIu64 " ended on their own\n",
+	       rc == 0 ? "PASS" : "FAIL", r->cycles, el,
+	       el > 0 ? (double)r->cycles / el : 0.0, r->kills, r->exits);
+	printf("  workload               %s\n", r->workload);
+	printf("  checker                %s\n", r->checker);
+	printf("  acknowledged           %" PRIu64 " of %" PRIu64 " operations "
+	       "issued\n", r->acked, r->issued);
+	printf("  violations             lost %" PRIu64 "  phantom %" PRIu64
+	       "  structure %" PRIu64 "  writer %" PRIu64 "\n",
+	       r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
+	       r->structure, r->writer);
+	if (r->o->power_loss || r->o->enumerate)
+		printf("  power cuts             %" PRIu64 " (unsynced writes lost "
+		       "%" PRIu64 ", torn %" PRIu64 ", namespace ops undone %"
+		       PRIu64 ")\n", r->power_cuts, r->cut_lost, r->cut_torn,
+		       r->cut_undone);
+	if (r->o->enumerate)
+		printf("  crash states           %" PRIu64 " of %" PRIu64
+		       " durability-relevant calls checked\n", r->cycles,
+		       r->steps);
+	if (r->o->nfail)
+		printf("  faults injected        %" PRIu64 " (workloads that "
+		       "stopped on one: %" PRIu64 ")\n", r->faults_fired,
+		       r->fault_stops);
+	printf("  tracked calls          %" PRIu64 " bytes written through "
+	       "the shim\n", r->ctl ? r->ctl->bytes : 0);
+	printf("  seed                   %" PRIu64 "\n", r->o->seed);
+	printf("  directory              %s (%s)\n", r->dir,
+	       rc == 1 || !r->dir_made ? "kept" : "removed");
+	if (rc == 1) {
+		printf("  first violation        cycle %" PRIu64 ": %s\n",
+		       r->first_cycle, r->first);
+		printf("  replay with            %s\n", replay);
+	}
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static int write_json(const xrun *r, int rc, const char *replay)
+{
+	FILE *f = fopen(r->o->json, "w");
+	double el = (double)(now_ns() - r->start_ns) / 1e9;
+
+	if (!f)
+		return -1;
+	fprintf(f, "{\"target\": \"%s%s%s\", \"result\": \"%s\", "
+	        "\"workload\": ", r->o->adapter ? r->o->adapter->name : "exec",
+	        r->o->adapter ? ":" : "",
+	        r->o->adapter ? r->o->adapter_config : "",
+	        rc == 0 ? "pass" : "fail");
+	json_string(f, r->o->workload);
+	fprintf(f, ", \"checker\": ");
+	json_string(f, r->o->checker);
+	fprintf(f, ", \"cycles\": %" PRIu64 ", \"kills\": %" PRIu64
+	        ", \"exits\": %" PRIu64 ", \"acked_writes\": %" PRIu64
+	        ", \"issued\": %" PRIu64 ", \"lost\": %" PRIu64
+	        ", \"phantom\": %" PRIu64 ", \"holes\": %" PRIu64
+	        ", \"order\": %" PRIu64 ", \"structure_errors\": %" PRIu64
+	        ", \"writer_errors\": %" PRIu64 ", \"elapsed_s\": %.3f"
+	        ", \"cycles_per_second\": %.2f, \"power_loss\": %s"
+	        ", \"enumerate\": %s, \"device\": \"%s\", \"sector\": %u"
+	        ", \"power_cuts\": %" PRIu64 ", \"crash_states\": %" PRIu64
+	        ", \"enum_steps\": %" PRIu64 ", \"faults_fired\": %" PRIu64
+	        ", \"fault_stops\": %" PRIu64
+	        ", \"seed\": %" PRIu64 ", \"dir\": ",
+	        r->cycles, r->kills, r->exits, r->acked, r->issued,
+	        r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
+	        r->violations[ORACLE_HOLE], r->violations[ORACLE_ORDER],
+	        r->structure, r->writer, el, el > 0 ? (double)r->cycles / el : 0,
+	        r->o->power_loss ? "true" : "false",
+	        r->o->enumerate ? "true" : "false",
+	        faultsim_device_name((faultsim_device)r->o->device),
+	        r->o->sector, r->power_cuts, r->o->enumerate ? r->cycles : 0,
+	        r->steps, r->faults_fired, r->fault_stops, r->o->seed);
+	json_string(f, r->dir);
+	fprintf(f, ", \"dir_kept\": %s, \"first_violation\": ",
+	        rc == 1 || !r->dir_made ? "true" : "false");
+	if (r->first[0])
+		json_string(f, r->first);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"reproducer\": ");
+	json_string(f, replay);
+	fprintf(f, "}\n");
+	return fclose(f);
+}
+
+static void teardown(xrun *r, int remove_dir)
+{
+	if (remove_dir && r->dir_made && r->dir[0]) {
+		empty_dir(r->dir);
+		rmdir(r->dir);
+	}
+	exec_model_free(r->model);
+	free(r->ring);
+	free(r->workload);
+	free(r->checker);
+	if (r->logfd >= 0)
+		close(r->logfd);
+	faultsim_faults_destroy(r->faults);
+	if (r->faults_fd >= 0)
+		close(r->faults_fd);
+	faultsim_cache_destroy(r->cache);
+	if (r->cache_fd >= 0)
+		close(r->cache_fd);
+	shim_shared_destroy(r->ctl, r->ctl_fd);
+}
+
+int exec_target_main(const torture_options *given, const char *prog)
+{
+	static xrun run;
+	static torture_options opts;
+	static char work[3 * PATH_MAX], check[3 * PATH_MAX];
+	const torture_options *o = &opts;
+	xrun *r = &run;
+	char replay[12000];
+	struct sigaction sa;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	opts = *given;
+	r->o = o;
+	r->prog = prog;
+	r->ctl_fd = r->cache_fd = r->faults_fd = r->logfd = -1;
+	if ((opts.adapter &&
+	     (rc = adapter_commands(&opts, work, check, sizeof work)) != 0) ||
+	    (rc = check_options(o)) != 0 || (rc = find_shim(r)) != 0 ||
+	    (rc = make_dir(r)) != 0 || (rc = make_shared(r)) != 0)
+		goto out;
+	r->workload = subst_dir(o->workload, r->dir);
+	r->checker = subst_dir(o->checker, r->dir);
+	if (!r->workload || !r->checker) {
+		rc = setup_error("out of memory");
+		goto out;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (!o->quiet)
+		fprintf(stderr, "torture: exec target, seed %" PRIu64 ", dir %s, "
+		        "kill every %.1f ms +-%u%%%s%s\n", o->seed, r->dir,
+		        (double)o->kill_every_ns / 1e6, o->jitter_pct,
+		        o->power_loss ? ", power loss on " : "",
+		        o->power_loss ? faultsim_device_name(
+		                (faultsim_device)o->device) : "");
+	r->start_ns = r->last_progress_ns = now_ns();
+	if ((rc = baseline(r)) != 0)
+		goto out;
+	rc = o->enumerate ? run_enumerate(r) : run_kills(r);
+	if (rc == 0 && total_violations(r))
+		rc = 1;
+	if (rc == 0 && r->acked == 0) {
+		log_tail(r);
+		rc = setup_error("the workload never acknowledged an operation "
+		                 "in %" PRIu64 " cycles: nothing was tested (does "
+		                 "it write 'ack OP' lines to $KEEL_TORTURE_FD once "
+		                 "its writes are durable?)", r->cycles);
+	}
+	if (rc == 2)
+		goto out;
+	progress(r, 1);
+	replay_line(r, replay, sizeof replay);
+	summary(r, rc, replay);
+	fflush(stdout);
+	if (o->json && write_json(r, rc, replay) != 0) {
+		fprintf(stderr, "torture: --json %s: %s\n", o->json,
+		        strerror(errno));
+		if (rc == 0)
+			rc = 2;
+	}
+out:
+	if (rc == 2 && r->dir_made && r->dir[0])
+		fprintf(stderr, "torture: the directory %s is left as it was\n",
+		        r->dir);
+	teardown(r, rc == 0);
+	return rc;
+}

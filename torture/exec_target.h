@@ -1,0 +1,30 @@
+/*
+ * exec_target.h -- `torture --target exec --workload CMD --checker CMD`:
+ * torture for any dynamically linked program, through the LD_PRELOAD shim
+ * (shim/shim.h) and the text protocol of exec_proto.h.  docs/targets.md is
+ * the user's manual.
+ *
+ * ONE CYCLE
+ *   1. run CMD (/bin/sh -c, {dir} replaced by the watched directory) in its
+ *      own process group under the shim, with KEEL_TORTURE_FD on a pipe;
+ *   2. at --kill-every (+- --jitter) SIGKILL the whole group, reap it, drain
+ *      the pipe (what the workload said before dying is still there);
+ *   3. check that no write bypassed the shim and nothing was refused;
+ *   4. cut the power (--power-loss, --enumerate: faultsim_cache_crash under
+ *      --device/--sector) or let the machine live on (kills only);
+ *   5. run the checker, also under the shim (its recovery's writes can be
+ *      undone by the next cut), and judge its "KEY VALUE" lines with the
+ *      oracle; with no violation the recovered state is the next start.
+ */
+#ifndef TORTURE_EXEC_TARGET_H
+#define TORTURE_EXEC_TARGET_H
+
+#include "options.h"
+
+/* Runs the whole torture of O->workload / O->checker; PROG is argv[0] (for
+ * the replay line and to find libkeel-shim.so beside it).  Prints its own
+ * summary and JSON.  Returns 0 (no violation), 1 (a violation; the
+ * directory is kept) or 2 (bad usage or set-up, with a message). */
+int exec_target_main(const torture_options *o, const char *prog);
+
+#endif /* TORTURE_EXEC_TARGET_H */

@@ -1,0 +1,217 @@
+/*
+ * rot.c -- --bit-rot (see rot.h).
+ */
+#include "rot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "keel.h"
+#include "value.h"
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+	struct stat st;
+
+	if (in >= 0 && fstat(in, &st) == 0)
+		out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out >= 0) {
+		off_t left = st.st_size;
+		while (left > 0) {
+			ssize_t n = copy_file_range(in, NULL, out, NULL,
+			                            (size_t)left, 0);
+			if (n <= 0)
+				break;
+			left -= n;
+		}
+		rc = left == 0 ? 0 : -1;
+	}
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* The region start of the head at OFF in FD, or 0. */
+static uint64_t head_region(int fd, uint64_t off)
+{
+	uint8_t buf[KEEL_HEAD_SIZE];
+	keel_head h;
+
+	if (pread(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf) ||
+	    keel_head_decode(buf, &h) != KEEL_OK)
+		return 0;
+	return h.region_start;
+}
+
+/*
+ * Where the damage may go in PATH: below the newest commit's region (bytes
+ * synced before it), and below the region of the newest hinted head when
+ * there is one -- recovery walks and checks every region from that head
+ * on, so damage there only ever makes the open refuse; below it, only the
+ * reads' own checks stand between the damage and the reader.  0 when
+ * unknown.
+ */
+static uint64_t region_start(const char *path)
+{
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+	keel_recovery rec;
+	keel_db *db;
+	uint64_t start = 0;
+	int fd;
+
+	if (keel_open(path, &ko, &db) != KEEL_OK)
+		return 0;
+	if (keel_recovery_info(db, &rec) == KEEL_OK &&
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		keel_hint best = {0, 0}, hint;
+		start = head_region(fd, rec.head_offset);
+		for (unsigned slot = 0; slot < 2; slot++) {
+			uint8_t hb[KEEL_HINT_SIZE];
+			if (pread(fd, hb, sizeof(hb), (off_t)KEEL_HINT_OFF(slot)) ==
+			    (ssize_t)sizeof(hb) &&
+			    keel_hint_decode(hb, &hint) == KEEL_OK &&
+			    hint.txid > best.txid && hint.txid <= rec.txid)
+				best = hint;
+		}
+		uint64_t below = best.txid ? head_region(fd, best.head_off) : 0;
+		if (below > KEEL_DATA_START && below < start)
+			start = below;
+		close(fd);
+	}
+	keel_close(db);
+	return start;
+}
+
+static int flip(const char *path, uint64_t off, unsigned bit)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), rc = -1;
+	uint8_t b;
+
+	if (fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1) {
+		b ^= (uint8_t)(1u << bit);
+		rc = pwrite(fd, &b, 1, (off_t)off) == 1 ? 0 : -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int wrong(report *r, uint64_t off, const char *fmt, uint32_t k)
+{
+	char what[300], detail[160];
+
+	snprintf(detail, sizeof(detail), fmt, k);
+	snprintf(what, sizeof(what), "bit rot at offset %" PRIu64 ": %s "
+	         "(reads must fail or be right)", off, detail);
+	r->violations[ORACLE_PHANTOM]++;
+	report_violation(r, "phantom", what);
+	return 1;
+}
+
+/* Reads the damaged copy: 1 when it answered with an error somewhere, 0
+ * when it showed exactly MODEL's state; violations go to *BAD. */
+static int read_copy(const char *copy, uint64_t off, const oracle *model,
+                     report *r, int *bad)
+{
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+	uint32_t keys = oracle_keys(model), k, listed = 0, present = 0;
+	keel_snapshot *snap = NULL;
+	keel_iter *it = NULL;
+	keel_check_result cr;
+	const void *key;
+	size_t klen;
+	keel_view v;
+	keel_db *db;
+	int rc, err = 0;
+
+	if (keel_open(copy, &ko, &db) != KEEL_OK)
+		return 1;
+	rc = keel_snapshot_open(db, &snap);
+	if (rc == KEEL_OK)
+		rc = keel_iter_open(snap, NULL, 0, NULL, 0, &it);
+	while (rc == KEEL_OK &&
+	       (rc = keel_iter_next(it, &key, &klen, &v)) == KEEL_OK) {
+		const oracle_key_state *s;
+		if (value_key_parse(key, klen, &k) < 0 || k >= keys) {
+			*bad += wrong(r, off, "a key never written (%u keys)",
+			              keys);
+			continue;
+		}
+		s = oracle_key(model, k);
+		listed++;
+		if (!s->present || s->rev != v.rev ||
+		    value_equal(&s->id, v.data, v.len) < 0)
+			*bad += wrong(r, off, "key %u came back with wrong "
+			              "bytes or revision", k);
+	}
+	err = rc != KEEL_ENOTFOUND;
+	if (it)
+		keel_iter_close(it);
+	if (snap)
+		keel_snapshot_close(snap);
+	for (k = 0; k < keys; k++)
+		present += oracle_key(model, k)->present != 0;
+	if (!err && listed != present) {
+		keel_recovery rec;
+		char why[200];
+		memset(&rec, 0, sizeof(rec));
+		(void)keel_recovery_info(db, &rec);
+		snprintf(why, sizeof(why), "%%u keys silently missing; the "
+		         "copy's recovery settled on txid %" PRIu64 " (status "
+		         "%d: %.80s)", rec.txid, (int)rec.status, rec.reason);
+		*bad += wrong(r, off, why, present - listed);
+	}
+	memset(&cr, 0, sizeof(cr));
+	if (keel_check(db, NULL, NULL, &cr) != KEEL_OK)
+		err = 1;
+	keel_close(db);
+	return err;
+}
+
+int rot_check(const char *path, uint64_t seed, const oracle *model,
+              report *r)
+{
+	char copy[4200];
+	uint64_t end = region_start(path), off;
+	int bad = 0;
+
+	if (end <= KEEL_DATA_START)
+		return 0; /* nothing synced before the newest region yet */
+	snprintf(copy, sizeof(copy), "%s.rot", path);
+	if (copy_file(path, copy) < 0) {
+		fprintf(stderr, "torture: --bit-rot: cannot copy %s to %s: %s\n",
+		        path, copy, strerror(errno));
+		(void)unlink(copy);
+		return -1;
+	}
+	off = KEEL_DATA_START + mix(seed) % (end - KEEL_DATA_START);
+	if (flip(copy, off, (unsigned)(mix(seed ^ 1) % 8)) < 0) {
+		fprintf(stderr, "torture: --bit-rot: cannot damage %s: %s\n",
+		        copy, strerror(errno));
+		(void)unlink(copy);
+		return -1;
+	}
+	r->rot_checks++;
+	r->rot_errors += (uint64_t)read_copy(copy, off, model, r, &bad);
+	if (!bad)
+		(void)unlink(copy);
+	return bad;
+}
