@@ -130,6 +130,15 @@ passes mixed-fail --mixed 50 --fail fdatasync:EIO:p=0.05 --duration 3s \
 	--seed 23
 at_least mixed-fail "$T/mixed-fail.json" faults_fired 1
 
+# ---- --early-kills: writers that die right after their open ---------------
+# With --mixed, a cut then lands where only the open's own syncs protect
+# what the last writer left dirty (an open that skipped its sync was lost
+# within 1-7 s of such runs, and survived every run without them).
+passes early --early-kills 30 --mixed 50 --compact-every 20ms --duration 4s \
+	--seed 26
+at_least early "$T/early.json" early_kills 5
+at_least early "$T/early.json" power_cuts 5
+
 # ---- --readers: what a reader process was shown may never be rolled back ----
 passes readers --readers 2 --mixed 50 --duration 3s --seed 24
 at_least readers "$T/readers.json" reader_seen 20
@@ -206,6 +215,10 @@ bad_input "zero readers" "--readers 0: want a whole number from 1 to 16" \
 	--readers 0
 bad_input "mixed over 100" "--mixed 101: want a whole percentage" \
 	--mixed 101
+bad_input "early kills over 100" "--early-kills 101: want a whole percentage" \
+	--early-kills 101
+bad_input "early kills with enumerate" "--early-kills drives keel's embedded writer" \
+	--early-kills 10 --enumerate
 bad_input "mixed with power loss" "--mixed chooses which kills" \
 	--mixed 50 --power-loss
 bad_input "enumerate with compaction" "drop --compact-every" --enumerate \

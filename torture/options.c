@@ -302,6 +302,16 @@ static int f_mixed(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_early_kills(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (parse_u64(a, &v) < 0 || v > 100)
+		return bad(f, a, "want a whole percentage from 0 to 100");
+	o->early_pct = (unsigned)v;
+	return 0;
+}
+
 static int f_readers(torture_options *o, const char *f, const char *a)
 {
 	uint64_t v;
@@ -454,6 +464,10 @@ static const flag_def flags[] = {
 	 "PCT % of kills (drawn from the seed) are also power cuts;\n"
 	 "                        the others leave the page cache alive, dirty\n"
 	 "                        pages and all, for the next writer"},
+	{"--early-kills", "PCT", f_early_kills,
+	 "PCT % of writers (drawn from the seed) kill themselves\n"
+	 "                        right after a successful open, before any\n"
+	 "                        commit: a crash loop at start-up"},
 	{"--readers", "N", f_readers,
 	 "N KEEL_RDONLY reader processes beside the writer (1 to 16);\n"
 	 "                        nothing a reader was shown may be lost later"},
@@ -587,10 +601,13 @@ static int check_faults(torture_options *o)
 	 * writer that skips its sync cannot fail there: only a power cut
 	 * loses them.  A control that cannot fail would mislead. */
 	if (o->target_exec && (o->readers || o->snapshots || o->mixed ||
-	                       o->bit_rot))
-		return refuse("--readers, --snapshots, --mixed and --bit-rot "
-		              "drive keel's embedded writer: not with --target "
-		              "exec");
+	                       o->bit_rot || o->early_pct))
+		return refuse("--readers, --snapshots, --mixed, --bit-rot and "
+		              "--early-kills drive keel's embedded writer: not "
+		              "with --target exec");
+	if (o->early_pct && (o->target_http || o->enumerate))
+		return refuse("--early-kills drives keel's embedded writer: not "
+		              "with --target http or --enumerate");
 	if ((o->unsafe & TORTURE_UNSAFE_NO_SYNC) && !cuts && !o->target_exec)
 		return refuse("--unsafe no-sync loses acknowledged writes only "
 		              "when the power goes: it needs --power-loss or "

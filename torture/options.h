@@ -65,6 +65,8 @@ typedef struct torture_options {
 	                            the power (the rest leave the cache)    */
 	int bit_rot;             /* --bit-rot: damage a copy's synced bytes  */
 	uint32_t readers;        /* --readers N: KEEL_RDONLY reader processes */
+	unsigned early_pct;      /* --early-kills PCT: writers that die right
+	                            after their open, before any commit     */
 	int snapshots;           /* --snapshots: a writer thread holding views
 	                            across refreshes                        */
 	int threads_given;       /* --threads was on the command line        */

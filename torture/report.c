@@ -104,6 +104,10 @@ static void summary_faults(const report *r, const torture_options *o,
 		        " kills cut the power (--mixed %u); %" PRIu64 " cuts "
 		        "deferred past an open that did not finish\n",
 		        r->power_cuts, r->cycles, o->cut_pct, r->cuts_deferred);
+	if (o->early_pct)
+		fprintf(out, "  early kills            %" PRIu64 " of %" PRIu64
+		        " writers died right after their open (--early-kills "
+		        "%u)\n", r->early_kills, r->cycles, o->early_pct);
 	if (o->readers)
 		fprintf(out, "  readers                %u processes; %" PRIu64
 		        " values they were shown, checked against recovery\n",
@@ -203,12 +207,13 @@ static void json_faults(FILE *f, const report *r, const torture_options *o)
 	        ",\n  \"device_views\": %" PRIu64 ",\n  \"cuts_deferred\": %"
 	        PRIu64 ",\n  \"reader_seen\": %" PRIu64 ",\n  \"rot_checks\": %"
 	        PRIu64 ",\n  \"rot_errors\": %" PRIu64 ",\n  \"view_checks\": %"
-	        PRIu64 ",\n", o->power_loss ? "true" : "false",
+	        PRIu64 ",\n  \"early_kills\": %" PRIu64 ",\n", o->power_loss ? "true" : "false",
 	        o->enumerate ? "true" : "false", o->nfail, r->power_cuts,
 	        o->enumerate ? r->cycles : 0, r->enum_steps, r->faults_fired,
 	        r->failed_commits, r->failed_opens, o->compact_every_ns / 1e6,
 	        r->compact_kills, r->device_views, r->cuts_deferred,
-	        r->reader_seen, r->rot_checks, r->rot_errors, r->view_checks);
+	        r->reader_seen, r->rot_checks, r->rot_errors, r->view_checks,
+	        r->early_kills);
 }
 
 int report_json(report *r, const torture_options *o, const char *path)

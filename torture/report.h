@@ -40,6 +40,8 @@ typedef struct report {
 	uint64_t compact_kills; /* kills that left PATH.compact behind       */
 	uint64_t cuts_deferred; /* --mixed: cuts put off (faults.c, cut_now) */
 	uint64_t reader_seen;   /* --readers: values readers reported      */
+	uint64_t early_kills;   /* --early-kills: writers that died right
+	                           after a successful open                 */
 	uint64_t rot_checks;    /* --bit-rot: damaged copies read          */
 	uint64_t rot_errors;    /* those that answered with an error       */
 	uint64_t view_checks;   /* --snapshots: held views checked         */

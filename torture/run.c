@@ -75,6 +75,13 @@ static uint64_t kill_delay(const torture_options *o, uint64_t cycle)
 	return (uint64_t)((double)o->kill_every_ns * f);
 }
 
+/* --early-kills: does this cycle's writer die right after its open? */
+static int early_kill(const torture_options *o, uint64_t cycle)
+{
+	return o->early_pct &&
+	       mix(o->seed ^ mix(cycle ^ 0x6561726c79ull)) % 100 < o->early_pct;
+}
+
 /* Per-cycle state of the harness while a writer runs. */
 typedef struct cycle {
 	const torture_options *opt;
@@ -83,6 +90,7 @@ typedef struct cycle {
 	int errors;       /* violations reported this cycle          */
 	int no_cut;       /* --enumerate's reference run: no power cut */
 	int opened;       /* the writer reported a successful open     */
+	int early;        /* --early-kills: this writer dies after OPENED */
 } cycle;
 
 static void cycle_violation(cycle *c, uint64_t *counter, const char *kind,
@@ -206,8 +214,11 @@ static void judge_end(cycle *c, int status, int eof)
 {
 	int sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 
-	if (sigkill && (!eof || c->opt->enumerate)) {
-		c->r->kills++; /* ours, or its own at the --enumerate step */
+	if (sigkill && (!eof || c->opt->enumerate || c->early)) {
+		/* ours, or its own at the --enumerate step or after its
+		 * open (--early-kills) */
+		c->r->kills++;
+		c->r->early_kills += c->early && c->opened;
 		return;
 	}
 	if (c->opt->enumerate && WIFEXITED(status) && !WEXITSTATUS(status))
@@ -248,6 +259,7 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 		.opt = c->opt, .model = c->model, .path = s->path,
 		/* --enumerate repeats one workload, crash after crash */
 		.seed = mix(c->opt->seed ^ mix(c->opt->enumerate ? 0 : cycle_no)),
+		.early_kill = early_kill(c->opt, cycle_no),
 	};
 	proto_reader rd = {.have = 0};
 	struct pollfd pfd;
@@ -256,6 +268,7 @@ static int run_writer(cycle *c, const setup *s, uint64_t cycle_no)
 	pid_t pid;
 
 	c->opened = 0;
+	c->early = plan.early_kill;
 
 	if ((c->opt->target_http ? /* then pid is keel-serve's */
 	     http_target_spawn(&plan, cycle_no == 0, &pid, &fd) :

@@ -436,6 +436,11 @@ static void __attribute__((noreturn)) writer_main(const writer_plan *p,
 		rec.count = (uint32_t)ri.status;
 	if (proto_send(fd, &rec) < 0 || rec.rc != KEEL_OK || !w || !tid)
 		_exit(3);
+	/* --early-kills: the open is all this writer does.  A power cut
+	 * drawn for this kill then lands where only the open's own syncs
+	 * protect what earlier writers left. */
+	if (p->early_kill)
+		raise(SIGKILL);
 	for (uint32_t t = 0; t < T; t++)
 		if (thread_init(&w[t], p, db, fd, t) < 0 ||
 		    pthread_create(&tid[t], NULL, thread_main, &w[t]) != 0)

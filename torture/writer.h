@@ -35,6 +35,7 @@ typedef struct writer_plan {
 	const oracle *model;        /* start states and next sequence numbers */
 	const char *path;           /* the store file                         */
 	uint64_t seed;              /* this cycle's workload seed             */
+	int early_kill;             /* --early-kills: die right after OPENED  */
 } writer_plan;
 
 /*
