@@ -7,6 +7,9 @@
 # "exceeded its time limit", so a hang ends the run instead of stalling it.
 # The limit is for hangs, not speed: every test here ends in a small part of
 # it even on a busy machine.
+#
+# KEEL_TEST_FAILFAST=1 stops at the first failed test (the mutation suite
+# uses it: one failure is all it needs to know).
 build=$1
 shift
 limit=${KEEL_TEST_LIMIT:-600}
@@ -45,6 +48,10 @@ for t in "$@"; do
 			echo "-- the end of its output:"
 		fi
 		tail -n 40 "$log"
+		if [ "${KEEL_TEST_FAILFAST:-0}" = 1 ]; then
+			echo "(KEEL_TEST_FAILFAST: the remaining tests were not run)"
+			break
+		fi
 	fi
 done
 echo "keel: $pass passed, $fail failed"

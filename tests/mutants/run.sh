@@ -4,12 +4,13 @@
 # Each patch in tests/mutants/ plants one realistic bug in the engine.  For
 # each: copy the working tree (build outputs included, so only what the
 # patch touches is rebuilt) into its own directory, apply the patch, build,
-# run `make test` and then a fixed torture set (each run --duration
-# $MUTANT_TORTURE_S seconds, 10 by default; the set stops at the first run
-# that catches the mutant).  A mutant is KILLED when a check fails, SURVIVES
-# when all pass -- a survivor is a gap to close with a test -- and is STALE
-# when its patch no longer applies (the code moved; refresh the patch) or
-# BROKEN when it does not build.  Prints one line per mutant and the kill
+# run `make test` (KEEL_TEST_FAILFAST: it stops at its first failed test) and
+# then a fixed torture set (each run --duration $MUTANT_TORTURE_S seconds, 10
+# by default; the set stops at the first run that catches the mutant).  A
+# mutant is KILLED when a check fails, SURVIVES when all pass -- a survivor
+# is a gap to close with a test -- and is STALE when its patch no longer
+# applies (the code moved; refresh the patch) or BROKEN when it does not
+# build.  Prints one line per mutant and the kill
 # ratios for make test and for torture alone.  Not in CI: it takes long.
 #
 #   MUTANT_MAKE_TEST=0    skip make test (torture only)
@@ -32,7 +33,8 @@ TORTURE_SET='--mixed 50 --compact-every 20ms --readers 2
 --power-loss --device reorder --compact-every 20ms --readers 1
 --enumerate --device payload
 --mixed 30 --fail fdatasync:EIO:p=0.05 --device garbage
---readers 2 --snapshots --compact-every 20ms --bit-rot'
+--readers 2 --snapshots --compact-every 20ms --bit-rot
+--early-kills 30 --mixed 50 --compact-every 20ms'
 
 n=0 stale=0 broken=0 k_test=0 k_tort=0 k_any=0 counted=0
 survivors=""
@@ -60,7 +62,7 @@ for patch in "$@"; do
 	counted=$((counted + 1))
 	t="-"
 	if [ "$do_test" = 1 ]; then
-		if (cd "$dir" && make B=build test >"$dir/test.log" 2>&1); then
+		if (cd "$dir" && KEEL_TEST_FAILFAST=1 make B=build test >"$dir/test.log" 2>&1); then
 			t=survived
 		else
 			t=KILLED
