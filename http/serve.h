@@ -288,9 +288,10 @@ void serve_error(struct serve_conn *c, int status, int minor, int close);
 /* Queues 503 with Retry-After (the body budget is full) and ends the
  * connection after it. */
 void serve_error_busy(struct serve_conn *c, int minor);
-/* Queues 401 or 403 with CHALLENGE (a WWW-Authenticate line). */
-void serve_error_auth(struct serve_conn *c, int status, int minor, int close,
-                      const char *challenge);
+/* Queues 401 or 403 to REQ with CHALLENGE (a WWW-Authenticate line);
+ * CLOSE ends the connection after it. */
+void serve_error_auth(struct serve_conn *c, const struct http_request *req,
+                      int status, int close, const char *challenge);
 /* Charges N bytes to the body budget: 0, or -1 when it would be passed
  * (FORCE: charge anyway; for bytes already charged elsewhere a moment
  * longer). */

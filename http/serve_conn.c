@@ -459,7 +459,7 @@ static int refused(struct serve_conn *c, const struct http_request *req)
 
 	if (status == 0)
 		return 0;
-	serve_error_auth(c, status, req->minor,
+	serve_error_auth(c, req, status,
 	                 req->chunked || req->content_length || !req->keep_alive,
 	                 challenge);
 	return 1;

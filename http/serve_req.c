@@ -125,10 +125,16 @@ void serve_error_busy(struct serve_conn *c, int minor)
 	error_extra(c, 503, minor, 1, "Retry-After: 1\r\n");
 }
 
-void serve_error_auth(struct serve_conn *c, int status, int minor, int close,
-                      const char *challenge)
+void serve_error_auth(struct serve_conn *c, const struct http_request *req,
+                      int status, int close, const char *challenge)
 {
-	error_extra(c, status, minor, close, challenge);
+	/* kept connections are common here, so a HEAD must get no body */
+	if (close)
+		c->flags |= CONN_CLOSING;
+	answer_status(c, status, req->minor, close,
+	              req->method == HTTP_METHOD_HEAD, challenge);
+	if (close && c->out_tail)
+		c->out_tail->close_after = SERVE_CLOSE_ERROR; /* linger */
 }
 
 size_t serve_busy_response(char *buf, size_t cap)

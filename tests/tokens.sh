@@ -100,6 +100,26 @@ expect "no Authorization on a listing: 401" 401 "$(code "$U/")"
 expect "no Authorization on PUT: 401, nothing stored" 401 \
 	"$(code -X PUT --data-binary v "$U/k")"
 
+# raw FILE -- sends stdin on a new connection, the reply goes to FILE (the
+# server closes after the last request, which asks for it; at most 3 s)
+raw() {
+	exec 3<>/dev/tcp/127.0.0.1/$PORT || return 1
+	cat >&3
+	timeout 3 cat <&3 >"$1"
+	exec 3<&-
+}
+printf 'HEAD /k HTTP/1.1\r\nHost: a\r\n\r\nGET /k HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' |
+	raw "$T/raw"
+expect "a refused HEAD keeps the connection: two answers" 2 \
+	"$(grep -ac '^HTTP/1.1 401' "$T/raw")"
+grep -aq 'UnauthorizedHTTP/' "$T/raw" && bad "the refused HEAD carried a body" ||
+	ok "the refused HEAD carries no body"
+printf 'PUT /k HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /k HTTP/1.1\r\nHost: a\r\n\r\n' |
+	raw "$T/raw"
+expect "a refused PUT's body is not read: one answer, then close" 1 \
+	"$(grep -ac '^HTTP/1.1 ' "$T/raw")"
+contains "the refused PUT's answer closes" "$T/raw" '^Connection: close'
+
 expect "write token: PUT 201" 201 "$(as "$WT" -X PUT --data-binary hello "$U/k")"
 expect "write token: GET 200" 200 "$(as "$WT" "$U/k")"
 expect "read token: GET 200" 200 "$(as "$RT" "$U/k")"
@@ -147,6 +167,9 @@ waitfor "$T/main.err" "SIGHUP: .*tokens: line 2: .*stay in force" &&
 	ok "SIGHUP with a bad file: refused, naming file and line" ||
 	bad "SIGHUP with a bad file: no message in: $(cat "$T/main.err")"
 expect "SIGHUP with a bad file: the old tokens still work" 200 "$(as "$NT" "$U/?prefix=")"
+expect "SIGHUP with a bad file: still no access without a token" 401 "$(code "$U/after-hup")"
+expect "SIGHUP with a bad file: still no access with an unknown one" 401 \
+	"$(as wrong-token-0000 "$U/after-hup")"
 expect "SIGHUP with a bad file: nothing lost (write token)" 201 \
 	"$(as "$WT" -X PUT --data-binary y "$U/after-hup")"
 kill -0 "$PID" 2>/dev/null && ok "SIGHUP with a bad file: the server runs on" ||
