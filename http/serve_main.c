@@ -463,6 +463,12 @@ static int hash_token_main(int argc, char **argv)
 			        "stdin\n");
 			return 2;
 		}
+		if (strchr(in, '\n') == NULL && !feof(stdin)) {
+			/* cut short, the hash would be of another token */
+			fprintf(stderr, "keel-serve: --hash-token -: the token is "
+			        "longer than %d bytes\n", TOKENS_LINE_MAX);
+			return 2;
+		}
 		in[strcspn(in, "\r\n")] = 0;
 		token = in;
 	}

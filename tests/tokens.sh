@@ -73,6 +73,9 @@ line 'has space' read >"$T/ht.out" 2>"$T/ht.err"
 expect "--hash-token with a token no client can send exits 2" 2 $?
 grep -qF 'has space' "$T/ht.err" && bad "--hash-token echoed the token" ||
 	ok "--hash-token's error does not echo the token"
+head -c 5000 /dev/zero | tr '\0' a | line - read >"$T/ht.out" 2>"$T/ht.err"
+expect "--hash-token - with an over-long token exits 2" 2 $?
+contains "--hash-token - says it is too long" "$T/ht.err" "longer than 4096 bytes"
 line "$RT" >/dev/null 2>&1
 expect "--hash-token without a scope exits 2" 2 $?
 
