@@ -151,8 +151,11 @@ size_t serve_busy_response(char *buf, size_t cap)
 
 /* ---- access tokens (--tokens) ------------------------------------------- */
 
-/* RFC 6750 section 3: no credentials, then a token that is not known, then
- * one that does not allow the request. */
+/* No credentials: 401 and the challenge (RFC 6750 section 3).  A token
+ * that is not known, or one that does not allow the request: 403, as
+ * docs/http.md says (RFC 6750 would answer an unknown token 401; a 403
+ * tells a client that retrying with the same token is useless, and keeps
+ * one answer for every refused token), with the RFC's error code. */
 #define CHALLENGE "WWW-Authenticate: Bearer realm=\"keel\"\r\n"
 #define CHALLENGE_INVALID \
 	"WWW-Authenticate: Bearer realm=\"keel\", error=\"invalid_token\"\r\n"
@@ -214,7 +217,7 @@ int serve_authorize(struct serve_server *srv, const struct http_request *req,
 	}
 	if (!tokens_find(t, token.p, token.n, &g)) {
 		*challenge = CHALLENGE_INVALID;
-		return 401;
+		return 403;
 	}
 	if ((write && !g.write) || !in_scope(req, &g)) {
 		*challenge = CHALLENGE_SCOPE;
