@@ -259,6 +259,13 @@ static int parse_field(const char *name, size_t nn, const char *v, size_t vn,
 			parse_connection(v, vn, &st->conn_close, &st->conn_keep);
 		break;
 	case 13:
+		if (lit_eq(name, nn, "authorization")) {
+			/* Two credentials: which one would count is ambiguous. */
+			if (req->authorization.p)
+				return -400;
+			req->authorization = (struct http_slice){v, vn};
+			break;
+		}
 		if (lit_eq(name, nn, "if-none-match")) {
 			if (req->if_none_match.p || http_etag_match(v, vn, 0, 1) < 0)
 				return -400;
@@ -368,6 +375,49 @@ int http_parse_request(const char *buf, size_t len, struct http_request *req)
 		return -431;
 	rc = finish_head(req, &st);
 	return rc < 0 ? rc : (int)next;
+}
+
+/* ---- credentials --------------------------------------------------------- */
+
+/* token68 (RFC 9110 section 11.2): 1*( ALPHA / DIGIT / "-" / "." / "_" /
+ * "~" / "+" / "/" ) *"=" */
+static int is_token68_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+	       (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_' ||
+	       c == '~' || c == '+' || c == '/';
+}
+
+int http_token68_valid(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && is_token68_char((unsigned char)s[i]))
+		i++;
+	if (i == 0)
+		return 0;
+	while (i < n && s[i] == '=')
+		i++;
+	return i == n;
+}
+
+int http_bearer_token(const struct http_slice *auth, struct http_slice *token)
+{
+	const char *s = auth->p;
+	size_t n = auth->n, i = 6;
+
+	/* the scheme is case-insensitive (RFC 9110 section 11.1), then one or
+	 * more spaces (RFC 6750 section 2.1 says one; curl and others send
+	 * one, and accepting more costs nothing) */
+	if (s == NULL || n <= 6 || !lit_eq(s, 6, "bearer") || s[6] != ' ')
+		return 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	if (!http_token68_valid(s + i, n - i))
+		return 0;
+	token->p = s + i;
+	token->n = n - i;
+	return 1;
 }
 
 /* ---- entity tags -------------------------------------------------------- */
@@ -637,6 +687,8 @@ const char *http_reason(int status)
 	case 204: return "No Content";
 	case 304: return "Not Modified";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";

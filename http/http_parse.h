@@ -24,7 +24,8 @@
  *        a bad or conflicting Content-Length, Content-Length together with
  *        Transfer-Encoding (a request-smuggling vector), HTTP/1.1 without
  *        exactly one Host, a malformed If-Match / If-None-Match list, a
- *        repeated If-Match / If-None-Match / Expect / Transfer-Encoding.
+ *        repeated If-Match / If-None-Match / Expect / Transfer-Encoding /
+ *        Authorization.
  *   414  a request target longer than HTTP_TARGET_MAX.
  *   417  an Expect other than 100-continue.
  *   431  a head longer than HTTP_HEAD_MAX (counted from the first byte).
@@ -86,6 +87,9 @@ struct http_request {
 	struct http_slice host;        /* Host value                         */
 	struct http_slice if_match;      /* raw list, checked by the parser  */
 	struct http_slice if_none_match; /* raw list, checked by the parser  */
+	struct http_slice authorization; /* raw value, checked by
+	                                    http_bearer_token; p NULL when
+	                                    absent                          */
 };
 
 /*
@@ -152,6 +156,18 @@ ssize_t http_pct_decode(const char *in, size_t n, char *out, size_t cap,
  */
 int http_query_param(const char *q, size_t qn, const char *name,
                      struct http_slice *val);
+
+/*
+ * Bearer credentials (RFC 6750 section 2.1).  http_bearer_token - is AUTH
+ * (an Authorization value) "Bearer" (any case), one or more spaces and a
+ * token68?  Returns 1 with the token in *TOKEN (a slice of AUTH), or 0 for
+ * an absent value, another scheme or a malformed token.
+ */
+int http_bearer_token(const struct http_slice *auth, struct http_slice *token);
+
+/* Is S[0..N) a token68 (RFC 9110 section 11.2: letters, digits,
+ * -._~+/ then optional trailing '=')?  Returns 1 or 0. */
+int http_token68_valid(const char *s, size_t n);
 
 /* The reason phrase for STATUS ("Not Found"); "Unknown" if not known. */
 const char *http_reason(int status);

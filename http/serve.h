@@ -13,6 +13,17 @@
  *   thread, which queues the result on the shard (mutex) and wakes it through
  *   its eventfd; the shard then writes the answer.
  *
+ * TOKENS (--tokens, docs/http.md "Access tokens")
+ *   The table is immutable and published through serve_server.tokens.  A
+ *   shard loads that pointer afresh for each request and keeps it no
+ *   longer than the request's checks, so at the top of each loop turn it
+ *   holds none; it then copies serve_server.tokens_gen into its own
+ *   tokens_seen.  On SIGHUP the main thread loads the file into a new table,
+ *   swaps the pointer, then raises tokens_gen to G: a shard that has
+ *   stored a tokens_seen >= G read the new pointer, so the old table is
+ *   freed once every shard has (serve_main.c, retired_sweep).  A file
+ *   that does not load changes nothing.
+ *
  * DIRECT COMMITS
  *   Those two hand-offs cost a lone writer a large part of its rate.  So
  *   when no commit of the whole server is in flight (serve_server.commits),
@@ -68,6 +79,7 @@
 
 #include "http_parse.h"
 #include "keel.h"
+#include "tokens.h"
 
 #define SERVE_SCRATCH (64 * 1024) /* per-shard read buffer                 */
 #define SERVE_RX_MIN 1024         /* a connection's first input buffer     */
@@ -99,6 +111,9 @@ struct serve_config {
 	                            auto (serve_conn.c, shard_wait)      */
 	int direct_commit;       /* 0 after --no-direct-commit              */
 	int batch_threads;       /* 0 after --no-batch-threads              */
+	const char *tokens_path; /* --tokens; NULL: no access control       */
+	int insecure_open;       /* --insecure-open: serve a non-loopback
+	                            address without --tokens               */
 };
 
 struct serve_server;
@@ -222,6 +237,8 @@ struct serve_shard {
 	char date[40];                /* "Sun, 06 Nov 1994 08:49:37 GMT"    */
 	keel_snapshot *snap;          /* renewed per read burst (serve_req) */
 	int snap_fresh;               /* snap is current for this burst     */
+	_Atomic uint64_t tokens_seen; /* tokens_gen at the top of its latest
+	                                 loop turn (TOKENS above)           */
 	char scratch[SERVE_SCRATCH];
 };
 
@@ -232,6 +249,8 @@ struct serve_server {
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
 	_Atomic uint64_t body_bytes; /* charged to --body-budget, all shards */
+	_Atomic(tokens_table *) tokens; /* --tokens' table; NULL without  */
+	_Atomic uint64_t tokens_gen; /* raised after each swap of tokens  */
 	struct serve_shard *shards;
 };
 
@@ -259,11 +278,20 @@ void serve_conn_flush(struct serve_conn *c);
 /* Handles one complete request; queues its answer (or starts its commit). */
 void serve_handle(struct serve_conn *c, const struct http_request *req,
                   const char *body, size_t blen);
+/* With --tokens: may REQ go on?  0, or 401 / 403 with the
+ * WWW-Authenticate line to send in *CHALLENGE (docs/http.md, "Access
+ * tokens"). */
+int serve_authorize(struct serve_server *srv, const struct http_request *req,
+                    const char **challenge);
 /* Queues an error answer; CLOSE ends the connection after it. */
 void serve_error(struct serve_conn *c, int status, int minor, int close);
 /* Queues 503 with Retry-After (the body budget is full) and ends the
  * connection after it. */
 void serve_error_busy(struct serve_conn *c, int minor);
+/* Queues 401 or 403 to REQ with CHALLENGE (a WWW-Authenticate line);
+ * CLOSE ends the connection after it. */
+void serve_error_auth(struct serve_conn *c, const struct http_request *req,
+                      int status, int close, const char *challenge);
 /* Charges N bytes to the body budget: 0, or -1 when it would be passed
  * (FORCE: charge anyway; for bytes already charged elsewhere a moment
  * longer). */

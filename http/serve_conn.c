@@ -448,6 +448,23 @@ static int rx_body(struct serve_conn *c, const struct http_request *req,
 	return rx->ch.done ? 1 : 0;
 }
 
+/* With --tokens, checks REQ's token from its head alone, before any of
+ * its body is read or held.  Returns 1 after queuing 401 or 403 (closing
+ * the connection when a body was announced, or it was asked to close),
+ * 0 to go on. */
+static int refused(struct serve_conn *c, const struct http_request *req)
+{
+	const char *challenge = NULL;
+	int status = serve_authorize(c->shard->srv, req, &challenge);
+
+	if (status == 0)
+		return 0;
+	serve_error_auth(c, req, status,
+	                 req->chunked || req->content_length || !req->keep_alive,
+	                 challenge);
+	return 1;
+}
+
 /*
  * Answers the complete requests in BUF[0..*LEN).  IN_RX says BUF is
  * C->rx->buf (where incomplete bodies can wait); otherwise it stops at a
@@ -472,6 +489,17 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 			return *len;
 		}
 		head = (size_t)rc;
+		if (refused(c, &req)) {
+			/* an announced body is left unread: close after the
+			 * answer, as for 413 */
+			if (req.chunked || req.content_length || !req.keep_alive)
+				return *len;
+			off += head;
+			request_done(c);
+			if (in_rx)
+				c->rx->continue_sent = 0;
+			continue;
+		}
 		if (req.method == HTTP_METHOD_PUT && !req.has_length &&
 		    !req.chunked) {
 			serve_error(c, 411, req.minor, 1);
@@ -910,6 +938,8 @@ void *serve_shard_run(void *arg)
 	for (;;) {
 		int i, n, stopping = atomic_load(&srv->stopping);
 
+		/* no table pointer is held here (serve.h, TOKENS) */
+		atomic_store(&sh->tokens_seen, atomic_load(&srv->tokens_gen));
 		n = shard_wait(sh, evs, 256, stopping ? 50 : 500);
 		sh->now_ms = now_ms();
 		update_date(sh);

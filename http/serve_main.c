@@ -6,11 +6,15 @@
  *              [--idle-timeout DUR] [--header-timeout DUR]
  *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
  *              [--no-direct-commit] [--no-batch-threads]
+ *              [--tokens FILE] [--insecure-open]
+ *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
  * every listener is bound, so scripts may wait for it (and learn the port
  * when --listen asked for port 0).  SIGTERM or SIGINT: stop accepting,
  * finish the answers in flight (at most 10 seconds), close the store, exit 0.
+ * With --tokens, SIGHUP re-reads the tokens file (serve.h, TOKENS); a file
+ * that does not load leaves the tokens in force as they were.
  */
 #include "serve.h"
 
@@ -26,6 +30,15 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#define RETIRED_MAX 16 /* replaced token tables not yet freed */
+
+/* A token table replaced by a SIGHUP, freed once every shard has seen
+ * generation GEN (serve.h, TOKENS). */
+struct retired {
+	tokens_table *table;
+	uint64_t gen;
+};
 
 static void usage(FILE *f)
 {
@@ -70,7 +83,17 @@ static void usage(FILE *f)
 	      "                       threads (for A/B runs); by default they run"
 	      " under SCHED_BATCH\n"
 	      "                       and do not preempt a shard that wakes them\n"
+	      "  --tokens FILE        requests need Authorization: Bearer TOKEN, a"
+	      " token of FILE\n"
+	      "                       (lines: SHA256-HEX read|write [PREFIX]);"
+	      " SIGHUP re-reads it\n"
+	      "  --insecure-open      without --tokens, listen on an address other"
+	      " than loopback\n"
+	      "                       anyway (by default that is refused)\n"
 	      "  --help               this text\n"
+	      "keel-serve --hash-token TOKEN|- read|write [PREFIX]\n"
+	      "                       print the tokens-file line for TOKEN (- reads"
+	      " it from stdin)\n"
 	      "DUR: a number of seconds, or with a suffix ms, s or m (1.5s, 250ms,"
 	      " 2m).\n"
 	      "GET/HEAD/PUT/DELETE /<key>, GET /?prefix=P&after=K&limit=N; a PUT is"
@@ -129,6 +152,13 @@ static int parse_listen(const char *s, struct sockaddr_in *a)
 	a->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
 	freeaddrinfo(res);
 	return 0;
+}
+
+/* Is A loopback (127.0.0.0/8)?  A host name was resolved to its first
+ * IPv4 address by parse_listen, so "localhost" counts when it names one. */
+static int is_loopback(const struct sockaddr_in *a)
+{
+	return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
 }
 
 /* BYTES with an optional k/m/g suffix (binary). */
@@ -207,6 +237,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"busy-poll", required_argument, NULL, 'p'},
 		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"no-batch-threads", no_argument, NULL, 'B'},
+		{"tokens", required_argument, NULL, 'k'},
+		{"insecure-open", no_argument, NULL, 'O'},
+		{"hash-token", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -290,6 +323,13 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 			break;
 		case 'D': cfg->direct_commit = 0; break;
 		case 'B': cfg->batch_threads = 0; break;
+		case 'k': cfg->tokens_path = optarg; break;
+		case 'O': cfg->insecure_open = 1; break;
+		case 'T':
+			fprintf(stderr, "keel-serve: --hash-token is a command of its "
+			        "own, first on the line: keel-serve --hash-token "
+			        "TOKEN|- read|write [PREFIX]\n");
+			return -1;
 		case 'h': usage(stdout); exit(0);
 		case ':':
 			fprintf(stderr, "keel-serve: %s needs a value\n"
@@ -309,6 +349,15 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 	if (cfg->db_path == NULL) {
 		fprintf(stderr, "keel-serve: --db PATH is required\n"
 		                "try 'keel-serve --help'\n");
+		return -1;
+	}
+	if (cfg->tokens_path == NULL && !cfg->insecure_open &&
+	    !is_loopback(&cfg->addr)) {
+		fprintf(stderr, "keel-serve: --listen: refusing to serve an address "
+		        "other than loopback (127.0.0.0/8) without --tokens FILE: "
+		        "anyone who can reach it could read and write every key.\n"
+		        "Give --tokens FILE, or --insecure-open to serve it open "
+		        "anyway\n");
 		return -1;
 	}
 	if (cfg->body_budget < cfg->max_body) {
@@ -391,22 +440,161 @@ static int open_listeners(struct serve_config *cfg, int *fds)
 	return 0;
 }
 
+/*
+ * keel-serve --hash-token TOKEN|- read|write [PREFIX]: prints the tokens
+ * file's line for TOKEN.  "-" reads the token from the first line of stdin,
+ * which keeps it out of the process list and the shell's history.  Exits
+ * 0, or 2 for bad arguments (never naming the token).
+ */
+static int hash_token_main(int argc, char **argv)
+{
+	char line[TOKENS_LINE_MAX + 2], in[TOKENS_LINE_MAX + 2];
+	const char *token = argc > 0 ? argv[0] : NULL;
+	size_t n;
+
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: keel-serve --hash-token TOKEN|- read|write "
+		        "[PREFIX]\n");
+		return 2;
+	}
+	if (strcmp(token, "-") == 0) {
+		if (fgets(in, sizeof in, stdin) == NULL) {
+			fprintf(stderr, "keel-serve: --hash-token -: no token on "
+			        "stdin\n");
+			return 2;
+		}
+		if (strchr(in, '\n') == NULL && !feof(stdin)) {
+			/* cut short, the hash would be of another token */
+			fprintf(stderr, "keel-serve: --hash-token -: the token is "
+			        "longer than %d bytes\n", TOKENS_LINE_MAX);
+			return 2;
+		}
+		in[strcspn(in, "\r\n")] = 0;
+		token = in;
+	}
+	n = strlen(token);
+	if (tokens_line(token, n, argv[1], argc == 3 ? argv[2] : NULL, line,
+	                sizeof line) < 0) {
+		fprintf(stderr, "keel-serve: --hash-token: %s\n", line);
+		return 2;
+	}
+	fputs(line, stdout);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* Frees the retired tables every shard has moved past; returns how many
+ * are left.  Called on the main thread while the shards run. */
+static int retired_sweep(struct serve_server *srv, struct retired *r, int n)
+{
+	uint64_t seen = UINT64_MAX;
+	int i, kept = 0;
+
+	for (i = 0; i < srv->cfg.threads; i++) {
+		uint64_t s = atomic_load(&srv->shards[i].tokens_seen);
+		if (s < seen)
+			seen = s;
+	}
+	for (i = 0; i < n; i++) {
+		if (r[i].gen <= seen)
+			tokens_free(r[i].table);
+		else
+			r[kept++] = r[i];
+	}
+	return kept;
+}
+
+/* SIGHUP: loads the tokens file again and publishes it.  A file that does
+ * not load is refused with a message and the tokens stay as they were.
+ * Returns the number of retired tables. */
+static int tokens_reload(struct serve_server *srv, struct retired *r, int n)
+{
+	char why[TOKENS_ERR_MAX];
+	tokens_table *t, *old = atomic_load(&srv->tokens);
+
+	n = retired_sweep(srv, r, n);
+	if (n == RETIRED_MAX) {
+		fprintf(stderr, "keel-serve: SIGHUP: not re-read: %d earlier "
+		        "token tables are still in use; the %zu tokens stay in "
+		        "force (send SIGHUP again in a second)\n", RETIRED_MAX,
+		        tokens_count(old));
+		return n;
+	}
+	if (tokens_load(srv->cfg.tokens_path, &t, why, sizeof why) < 0) {
+		fprintf(stderr, "keel-serve: SIGHUP: %s; the %zu tokens loaded "
+		        "before stay in force\n", why, tokens_count(old));
+		return n;
+	}
+	atomic_store(&srv->tokens, t);
+	r[n].table = old;
+	r[n++].gen = atomic_fetch_add(&srv->tokens_gen, 1) + 1;
+	fprintf(stderr, "keel-serve: SIGHUP: %s: %zu tokens\n",
+	        srv->cfg.tokens_path, tokens_count(t));
+	return n;
+}
+
+/* The startup load: a bad file stops keel-serve before it opens the
+ * store.  Returns 0 or -1. */
+static int tokens_first_load(struct serve_server *srv)
+{
+	char why[TOKENS_ERR_MAX];
+	tokens_table *t;
+
+	if (srv->cfg.tokens_path == NULL)
+		return 0;
+	if (tokens_load(srv->cfg.tokens_path, &t, why, sizeof why) < 0) {
+		fprintf(stderr, "keel-serve: --tokens %s\n", why);
+		return -1;
+	}
+	if (tokens_count(t) == 0)
+		fprintf(stderr, "keel-serve: %s holds no tokens: every request "
+		        "will be refused\n", srv->cfg.tokens_path);
+	atomic_store(&srv->tokens, t);
+	return 0;
+}
+
+/* Waits for SIGINT or SIGTERM, re-reading the tokens on SIGHUP (when it is
+ * in SET) and freeing replaced tables once the shards are past them.
+ * Returns with every retired table freed or handed to the caller's exit. */
+static void serve_until_stopped(struct serve_server *srv, const sigset_t *set,
+                                struct retired *r, int *nr)
+{
+	const struct timespec tick = {.tv_sec = 1};
+	int sig;
+
+	for (;;) {
+		sig = *nr ? sigtimedwait(set, NULL, &tick) : sigwaitinfo(set, NULL);
+		if (sig == SIGINT || sig == SIGTERM)
+			return;
+		if (sig == SIGHUP)
+			*nr = tokens_reload(srv, r, *nr);
+		else if (*nr)
+			*nr = retired_sweep(srv, r, *nr);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct serve_server srv;
-	int *fds = NULL, i, rc, sig, started = 0, status = 1;
+	static struct retired retired[RETIRED_MAX];
+	int *fds = NULL, i, rc, started = 0, status = 1, nretired = 0;
 	char ip[INET_ADDRSTRLEN];
 	keel_stats st;
 	uint64_t direct = 0;
 	sigset_t set;
 
-	if (parse_args(argc, argv, &srv.cfg) < 0)
+	if (argc > 1 && strcmp(argv[1], "--hash-token") == 0)
+		return hash_token_main(argc - 2, argv + 2);
+	if (parse_args(argc, argv, &srv.cfg) < 0 || tokens_first_load(&srv) < 0)
 		return 2;
 	raise_nofile(&srv.cfg);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	/* Without --tokens SIGHUP keeps its default (it ends the process, as
+	 * it always did): there is nothing to re-read. */
+	if (srv.cfg.tokens_path)
+		sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* shards inherit the mask */
 
 	/* The engine's threads under SCHED_BATCH: a shard submits a burst of
@@ -419,6 +607,7 @@ int main(int argc, char **argv)
 	if (rc != KEEL_OK) {
 		fprintf(stderr, "keel-serve: %s: %s\n", srv.cfg.db_path,
 		        keel_strerror(rc));
+		tokens_free(atomic_load(&srv.tokens));
 		return 1;
 	}
 	fds = calloc((size_t)srv.cfg.threads, sizeof *fds);
@@ -442,8 +631,7 @@ int main(int argc, char **argv)
 		       srv.cfg.threads == 1 ? "thread" : "threads",
 		       srv.cfg.max_conns);
 		fflush(stdout);
-		while (sigwait(&set, &sig) != 0)
-			;
+		serve_until_stopped(&srv, &set, retired, &nretired);
 		status = 0;
 	}
 	atomic_store(&srv.stopping, 1);
@@ -465,6 +653,10 @@ out_close:
 		fprintf(stderr, "keel-serve: close: %s\n", keel_strerror(rc));
 		status = 1;
 	}
+	/* every shard has ended (or never started): no table is in use */
+	while (nretired)
+		tokens_free(retired[--nretired].table);
+	tokens_free(atomic_load(&srv.tokens));
 	free(srv.shards);
 	free(fds);
 	return status;

@@ -46,7 +46,8 @@ static char *put_u64(char *p, uint64_t v)
  * Fills O's head.  LEN < 0 leaves Content-Length out (204, 304 and 1xx must
  * not carry one); REV 0 leaves ETag out; EXTRA is more header lines.
  * Everything here is bounded: status line ~40, Date 37, length and tag
- * ~60, EXTRA at most ~60, Connection 19, so SERVE_HEAD_MAX holds it.
+ * ~60, EXTRA at most ~75 (CHALLENGE_SCOPE), Connection 19, so
+ * SERVE_HEAD_MAX holds it.
  */
 static void head_fill(struct serve_out *o, struct serve_shard *sh, int status,
                       int minor, int close, int64_t len, uint64_t rev,
@@ -124,6 +125,18 @@ void serve_error_busy(struct serve_conn *c, int minor)
 	error_extra(c, 503, minor, 1, "Retry-After: 1\r\n");
 }
 
+void serve_error_auth(struct serve_conn *c, const struct http_request *req,
+                      int status, int close, const char *challenge)
+{
+	/* kept connections are common here, so a HEAD must get no body */
+	if (close)
+		c->flags |= CONN_CLOSING;
+	answer_status(c, status, req->minor, close,
+	              req->method == HTTP_METHOD_HEAD, challenge);
+	if (close && c->out_tail)
+		c->out_tail->close_after = SERVE_CLOSE_ERROR; /* linger */
+}
+
 size_t serve_busy_response(char *buf, size_t cap)
 {
 	static const char r[] = "HTTP/1.1 503 Service Unavailable\r\n"
@@ -134,6 +147,83 @@ size_t serve_busy_response(char *buf, size_t cap)
 
 	memcpy(buf, r, n);
 	return n;
+}
+
+/* ---- access tokens (--tokens) ------------------------------------------- */
+
+/* No credentials: 401 and the challenge (RFC 6750 section 3).  A token
+ * that is not known, or one that does not allow the request: 403, as
+ * docs/http.md says (RFC 6750 would answer an unknown token 401; a 403
+ * tells a client that retrying with the same token is useless, and keeps
+ * one answer for every refused token), with the RFC's error code. */
+#define CHALLENGE "WWW-Authenticate: Bearer realm=\"keel\"\r\n"
+#define CHALLENGE_INVALID \
+	"WWW-Authenticate: Bearer realm=\"keel\", error=\"invalid_token\"\r\n"
+#define CHALLENGE_SCOPE \
+	"WWW-Authenticate: Bearer realm=\"keel\", " \
+	"error=\"insufficient_scope\"\r\n"
+_Static_assert(sizeof CHALLENGE_SCOPE < 80, "head_fill's bound on EXTRA");
+
+static int query_decoded(const struct http_request *req, const char *name,
+                         char *out, size_t *len);
+
+/*
+ * Does a token limited to G's prefix cover REQ?  A key must start with the
+ * prefix; a listing's prefix= parameter must (so every key it can show
+ * does).  A key or parameter that does not decode is let through: the
+ * handler answers it 400 or 414 without touching the store, and the token
+ * was valid.  Other requests on "/" and "*" (OPTIONS, or methods answered
+ * 405) name no key and read nothing.
+ */
+static int in_scope(const struct http_request *req,
+                    const struct tokens_grant *g)
+{
+	char key[HTTP_KEY_MAX];
+	ssize_t klen;
+	size_t plen;
+	int rc;
+
+	if (g->prefix_len == 0 || (req->path.n == 1 && req->path.p[0] == '*'))
+		return 1;
+	klen = http_pct_decode(req->path.p + 1, req->path.n - 1, key,
+	                       sizeof key, 0);
+	if (klen < 0)
+		return 1;
+	if (klen > 0)
+		return tokens_covers(g, key, (size_t)klen);
+	if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD)
+		return 1;
+	rc = query_decoded(req, "prefix", key, &plen);
+	if (rc < 0)
+		return 1;
+	return rc == 1 && tokens_covers(g, key, plen);
+}
+
+int serve_authorize(struct serve_server *srv, const struct http_request *req,
+                    const char **challenge)
+{
+	tokens_table *t = atomic_load_explicit(&srv->tokens,
+	                                       memory_order_acquire);
+	struct http_slice token;
+	struct tokens_grant g;
+	int write = req->method == HTTP_METHOD_PUT ||
+	            req->method == HTTP_METHOD_DELETE;
+
+	if (t == NULL)
+		return 0; /* no --tokens */
+	if (!http_bearer_token(&req->authorization, &token)) {
+		*challenge = CHALLENGE;
+		return 401;
+	}
+	if (!tokens_find(t, token.p, token.n, &g)) {
+		*challenge = CHALLENGE_INVALID;
+		return 403;
+	}
+	if ((write && !g.write) || !in_scope(req, &g)) {
+		*challenge = CHALLENGE_SCOPE;
+		return 403;
+	}
+	return 0;
 }
 
 /* ---- conditions ------------------------------------------------------------ */

@@ -5,9 +5,9 @@
  *
  * The input is copied into a buffer of exactly its size, so ASan reports a
  * read one byte past the end.  Everything the server does with a parsed
- * head is exercised too: the entity-tag lists, the key's percent-decoding,
- * the listing's query parameters, and the chunked decoder on whatever
- * follows the head.
+ * head is exercised too: the entity-tag lists, the Bearer credentials,
+ * the key's percent-decoding, the listing's query parameters, and the
+ * chunked decoder on whatever follows the head.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +28,9 @@ static void exercise(const struct http_request *req, char *rest, size_t n)
 	if (req->if_none_match.p)
 		(void)http_etag_match(req->if_none_match.p, req->if_none_match.n,
 		                      7, 1);
+	if (http_bearer_token(&req->authorization, &v) &&
+	    (v.n == 0 || v.p + v.n > req->authorization.p + req->authorization.n))
+		abort(); /* a token outside the header's value */
 	(void)http_pct_decode(req->path.p + 1, req->path.n - 1, key, sizeof key,
 	                      0);
 	if (http_query_param(req->query.p, req->query.n, "prefix", &v))

@@ -530,10 +530,62 @@ static void query_parameters(void **state)
 	assert_int_equal(http_query_param(NULL, 0, "lim", &v), 0);
 }
 
+static void authorization_is_captured_once(void **state)
+{
+	const char *r = "GET /k HTTP/1.1\r\nHost: x\r\n"
+	                "authorization:   Bearer abc.DEF-1~_+/==  \r\n\r\n";
+	struct http_request req;
+
+	(void)state;
+	assert_int_equal(parse_str(r, &req), (int)strlen(r));
+	assert_true(slice_is(req.authorization, "Bearer abc.DEF-1~_+/=="));
+	prefixes_are_partial(r, 0);
+	assert_true(parse_str("GET /k HTTP/1.1\r\nHost: x\r\n\r\n", &req) > 0);
+	assert_null(req.authorization.p);
+	/* two credentials: which one counts would be ambiguous */
+	assert_int_equal(parse_str("GET /k HTTP/1.1\r\nHost: x\r\n"
+	                           "Authorization: Bearer a\r\n"
+	                           "Authorization: Bearer a\r\n\r\n", &req),
+	                 -400);
+}
+
+/* Runs http_bearer_token on S flush against the guard page. */
+static int bearer(const char *s, struct http_slice *tok)
+{
+	struct http_slice auth = {guarded(s, strlen(s)), strlen(s)};
+	return http_bearer_token(&auth, tok);
+}
+
+static void bearer_token_syntax(void **state)
+{
+	static const char *refused[] = {
+		"", "Bearer", "Bearer ", "Bearer  ", "Basic dXNlcg==", "Bearerabc",
+		"Bearer\tabc", "Bearer a b", "Bearer =abc", "Bearer ab=c",
+		"Bearer a\"b", "Bearer a,b", "Bearer a%20b", "Bearer abc=x",
+		"Bearers abc",
+	};
+	struct http_slice tok, absent = {NULL, 0};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(bearer("Bearer abc", &tok), 1);
+	assert_true(slice_is(tok, "abc"));
+	assert_int_equal(bearer("bEARER    x-y.z_~+/9==", &tok), 1);
+	assert_true(slice_is(tok, "x-y.z_~+/9=="));
+	assert_int_equal(bearer("BEARER Z", &tok), 1);
+	assert_true(slice_is(tok, "Z"));
+	assert_int_equal(http_bearer_token(&absent, &tok), 0);
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++)
+		if (bearer(refused[i], &tok) != 0)
+			fail_msg("accepted \"%s\"", refused[i]);
+}
+
 static void reasons(void **state)
 {
 	(void)state;
 	assert_string_equal(http_reason(431), "Request Header Fields Too Large");
+	assert_string_equal(http_reason(401), "Unauthorized");
+	assert_string_equal(http_reason(403), "Forbidden");
 	assert_string_equal(http_reason(299), "Unknown");
 }
 
@@ -546,6 +598,8 @@ int main(void)
 		cmocka_unit_test(bare_lf_and_leading_empty_lines),
 		cmocka_unit_test(pipelined_requests_parse_one_at_a_time),
 		cmocka_unit_test(malformed_heads_answer_400),
+		cmocka_unit_test(authorization_is_captured_once),
+		cmocka_unit_test(bearer_token_syntax),
 		cmocka_unit_test(content_length_repeated_same_value_is_fine),
 		cmocka_unit_test(versions_and_codings),
 		cmocka_unit_test(unknown_methods_come_back_as_other),
