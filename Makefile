@@ -236,7 +236,8 @@ torture: all
 	$(B)/torture --kill-every 50ms --duration 30s
 
 # The claims table (docs/claims.md): every engine adapter under every fault;
-# bounded by CLAIMS_DURATION per run (default 8s).  Not part of make test.
+# each run ends at its first violation, after CLAIMS_CYCLES cycles (200) or
+# after CLAIMS_DURATION (90s), whichever comes first.  Not part of make test.
 claims: all
 	sh tools/claims.sh $(B) > $(B)/claims-table.md
 	@cat $(B)/claims-table.md
