@@ -156,6 +156,13 @@ contains "keep-alive: curl reused the connection" "$T/ka.err" \
 expect "keep-alive: one handshake for three requests" 1 \
 	"$(grep -c 'Server hello' "$T/ka.err")"
 
+# pipelined: the GETs wait behind the PUT's commit (the connection is not
+# read meanwhile) and some of them inside OpenSSL, where no edge announces
+# them; all must be answered, each with the PUT's value
+want="201$(printf ' 200%.0s' $(seq 100))"
+expect "pipelined over TLS: a PUT and 100 GETs answered in order" "$want" \
+	"$(timeout 30 $CLIENT pipe "$PORT" "$T/a.crt" 100)"
+
 head -c 1048576 /dev/urandom >"$T/big"
 expect "PUT 1 MiB over https: 201" 201 \
 	"$(code $R -X PUT --data-binary @"$T/big" "$U/big")"

@@ -8,6 +8,8 @@
         handshake done (and PATH got on each, if given), print "open N",
         hold them until stdin ends (docs/http.md: memory per idle
         connection)
+  tls_client.py pipe PORT CAFILE N  one write: a PUT of /pipe then N GETs
+        of it, pipelined; print each answer's status on one line
   tls_client.py stall PORT HEX      connect, send the bytes HEX (may be
         empty), print the seconds until the server closes (at most 30)
 """
@@ -32,11 +34,16 @@ def connect(port, ctx):
 
 def get(sock, path):
     sock.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path).encode())
-    buf = b""
+    status, body, _ = answer(sock, b"")
+    return status, len(body)
+
+
+def answer(sock, buf):
+    """Reads one answer; returns its status, body and the bytes after it."""
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(65536)
         if not chunk:
-            return "closed", 0
+            return "closed", b"", b""
         buf += chunk
     head, body = buf.split(b"\r\n\r\n", 1)
     lines = head.decode("latin-1").split("\r\n")
@@ -51,7 +58,23 @@ def get(sock, path):
         if not chunk:
             break
         body += chunk
-    return status, len(body)
+    return status, body[:length], body[length:]
+
+
+def pipe(port, cafile, n):
+    sock = connect(port, context(cafile))
+    value = b"v" * 20000  # more than one TLS record
+    reqs = [b"PUT /pipe HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d"
+            b"\r\n\r\n" % len(value) + value]
+    reqs += [b"GET /pipe HTTP/1.1\r\nHost: localhost\r\n\r\n"] * n
+    sock.sendall(b"".join(reqs))
+    rest, statuses = b"", []
+    for _ in range(n + 1):
+        status, body, rest = answer(sock, rest)
+        if status == "200" and body != value:
+            status = "200-wrong-body"
+        statuses.append(status)
+    print(" ".join(statuses), flush=True)
 
 
 def keep(port, cafile):
@@ -98,6 +121,8 @@ def main():
     elif cmd == "idle":
         idle(port, sys.argv[3], int(sys.argv[4]),
              sys.argv[5] if len(sys.argv) > 5 else None)
+    elif cmd == "pipe":
+        pipe(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "stall":
         stall(port, bytes.fromhex(sys.argv[3] if len(sys.argv) > 3 else ""))
     else:
