@@ -321,6 +321,17 @@ expect "tokens over https: PUT with the token, 201" 201 \
 		-H "Authorization: Bearer $TOK" -X PUT --data-binary v "$U/t")"
 expect "tokens over https: GET with the token" v \
 	"$(curl -s -m 20 --cacert "$T/b.crt" $R -H "Authorization: Bearer $TOK" "$U/t")"
+# one SIGHUP reloads both: a second token, and the certificate again
+"$SERVE" --hash-token "$TOK-2" read >>"$T/tokens"
+kill -HUP "$PID"
+waitfor "$T/tok.err" "SIGHUP: .*: 2 tokens" &&
+	ok "SIGHUP with tokens and TLS: the tokens are re-read" ||
+	bad "SIGHUP with tokens and TLS: no tokens message in: $(cat "$T/tok.err")"
+waitfor "$T/tok.err" "SIGHUP: .*certificate" &&
+	ok "SIGHUP with tokens and TLS: the certificate is reloaded" ||
+	bad "SIGHUP with tokens and TLS: no certificate message in: $(cat "$T/tok.err")"
+expect "SIGHUP with tokens and TLS: the new token works over https" v \
+	"$(curl -s -m 20 --cacert "$T/b.crt" $R -H "Authorization: Bearer $TOK-2" "$U/t")"
 stop "$PID"
 expect "tokens over https: exit 0 on SIGTERM" 0 "$STATUS"
 
