@@ -24,6 +24,19 @@
  *   freed once every shard has (serve_main.c, retired_sweep).  A file
  *   that does not load changes nothing.
  *
+ * TLS (--tls-cert, serve_tls.h, docs/http.md "TLS")
+ *   The context for new connections is published through
+ *   serve_server.tls and retired by the same generations as the token
+ *   table: a shard loads the pointer at accept, and SSL_new takes its own
+ *   reference, so an old context lives on in the connections made with it
+ *   after SIGHUP swapped in a new one.  A TLS connection starts on the
+ *   head timer (--header-timeout bounds the handshake); until CONN_TLS_UP
+ *   every event drives the handshake.  A first byte that is not a TLS
+ *   handshake record gets a clear-text 400 and the connection ends.  Its
+ *   I/O goes through serve_tls_read / serve_tls_writev (serve_conn.c,
+ *   conn_read and conn_writev), which read until EAGAIN: a short read says
+ *   nothing about bytes OpenSSL holds.  Lingering drains the raw socket.
+ *
  * DIRECT COMMITS
  *   Those two hand-offs cost a lone writer a large part of its rate.  So
  *   when no commit of the whole server is in flight (serve_server.commits),
@@ -48,7 +61,8 @@
  *
  * MEMORY (docs/http.md, "Memory under hostile clients")
  *   An idle keep-alive connection is one struct serve_conn (about 100
- *   bytes) and nothing else: input is read into the shard's scratch buffer
+ *   bytes; with TLS also its SSL, about 14 KB with its record buffers
+ *   released) and nothing else: input is read into the shard's scratch buffer
  *   and is copied into a per-connection buffer only when a request is
  *   incomplete.  That buffer starts at SERVE_RX_MIN and doubles only when
  *   the bytes that really arrived fill it, so a client holds about twice
@@ -79,6 +93,7 @@
 
 #include "http_parse.h"
 #include "keel.h"
+#include "serve_tls.h"
 #include "tokens.h"
 
 #define SERVE_SCRATCH (64 * 1024) /* per-shard read buffer                 */
@@ -114,6 +129,8 @@ struct serve_config {
 	const char *tokens_path; /* --tokens; NULL: no access control       */
 	int insecure_open;       /* --insecure-open: serve a non-loopback
 	                            address without --tokens               */
+	const char *tls_cert;    /* --tls-cert; NULL: plain HTTP            */
+	const char *tls_key;     /* --tls-key, given with --tls-cert        */
 };
 
 struct serve_server;
@@ -154,6 +171,8 @@ struct serve_rx {
 #define CONN_RX_HELD 0x10 /* stopped reading; resume when answers drain   */
 #define CONN_PEER_SHUT 0x20 /* RDHUP/HUP seen: read on to EOF, not to a
                                short read                                */
+#define CONN_TLS_HELLO 0x40 /* TLS: the first byte opened a handshake     */
+#define CONN_TLS_UP 0x80    /* TLS: handshake done, HTTP may flow         */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {
@@ -179,6 +198,7 @@ struct serve_conn {
 	uint64_t received;              /* bytes read, ever (body windows)     */
 	uint64_t mark;                  /* received when the window started    */
 	uint32_t queued;                /* listing bytes in out                */
+	SSL *ssl;                       /* with --tls-cert; else NULL          */
 	int fd;
 	uint16_t flags;                 /* CONN_*                              */
 	uint16_t nout;                  /* entries in out                      */
@@ -238,7 +258,7 @@ struct serve_shard {
 	keel_snapshot *snap;          /* renewed per read burst (serve_req) */
 	int snap_fresh;               /* snap is current for this burst     */
 	_Atomic uint64_t tokens_seen; /* tokens_gen at the top of its latest
-	                                 loop turn (TOKENS above)           */
+	                                 loop turn (TOKENS above; TLS too)  */
 	char scratch[SERVE_SCRATCH];
 };
 
@@ -250,7 +270,10 @@ struct serve_server {
 	atomic_int commits;  /* commits started, not finished, all shards */
 	_Atomic uint64_t body_bytes; /* charged to --body-budget, all shards */
 	_Atomic(tokens_table *) tokens; /* --tokens' table; NULL without  */
-	_Atomic uint64_t tokens_gen; /* raised after each swap of tokens  */
+	_Atomic uint64_t tokens_gen; /* raised after each swap of tokens
+	                                or of tls (TOKENS above)         */
+	_Atomic(SSL_CTX *) tls; /* --tls-cert's context for new
+	                           connections; NULL without          */
 	struct serve_shard *shards;
 };
 

@@ -154,6 +154,10 @@ static void conn_close(struct serve_conn *c)
 	if (c->flags & CONN_DEAD)
 		return;
 	c->flags |= CONN_DEAD;
+	if (c->ssl) {
+		serve_tls_free(c->ssl);
+		c->ssl = NULL;
+	}
 	close(c->fd);
 	c->fd = -1;
 	rx_free(c);
@@ -193,7 +197,22 @@ struct serve_out *serve_out_new(struct serve_conn *c)
 	return o;
 }
 
-/* Reads and throws away what a refused client still sends. */
+/* The connection's read and writev: through TLS when it has it.  Both
+ * behave as the system calls, EAGAIN included (serve_tls.h). */
+static ssize_t conn_read(struct serve_conn *c, void *buf, size_t n)
+{
+	return c->ssl ? serve_tls_read(c->ssl, buf, n) : read(c->fd, buf, n);
+}
+
+static ssize_t conn_writev(struct serve_conn *c, const struct iovec *iov,
+                           int cnt)
+{
+	return c->ssl ? serve_tls_writev(c->ssl, iov, cnt)
+	              : writev(c->fd, iov, cnt);
+}
+
+/* Reads and throws away what a refused client still sends.  The raw
+ * socket, TLS or not: nothing of it is looked at. */
 static void linger_drain(struct serve_conn *c)
 {
 	for (;;) {
@@ -212,6 +231,8 @@ static void linger_drain(struct serve_conn *c)
 static void start_linger(struct serve_conn *c)
 {
 	c->flags |= CONN_LINGER | CONN_CLOSING;
+	if (c->ssl)
+		serve_tls_close_notify(c->ssl);
 	shutdown(c->fd, SHUT_WR);
 	rx_free(c); /* nothing more is parsed */
 	timer_set(c, SERVE_TIMER_LINGER);
@@ -229,8 +250,11 @@ static void end_connection(struct serve_conn *c, int how)
 	ssize_t n;
 
 	if (how == SERVE_CLOSE_CLEAN && c->rx == NULL) {
+		/* raw even with TLS: only whether bytes wait matters */
 		n = read(c->fd, c->shard->scratch, SERVE_SCRATCH);
 		if (n == 0 || (n < 0 && errno == EAGAIN)) {
+			if (c->ssl)
+				serve_tls_close_notify(c->ssl);
 			conn_close(c);
 			return;
 		}
@@ -290,7 +314,7 @@ void serve_conn_flush(struct serve_conn *c)
 			if (o->close_after)
 				break;
 		}
-		n = writev(c->fd, iov, cnt);
+		n = conn_writev(c, iov, cnt);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -563,6 +587,55 @@ static void rx_process(struct serve_conn *c)
 		                                         : SERVE_RX_MIN);
 }
 
+/* A TLS port got something other than a TLS handshake (plain HTTP, most
+ * likely): a 400 in clear text, so a person with curl sees why, and the
+ * connection ends (lingering, so the request does not turn it into a
+ * reset). */
+static void tls_refuse_plain(struct serve_conn *c)
+{
+	serve_tls_free(c->ssl);
+	c->ssl = NULL;
+	serve_error(c, 400, 1, 1);
+}
+
+/*
+ * Moves a TLS connection's handshake on.  Returns 1 when HTTP may flow
+ * (or the connection is plain), 0 to wait for the socket or after the
+ * connection was closed or refused.  The deadline is the head timer set
+ * at accept: a stalled handshake ends in conn_expire.
+ */
+static int conn_tls_ready(struct serve_conn *c)
+{
+	int rc;
+
+	if (c->ssl == NULL || (c->flags & CONN_TLS_UP))
+		return 1;
+	if (!(c->flags & CONN_TLS_HELLO)) {
+		rc = serve_tls_first_byte(c->fd);
+		if (rc == -1)
+			return 0;
+		if (rc == -2) {
+			conn_close(c);
+			return 0;
+		}
+		if (rc == 0) {
+			tls_refuse_plain(c);
+			return 0;
+		}
+		c->flags |= CONN_TLS_HELLO;
+	}
+	rc = serve_tls_handshake(c->ssl);
+	if (rc == 1) {
+		c->flags |= CONN_TLS_UP;
+		timer_set(c, SERVE_TIMER_IDLE);
+		return 1;
+	}
+	if (rc == -2)
+		conn_close(c); /* a refused version, garbage: OpenSSL sent
+		                  the alert */
+	return 0;
+}
+
 /* Reads until EAGAIN, answering as it goes. */
 static void conn_input(struct serve_conn *c)
 {
@@ -578,13 +651,15 @@ static void conn_input(struct serve_conn *c)
 			linger_drain(c);
 			return;
 		}
+		if (!conn_tls_ready(c))
+			return;
 		if (input_blocked(c)) {
 			c->flags |= CONN_RX_HELD;
 			return;
 		}
 		if (c->rx == NULL) {
 			asked = SERVE_SCRATCH;
-			n = read(c->fd, sh->scratch, asked);
+			n = conn_read(c, sh->scratch, asked);
 			if (n > 0) {
 				size_t len = (size_t)n, used;
 				c->received += (uint64_t)n;
@@ -597,7 +672,7 @@ static void conn_input(struct serve_conn *c)
 			if (rx_room(c) < 0)
 				return;
 			asked = c->rx->cap - c->rx->len;
-			n = read(c->fd, c->rx->buf + c->rx->len, asked);
+			n = conn_read(c, c->rx->buf + c->rx->len, asked);
 			if (n > 0) {
 				c->rx->len += (size_t)n;
 				c->received += (uint64_t)n;
@@ -609,8 +684,11 @@ static void conn_input(struct serve_conn *c)
 			/* A short read emptied the socket: any later byte brings a new
 			 * edge, so the read that would only say EAGAIN is skipped --
 			 * one syscall in three for small keep-alive requests.  Not
-			 * when the peer shut its side: that edge has been used. */
+			 * when the peer shut its side: that edge has been used.  Not
+			 * with TLS: a read returns one record at most, and OpenSSL
+			 * may hold more that no edge will announce. */
 			if ((size_t)n < asked && !(c->flags & CONN_PEER_SHUT) &&
+			    c->ssl == NULL &&
 			    !input_blocked(c)) {
 				c->flags &= (uint16_t)~CONN_RX_HELD;
 				return;
@@ -646,6 +724,8 @@ static void timer_update(struct serve_conn *c)
 
 	if (c->flags & (CONN_DEAD | CONN_LINGER))
 		return;
+	if (c->ssl && !(c->flags & CONN_TLS_UP))
+		return; /* the handshake keeps the head timer from accept */
 	if (c->rx && !input_blocked(c))
 		want = c->rx->head_len ? SERVE_TIMER_BODY : SERVE_TIMER_HEAD;
 	if (want == c->timer)
@@ -674,11 +754,18 @@ static void conn_service(struct serve_conn *c)
 
 /* ---- accepting ------------------------------------------------------------------ */
 
-/* Over --max-conns: answer 503 at once and close, holding nothing. */
+/* Over --max-conns: answer 503 at once and close, holding nothing.  On
+ * a TLS port a clear-text answer would be noise to the client: just
+ * close. */
 static void refuse_busy(int fd, struct serve_shard *sh)
 {
 	size_t n = serve_busy_response(sh->scratch, SERVE_SCRATCH);
 	ssize_t r;
+
+	if (atomic_load(&sh->srv->tls)) {
+		close(fd);
+		return;
+	}
 
 	/* read what already arrived so close() sends FIN, not RST */
 	r = read(fd, sh->scratch + n, SERVE_SCRATCH - n);
@@ -692,6 +779,9 @@ static void refuse_busy(int fd, struct serve_shard *sh)
 static void shard_accept(struct serve_shard *sh)
 {
 	struct serve_server *srv = sh->srv;
+	/* kept only for this loop turn (serve.h, TLS); each SSL takes its own
+	 * reference */
+	SSL_CTX *tls_ctx = atomic_load(&srv->tls);
 
 	while (sh->lfd >= 0) {
 		struct epoll_event ev;
@@ -718,16 +808,25 @@ static void shard_accept(struct serve_shard *sh)
 		}
 		c->shard = sh;
 		c->fd = fd;
-		/* TCP_NODELAY comes from the listener (serve_main.c) */
-		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-		ev.data.ptr = c;
-		if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		if (tls_ctx && (c->ssl = serve_tls_new(tls_ctx, fd)) == NULL) {
 			atomic_fetch_sub(&srv->conns, 1);
 			close(fd);
 			free(c);
 			continue;
 		}
-		timer_set(c, SERVE_TIMER_IDLE);
+		/* TCP_NODELAY comes from the listener (serve_main.c) */
+		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+		ev.data.ptr = c;
+		if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			atomic_fetch_sub(&srv->conns, 1);
+			if (c->ssl)
+				serve_tls_free(c->ssl);
+			close(fd);
+			free(c);
+			continue;
+		}
+		/* a TLS handshake must finish within --header-timeout */
+		timer_set(c, c->ssl ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
 		sh->nconns++;
 	}
 }
@@ -787,6 +886,10 @@ static void conn_expire(struct serve_conn *c)
 			conn_close(c);
 		return;
 	case SERVE_TIMER_HEAD:
+		if (c->ssl && !(c->flags & CONN_TLS_UP)) {
+			conn_close(c); /* a stalled handshake: nothing to say */
+			return;
+		}
 		request_timeout(c);
 		return;
 	case SERVE_TIMER_BODY:
@@ -884,7 +987,9 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
 		return;
 	if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		c->flags |= CONN_PEER_SHUT;
-	if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+	/* TLS reads on any edge: a handshake or a record may have waited for
+	 * the socket to take our bytes */
+	if ((ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || c->ssl)
 		conn_input(c);
 	if (!(c->flags & CONN_DEAD))
 		conn_service(c);

@@ -7,6 +7,7 @@
  *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
+ *              [--tls-cert FILE --tls-key FILE]
  *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -14,7 +15,10 @@
  * when --listen asked for port 0).  SIGTERM or SIGINT: stop accepting,
  * finish the answers in flight (at most 10 seconds), close the store, exit 0.
  * With --tokens, SIGHUP re-reads the tokens file (serve.h, TOKENS); a file
- * that does not load leaves the tokens in force as they were.
+ * that does not load leaves the tokens in force as they were.  With
+ * --tls-cert, SIGHUP also loads the certificate and key again into a new
+ * context for new connections (serve.h, TLS); a pair that does not load
+ * leaves the old one in force.
  */
 #include "serve.h"
 
@@ -31,12 +35,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RETIRED_MAX 16 /* replaced token tables not yet freed */
+#define RETIRED_MAX 16 /* replaced token tables and TLS contexts not
+                          yet freed */
 
-/* A token table replaced by a SIGHUP, freed once every shard has seen
- * generation GEN (serve.h, TOKENS). */
+/* A token table or TLS context replaced by a SIGHUP, freed once every
+ * shard has seen generation GEN (serve.h, TOKENS).  One of the two is
+ * set. */
 struct retired {
 	tokens_table *table;
+	SSL_CTX *tls;
 	uint64_t gen;
 };
 
@@ -90,6 +97,15 @@ static void usage(FILE *f)
 	      "  --insecure-open      without --tokens, listen on an address other"
 	      " than loopback\n"
 	      "                       anyway (by default that is refused)\n"
+	      "  --tls-cert FILE      serve HTTPS (TLS 1.2 or 1.3, ALPN http/1.1):"
+	      " the certificate,\n"
+	      "                       then its chain (PEM); SIGHUP loads it and"
+	      " the key again\n"
+	      "  --tls-key FILE       the certificate's private key (PEM), readable"
+	      " by its owner\n"
+	      "                       only (chmod 600); the handshake must finish"
+	      " within\n"
+	      "                       --header-timeout\n"
 	      "  --help               this text\n"
 	      "keel-serve --hash-token TOKEN|- read|write [PREFIX]\n"
 	      "                       print the tokens-file line for TOKEN (- reads"
@@ -239,6 +255,8 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"no-batch-threads", no_argument, NULL, 'B'},
 		{"tokens", required_argument, NULL, 'k'},
 		{"insecure-open", no_argument, NULL, 'O'},
+		{"tls-cert", required_argument, NULL, 'C'},
+		{"tls-key", required_argument, NULL, 'K'},
 		{"hash-token", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -325,6 +343,8 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		case 'B': cfg->batch_threads = 0; break;
 		case 'k': cfg->tokens_path = optarg; break;
 		case 'O': cfg->insecure_open = 1; break;
+		case 'C': cfg->tls_cert = optarg; break;
+		case 'K': cfg->tls_key = optarg; break;
 		case 'T':
 			fprintf(stderr, "keel-serve: --hash-token is a command of its "
 			        "own, first on the line: keel-serve --hash-token "
@@ -351,6 +371,14 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		                "try 'keel-serve --help'\n");
 		return -1;
 	}
+	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
+		fprintf(stderr, "keel-serve: %s needs %s as well\n"
+		                "try 'keel-serve --help'\n",
+		        cfg->tls_cert ? "--tls-cert" : "--tls-key",
+		        cfg->tls_cert ? "--tls-key FILE" : "--tls-cert FILE");
+		return -1;
+	}
+	/* TLS hides the traffic, not the store: the rule stands with it */
 	if (cfg->tokens_path == NULL && !cfg->insecure_open &&
 	    !is_loopback(&cfg->addr)) {
 		fprintf(stderr, "keel-serve: --listen: refusing to serve an address "
@@ -495,9 +523,10 @@ static int retired_sweep(struct serve_server *srv, struct retired *r, int n)
 			seen = s;
 	}
 	for (i = 0; i < n; i++) {
-		if (r[i].gen <= seen)
+		if (r[i].gen <= seen) {
 			tokens_free(r[i].table);
-		else
+			serve_tls_ctx_free(r[i].tls); /* connections keep theirs */
+		} else
 			r[kept++] = r[i];
 	}
 	return kept;
@@ -526,10 +555,61 @@ static int tokens_reload(struct serve_server *srv, struct retired *r, int n)
 	}
 	atomic_store(&srv->tokens, t);
 	r[n].table = old;
+	r[n].tls = NULL;
 	r[n++].gen = atomic_fetch_add(&srv->tokens_gen, 1) + 1;
 	fprintf(stderr, "keel-serve: SIGHUP: %s: %zu tokens\n",
 	        srv->cfg.tokens_path, tokens_count(t));
 	return n;
+}
+
+/* SIGHUP: loads --tls-cert and --tls-key again into a new context for new
+ * connections; those open keep the context they were made with.  A pair
+ * that does not load is refused with a message and the old one stays.
+ * Returns the number of retired entries. */
+static int tls_reload(struct serve_server *srv, struct retired *r, int n)
+{
+	char why[SERVE_TLS_ERR_MAX], what[512];
+	SSL_CTX *ctx;
+
+	n = retired_sweep(srv, r, n);
+	if (n == RETIRED_MAX) {
+		fprintf(stderr, "keel-serve: SIGHUP: TLS certificate not reloaded: "
+		        "%d earlier contexts are still being retired; the one in "
+		        "force stays (send SIGHUP again in a second)\n",
+		        RETIRED_MAX);
+		return n;
+	}
+	if (serve_tls_load(srv->cfg.tls_cert, srv->cfg.tls_key, &ctx, why,
+	                   sizeof why) < 0) {
+		fprintf(stderr, "keel-serve: SIGHUP: %s; the certificate loaded "
+		        "before stays in force\n", why);
+		return n;
+	}
+	r[n].table = NULL;
+	r[n].tls = atomic_exchange(&srv->tls, ctx);
+	r[n++].gen = atomic_fetch_add(&srv->tokens_gen, 1) + 1;
+	serve_tls_describe(ctx, what, sizeof what);
+	fprintf(stderr, "keel-serve: SIGHUP: %s: certificate %s\n",
+	        srv->cfg.tls_cert, what);
+	return n;
+}
+
+/* The startup load of --tls-cert and --tls-key: a bad pair stops
+ * keel-serve before it opens the store.  Returns 0 or -1. */
+static int tls_first_load(struct serve_server *srv)
+{
+	char why[SERVE_TLS_ERR_MAX];
+	SSL_CTX *ctx;
+
+	if (srv->cfg.tls_cert == NULL)
+		return 0;
+	if (serve_tls_load(srv->cfg.tls_cert, srv->cfg.tls_key, &ctx, why,
+	                   sizeof why) < 0) {
+		fprintf(stderr, "keel-serve: %s\n", why);
+		return -1;
+	}
+	atomic_store(&srv->tls, ctx);
+	return 0;
 }
 
 /* The startup load: a bad file stops keel-serve before it opens the
@@ -552,8 +632,9 @@ static int tokens_first_load(struct serve_server *srv)
 	return 0;
 }
 
-/* Waits for SIGINT or SIGTERM, re-reading the tokens on SIGHUP (when it is
- * in SET) and freeing replaced tables once the shards are past them.
+/* Waits for SIGINT or SIGTERM, re-reading the tokens and the TLS
+ * certificate on SIGHUP (when it is in SET) and freeing replaced tables
+ * and contexts once the shards are past them.
  * Returns with every retired table freed or handed to the caller's exit. */
 static void serve_until_stopped(struct serve_server *srv, const sigset_t *set,
                                 struct retired *r, int *nr)
@@ -565,9 +646,12 @@ static void serve_until_stopped(struct serve_server *srv, const sigset_t *set,
 		sig = *nr ? sigtimedwait(set, NULL, &tick) : sigwaitinfo(set, NULL);
 		if (sig == SIGINT || sig == SIGTERM)
 			return;
-		if (sig == SIGHUP)
-			*nr = tokens_reload(srv, r, *nr);
-		else if (*nr)
+		if (sig == SIGHUP) {
+			if (srv->cfg.tokens_path)
+				*nr = tokens_reload(srv, r, *nr);
+			if (srv->cfg.tls_cert)
+				*nr = tls_reload(srv, r, *nr);
+		} else if (*nr)
 			*nr = retired_sweep(srv, r, *nr);
 	}
 }
@@ -586,14 +670,18 @@ int main(int argc, char **argv)
 		return hash_token_main(argc - 2, argv + 2);
 	if (parse_args(argc, argv, &srv.cfg) < 0 || tokens_first_load(&srv) < 0)
 		return 2;
+	if (tls_first_load(&srv) < 0) {
+		tokens_free(atomic_load(&srv.tokens));
+		return 2;
+	}
 	raise_nofile(&srv.cfg);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	/* Without --tokens SIGHUP keeps its default (it ends the process, as
-	 * it always did): there is nothing to re-read. */
-	if (srv.cfg.tokens_path)
+	/* Without --tokens or --tls-cert SIGHUP keeps its default (it ends the
+	 * process, as it always did): there is nothing to re-read. */
+	if (srv.cfg.tokens_path || srv.cfg.tls_cert)
 		sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* shards inherit the mask */
 
@@ -608,6 +696,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "keel-serve: %s: %s\n", srv.cfg.db_path,
 		        keel_strerror(rc));
 		tokens_free(atomic_load(&srv.tokens));
+		serve_tls_ctx_free(atomic_load(&srv.tls));
 		return 1;
 	}
 	fds = calloc((size_t)srv.cfg.threads, sizeof *fds);
@@ -626,10 +715,10 @@ int main(int argc, char **argv)
 	}
 	if (started == srv.cfg.threads) {
 		inet_ntop(AF_INET, &srv.cfg.addr.sin_addr, ip, sizeof ip);
-		printf("keel-serve: listening on %s:%u (%d %s, max %d connections)\n",
+		printf("keel-serve: listening on %s:%u (%d %s, max %d connections%s)\n",
 		       ip, ntohs(srv.cfg.addr.sin_port), srv.cfg.threads,
 		       srv.cfg.threads == 1 ? "thread" : "threads",
-		       srv.cfg.max_conns);
+		       srv.cfg.max_conns, srv.cfg.tls_cert ? ", TLS" : "");
 		fflush(stdout);
 		serve_until_stopped(&srv, &set, retired, &nretired);
 		status = 0;
@@ -654,9 +743,13 @@ out_close:
 		status = 1;
 	}
 	/* every shard has ended (or never started): no table is in use */
-	while (nretired)
-		tokens_free(retired[--nretired].table);
+	while (nretired) {
+		nretired--;
+		tokens_free(retired[nretired].table);
+		serve_tls_ctx_free(retired[nretired].tls);
+	}
 	tokens_free(atomic_load(&srv.tokens));
+	serve_tls_ctx_free(atomic_load(&srv.tls));
 	free(srv.shards);
 	free(fds);
 	return status;

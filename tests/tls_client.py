@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""tls_client.py -- TLS clients for tests/tls.sh (Python's ssl module).
+
+  tls_client.py keep PORT CAFILE   one connection; each line on stdin is a
+        path: GET it on that same connection and print "STATUS BODYLEN
+        FINGERPRINT" (the server certificate's SHA-256), flushed
+  tls_client.py idle PORT CAFILE N [PATH]  open N connections with their
+        handshake done (and PATH got on each, if given), print "open N",
+        hold them until stdin ends (docs/http.md: memory per idle
+        connection)
+  tls_client.py pipe PORT CAFILE N  one write: a PUT of /pipe then N GETs
+        of it, pipelined; print each answer's status on one line
+  tls_client.py stall PORT HEX      connect, send the bytes HEX (may be
+        empty), print the seconds until the server closes (at most 30)
+"""
+import hashlib
+import resource
+import socket
+import ssl
+import sys
+import time
+
+
+def context(cafile):
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def connect(port, ctx):
+    raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+    return ctx.wrap_socket(raw, server_hostname="localhost")
+
+
+def get(sock, path):
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % path).encode())
+    status, body, _ = answer(sock, b"")
+    return status, len(body)
+
+
+def answer(sock, buf):
+    """Reads one answer; returns its status, body and the bytes after it."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return "closed", b"", b""
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ")[1]
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return status, body[:length], body[length:]
+
+
+def pipe(port, cafile, n):
+    sock = connect(port, context(cafile))
+    value = b"v" * 20000  # more than one TLS record
+    reqs = [b"PUT /pipe HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d"
+            b"\r\n\r\n" % len(value) + value]
+    reqs += [b"GET /pipe HTTP/1.1\r\nHost: localhost\r\n\r\n"] * n
+    sock.sendall(b"".join(reqs))
+    rest, statuses = b"", []
+    for _ in range(n + 1):
+        status, body, rest = answer(sock, rest)
+        if status == "200" and body != value:
+            status = "200-wrong-body"
+        statuses.append(status)
+    print(" ".join(statuses), flush=True)
+
+
+def keep(port, cafile):
+    sock = connect(port, context(cafile))
+    fp = hashlib.sha256(sock.getpeercert(binary_form=True)).hexdigest()
+    for line in sys.stdin:
+        status, n = get(sock, line.strip())
+        print(status, n, fp, flush=True)
+    sock.close()
+
+
+def idle(port, cafile, n, path):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+    ctx = context(cafile)
+    conns = [connect(port, ctx) for _ in range(n)]
+    if path:
+        for c in conns:
+            get(c, path)
+    print("open", len(conns), flush=True)
+    sys.stdin.read()
+    for c in conns:
+        c.close()
+
+
+def stall(port, data):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    start = time.monotonic()
+    if data:
+        s.sendall(data)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    print("%.1f" % (time.monotonic() - start), flush=True)
+
+
+def main():
+    cmd, port = sys.argv[1], int(sys.argv[2])
+    if cmd == "keep":
+        keep(port, sys.argv[3])
+    elif cmd == "idle":
+        idle(port, sys.argv[3], int(sys.argv[4]),
+             sys.argv[5] if len(sys.argv) > 5 else None)
+    elif cmd == "pipe":
+        pipe(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "stall":
+        stall(port, bytes.fromhex(sys.argv[3] if len(sys.argv) > 3 else ""))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+main()
