@@ -25,7 +25,8 @@ CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
-DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev
+DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
+	openssl python3
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
