@@ -68,6 +68,30 @@ static int workload(const adapter *a, void *store, int fd)
 	}
 }
 
+static int printable(const unsigned char *p, size_t n)
+{
+	if (n == 0 || n > 255)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] <= ' ' || p[i] > '~')
+			return 0;
+	return 1;
+}
+
+int adapter_emit(const void *key, size_t klen, const void *val, size_t vlen)
+{
+	if (!key || !val || !printable(key, klen) || !printable(val, vlen)) {
+		fprintf(stderr, "damaged store: the engine returned an entry "
+		        "no put wrote (a %zu-byte key, a %zu-byte value, not "
+		        "1-255 printable bytes)\n", key ? klen : 0,
+		        val ? vlen : 0);
+		return -1;
+	}
+	printf("%.*s %.*s\n", (int)klen, (const char *)key, (int)vlen,
+	       (const char *)val);
+	return 0;
+}
+
 int adapter_main(const adapter *a, int argc, char **argv)
 {
 	const char *env = getenv("KEEL_TORTURE_FD");

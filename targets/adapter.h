@@ -23,6 +23,8 @@
 #ifndef TARGETS_ADAPTER_H
 #define TARGETS_ADAPTER_H
 
+#include <stddef.h>
+
 #define ADAPTER_KEYS 16 /* few keys: each is overwritten often, so a lost
                            acknowledged put shows quickly */
 #define ADAPTER_OPS_PER_LIFE 200 /* puts before the workload idles */
@@ -43,6 +45,13 @@ typedef struct adapter {
 	int (*check)(void *store);
 	void (*close)(void *store);
 } adapter;
+
+/* For a checker: prints "KEY VALUE" for one entry the engine returned, or,
+ * when either is not what a put of this adapter writes (1 to 255
+ * printable bytes, no space), says on stderr that the store is damaged and
+ * returns -1 (the checker then fails: torture reports a structure
+ * violation, not a harness error).  0 when printed. */
+int adapter_emit(const void *key, size_t klen, const void *val, size_t vlen);
 
 /* The whole program: parses argv as above and runs the workload or the
  * checker.  Exit 0 (checker done), 2 (bad usage: lists the configurations),

@@ -71,10 +71,14 @@ static int ke_check(void *st)
 		fprintf(stderr, "keel: %s\n", keel_strerror(rc));
 		return -1;
 	}
-	while ((rc = keel_iter_next(it, &k, &kl, &v)) == KEEL_OK)
-		printf("%.*s %.*s\n", (int)kl, (const char *)k, (int)v.len,
-		       (const char *)v.data);
+	int bad = 0;
+	while (!bad && (rc = keel_iter_next(it, &k, &kl, &v)) == KEEL_OK)
+		bad = adapter_emit(k, kl, v.data, v.len) < 0;
 	keel_iter_close(it);
+	if (bad) {
+		keel_snapshot_close(s);
+		return -1;
+	}
 	keel_snapshot_close(s);
 	if (rc != KEEL_ENOTFOUND) {
 		fprintf(stderr, "keel: iterating: %s\n", keel_strerror(rc));

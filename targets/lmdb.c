@@ -99,11 +99,14 @@ static int lm_check(void *st)
 		mdb_txn_abort(txn);
 		return fail("mdb_cursor_open", rc);
 	}
-	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0)
-		printf("%.*s %.*s\n", (int)k.mv_size, (const char *)k.mv_data,
-		       (int)v.mv_size, (const char *)v.mv_data);
+	int bad = 0;
+	while (!bad && (rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0)
+		bad = adapter_emit(k.mv_data, k.mv_size, v.mv_data,
+		                   v.mv_size) < 0;
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
+	if (bad)
+		return -1;
 	return rc == MDB_NOTFOUND ? 0 : fail("mdb_cursor_get", rc);
 }
 

@@ -52,7 +52,10 @@ static int ld_open(const char *dir, int config, void **out)
 	*out = s;
 	s->opt = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(s->opt, 1);
-	rocksdb_options_set_paranoid_checks(s->opt, 1);
+	/* paranoid_checks stays at its default (off), as an application
+	 * runs it: with it on, the torn tail of an unsynced (never
+	 * acknowledged) log record makes the open fail ("checksum
+	 * mismatch"), which is no loss; losses show in the oracle. */
 	s->wopt = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(s->wopt, config == 0);
 	s->db = rocksdb_open(s->opt, dir, &err);
@@ -78,15 +81,18 @@ static int ld_check(void *st)
 
 	rocksdb_readoptions_set_verify_checksums(ro, 1);
 	it = rocksdb_create_iterator(s->db, ro);
-	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
+	int bad = 0;
+	for (rocksdb_iter_seek_to_first(it); !bad && rocksdb_iter_valid(it);
 	     rocksdb_iter_next(it)) {
 		const char *k = rocksdb_iter_key(it, &kl);
 		const char *v = rocksdb_iter_value(it, &vl);
-		printf("%.*s %.*s\n", (int)kl, k, (int)vl, v);
+		bad = adapter_emit(k, kl, v, vl) < 0;
 	}
 	rocksdb_iter_get_error(it, &err);
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
+	if (bad && !err)
+		return -1;
 	return err ? fail("iterate", err) : 0;
 }
 

@@ -118,10 +118,16 @@ static int sq_check(void *st)
 		fprintf(stderr, "sqlite: SELECT: %s\n", sqlite3_errmsg(s->db));
 		return -1;
 	}
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		printf("%s %s\n", (const char *)sqlite3_column_text(q, 0),
-		       (const char *)sqlite3_column_text(q, 1));
+	int bad = 0;
+	while (!bad && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const unsigned char *k = sqlite3_column_text(q, 0);
+		const unsigned char *v = sqlite3_column_text(q, 1);
+		bad = adapter_emit(k, k ? strlen((const char *)k) : 0, v,
+		                   v ? strlen((const char *)v) : 0) < 0;
+	}
 	sqlite3_finalize(q);
+	if (bad)
+		return -1;
 	if (rc != SQLITE_DONE) {
 		fprintf(stderr, "sqlite: SELECT: %s\n", sqlite3_errmsg(s->db));
 		return -1;
