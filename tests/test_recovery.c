@@ -299,6 +299,48 @@ static void damage_behind_a_durable_head_refuses_unless_salvaged(void **state)
 	free(img);
 }
 
+/* Open starts from the newest hint and reads only the commits after it, so
+ * the hinted commit's own region is the one older region open still
+ * checks: a head's CRCs say nothing of the bytes before it.  Damage there
+ * must keep open from settling on that head (it falls back to a scan and
+ * finds the damage: a refusal when later heads follow, a torn tail cut
+ * otherwise), never open as if nothing were wrong. */
+static void damage_in_the_hinted_commit_is_found_at_open(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_recovery r;
+	keel_options o = {.report = &r, .flags = KEEL_RDONLY};
+	keel_hint hint = {0}, h;
+	keel_head head;
+	unsigned char *img = malloc(f->len);
+	memcpy(img, f->img, f->len);
+	for (unsigned slot = 0; slot < 2; slot++)
+		if (keel_hint_decode(img + KEEL_HINT_OFF(slot), &h) == KEEL_OK &&
+		    h.txid > hint.txid)
+			hint = h;
+	assert_true(hint.txid > 1); /* 121 commits: a hint was written */
+	assert_true(hint.head_off + KEEL_HEAD_SIZE <= f->len);
+	assert_int_equal(keel_head_decode(img + hint.head_off, &head), KEEL_OK);
+	assert_int_equal(head.txid, hint.txid);
+	assert_true(head.region_start < hint.head_off);
+	uint64_t victim = head.region_start + (hint.head_off - head.region_start) / 2;
+	img[victim] ^= 0x10;
+	write_copy(f, img, f->len, f->len + 4096);
+	int rc = keel_open(f->copy, &o, &db);
+	if (hint.txid < f->txid) { /* later heads follow the damage */
+		assert_int_equal(rc, KEEL_ECORRUPT);
+		assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+		assert_true(r.offset <= victim);
+	} else { /* the hinted commit is the newest: a torn tail */
+		assert_int_equal(rc, KEEL_OK);
+		assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+		assert_true(r.txid < hint.txid);
+		keel_close(db);
+	}
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +349,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(single_bit_flips_are_reported_or_harmless, setup, teardown),
 		cmocka_unit_test_setup_teardown(damaged_hints_fall_back_to_a_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_behind_a_durable_head_refuses_unless_salvaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(damage_in_the_hinted_commit_is_found_at_open, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
