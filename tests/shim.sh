@@ -58,6 +58,13 @@ for dev in ordered reorder garbage; do
 		--seed 13 --workload "$F {dir} append safe" \
 		--checker "$F {dir} append --check"
 done
+# a garbled last record from one crash must not swallow the next writer's
+# first acknowledged record (the recipe cuts the log back first): short
+# lives make the unsynced record in flight at a kill common; without the
+# cut, 4 of 8 seeds of this run lost an acknowledged record
+run "append-garbage-short-lives" 0 "" --power-loss --device garbage \
+	--kill-every 20ms --duration 3s --seed 2 \
+	--workload "$F {dir} append safe" --checker "$F {dir} append --check"
 run "rename-enumerate" 1 "cycle [0-9]+: lost" --enumerate --seed 14 \
 	--workload "$B/shim-tests/kv_files {dir} --no-dir-sync --ops 6" \
 	--checker "$B/shim-tests/kv_files {dir} --check"
