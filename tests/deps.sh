@@ -19,11 +19,18 @@ export DEBIAN_FRONTEND=noninteractive
 # configuration, since apt-utils is not installed") goes to a log, shown
 # only when something fails.
 log=$(mktemp) || exit 1
-if apt-get update -qq >"$log" 2>&1 &&
-   apt-get install -y -qq$missing >>"$log" 2>&1; then
-	rm -f "$log"
-	exit 0
-fi
+# Another apt (a machine's own first-boot or periodic run) may hold the
+# lock for a while: wait for it, up to 10 minutes, rather than fail.
+for try in $(seq 60); do
+	if apt-get -o DPkg::Lock::Timeout=60 update -qq >"$log" 2>&1 &&
+	   apt-get -o DPkg::Lock::Timeout=60 install -y -qq$missing >>"$log" 2>&1; then
+		rm -f "$log"
+		exit 0
+	fi
+	grep -q 'Could not get lock\|Unable to lock' "$log" || break
+	echo "keel: apt is busy (another apt holds its lock); waiting" >&2
+	sleep 10
+done
 echo "keel: apt-get install$missing failed:" >&2
 tail -n 30 "$log" >&2
 rm -f "$log"
