@@ -334,14 +334,18 @@ static int reader_report(const writer_plan *p, int fd, uint64_t *last,
 	return proto_send(fd, &rec);
 }
 
+/* --readers: refreshes a reader makes before it closes and opens again. */
+#define READER_PASSES 8
+
 /*
  * --readers: one reader process.  It opens the store KEEL_RDONLY as another
  * program on the machine would (plain POSIX reads: the page cache), and
  * each time the snapshot it refreshes has moved, it reads every entry.
  * Every value it is shown goes to the harness once (SEEN: the operation
  * that wrote it); an entry that is not this run's value for its key, or a
- * read that fails, goes as SEEN with rc != 0.  It dies with the writer
- * (PDEATHSIG).
+ * read that fails, goes as SEEN with rc != 0.  Every READER_PASSES
+ * refreshes it closes the store and opens it again.  It dies with the
+ * writer (PDEATHSIG).
  */
 static void __attribute__((noreturn)) reader_main(const writer_plan *p,
                                                   int fd)
@@ -349,48 +353,60 @@ static void __attribute__((noreturn)) reader_main(const writer_plan *p,
 	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
 	uint64_t *last = calloc(p->opt->keys, sizeof(*last)); /* seq + 1 */
 	struct timespec pause = {0, 1000000}; /* leave the CPUs to the writer */
-	keel_snapshot *snap = NULL;
-	uint64_t txid = 0;
-	keel_db *db = NULL;
 
-	/* a compaction may be renaming the file: try again a few times */
-	for (int i = 0; !last || keel_open(p->path, &ko, &db) != KEEL_OK; i++) {
-		if (i >= 100)
-			_exit(0);
-		nanosleep(&pause, NULL);
-	}
-	if (keel_snapshot_open(db, &snap) != KEEL_OK)
+	if (!last)
 		_exit(0);
-	for (;; nanosleep(&pause, NULL)) {
-		keel_iter *it = NULL;
-		const void *key;
-		size_t klen;
-		keel_view v;
-		uint32_t k;
-		int rc;
+	/* Each round opens the store anew, so reader opens land while the
+	 * writer runs too (an open reads the file, where a commit appended
+	 * and not yet synced already is: it must stop at the durable
+	 * marker), not only before it starts. */
+	for (;;) {
+		keel_snapshot *snap = NULL;
+		uint64_t txid = 0;
+		keel_db *db = NULL;
 
-		if (keel_snapshot_refresh(&snap) != KEEL_OK)
-			_exit(0);
-		if (keel_snapshot_txid(snap) == txid)
-			continue;
-		txid = keel_snapshot_txid(snap);
-		rc = keel_iter_open(snap, NULL, 0, NULL, 0, &it);
-		while (rc == KEEL_OK &&
-		       (rc = keel_iter_next(it, &key, &klen, &v)) == KEEL_OK)
-			if (value_key_parse(key, klen, &k) == 0 &&
-			    k < p->opt->keys &&
-			    reader_report(p, fd, last, k, &v) < 0)
+		/* a compaction may be renaming the file: try again a while */
+		for (int i = 0; keel_open(p->path, &ko, &db) != KEEL_OK; i++) {
+			if (i >= 100)
 				_exit(0);
-		if (it)
-			keel_iter_close(it);
-		if (rc != KEEL_ENOTFOUND) {
-			proto_rec rec;
-			memset(&rec, 0, sizeof(rec));
-			rec.kind = PROTO_SEEN;
-			rec.rc = rc;
-			(void)proto_send(fd, &rec);
-			_exit(0);
+			nanosleep(&pause, NULL);
 		}
+		if (keel_snapshot_open(db, &snap) != KEEL_OK)
+			_exit(0);
+		for (int pass = 0; pass < READER_PASSES;
+		     pass++, nanosleep(&pause, NULL)) {
+			keel_iter *it = NULL;
+			const void *key;
+			size_t klen;
+			keel_view v;
+			uint32_t k;
+			int rc;
+
+			if (pass > 0 && keel_snapshot_refresh(&snap) != KEEL_OK)
+				_exit(0);
+			if (pass > 0 && keel_snapshot_txid(snap) == txid)
+				continue;
+			txid = keel_snapshot_txid(snap);
+			rc = keel_iter_open(snap, NULL, 0, NULL, 0, &it);
+			while (rc == KEEL_OK &&
+			       (rc = keel_iter_next(it, &key, &klen, &v)) == KEEL_OK)
+				if (value_key_parse(key, klen, &k) == 0 &&
+				    k < p->opt->keys &&
+				    reader_report(p, fd, last, k, &v) < 0)
+					_exit(0);
+			if (it)
+				keel_iter_close(it);
+			if (rc != KEEL_ENOTFOUND) {
+				proto_rec rec;
+				memset(&rec, 0, sizeof(rec));
+				rec.kind = PROTO_SEEN;
+				rec.rc = rc;
+				(void)proto_send(fd, &rec);
+				_exit(0);
+			}
+		}
+		keel_snapshot_close(snap);
+		keel_close(db);
 	}
 }
 
