@@ -172,7 +172,7 @@ $(B)/shim-tests/keel_kv: tests/targets/keel_kv.c $(B)/libkeel.a
 
 # The engine adapters: plain programs (no sanitizer: they run under the
 # shim), linked with their engine.
-$(B)/targets/%: targets/%.c targets/adapter.c targets/adapter.h \
+$(B)/targets/%: targets/%.c targets/adapter.c targets/adapter.h targets/lsm.h \
 		$(DEPS_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_CFLAGS) $(TARGET_CFLAGS_$*) -Itargets -o $@ $< \
