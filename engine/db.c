@@ -24,6 +24,7 @@
 
 #define OPEN_FLAGS (KEEL_RDONLY | KEEL_NOCREATE | KEEL_SALVAGE | KEEL_NOCOMPACT | \
                     KEEL_PREALLOC_FALLOCATE | KEEL_BATCH_THREADS |               \
+                    KEEL_RDONLY_UNSYNCED |                                       \
                     KEEL_UNSAFE_NO_SYNC |                                        \
                     KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC)
 _Static_assert((OPEN_FLAGS & RECOVERY_READ_DEVICE) == 0,
@@ -266,6 +267,8 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	*out = NULL;
 	if (!path || !*path || (o.flags & ~OPEN_FLAGS) || o.lock_timeout_ms < -1)
 		return KEEL_EINVAL;
+	if ((o.flags & KEEL_RDONLY_UNSYNCED) && !(o.flags & KEEL_RDONLY))
+		return KEEL_EINVAL; /* a writer's recovery takes them anyway */
 	pthread_once(&fiu_once, fiu_setup);
 	if (!(db = calloc(1, sizeof(*db))))
 		return KEEL_ENOMEM;
@@ -336,7 +339,7 @@ int keel_close(keel_db *db)
 	if (db->flags & KEEL_RDONLY)
 		marker_close_reader(db);
 	else
-		marker_remove(db); /* while the lock is still ours */
+		marker_remove(db, rc != KEEL_OK); /* while the lock is ours */
 	db->io->close(db->io->ctx, db->fd); /* also drops the writer lock */
 	pthread_mutex_destroy(&db->mu);
 	pthread_cond_destroy(&db->published_cv);

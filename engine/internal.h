@@ -344,8 +344,10 @@ uint64_t grow_size(uint64_t need, uint64_t step);
 int marker_create(keel_db *db);
 /* Writer: db->head (and db->file_id) just became durable.  Caller holds mu. */
 void marker_publish(keel_db *db);
-/* Writer, at close while it still holds the lock. */
-void marker_remove(keel_db *db);
+/* Writer, at close while it still holds the lock: unmaps the marker, and
+ * removes it unless KEEP (a failed writer: heads past it never became
+ * durable, and readers must stay at it). */
+void marker_remove(keel_db *db, int keep);
 /* Reader process: the newest txid it may accept in the data file FILE_ID,
  * open as FD; UINT64_MAX for no limit, 0 to stay where it is.  Caller holds
  * mu (or has the handle to itself, at open). */

@@ -118,6 +118,15 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
                                      so a server's thread keeps the CPU
                                      through its burst of submissions
                                      (Linux; best effort; docs/engine.md) */
+#define KEEL_RDONLY_UNSYNCED 0x40u /* with KEEL_RDONLY: ignore the writer's
+                                      durable marker and take every valid
+                                      head, as the next writer's recovery
+                                      will -- including commits a killed
+                                      writer wrote and never synced, which
+                                      a power cut can still take back.  For
+                                      checkers and tools that judge a store
+                                      after a crash (keel check, torture);
+                                      never for a reader beside a writer */
 
 /*
  * Deliberately unsafe modes.  They exist ONLY so the torture harness can prove

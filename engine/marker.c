@@ -14,9 +14,9 @@
  *                  rename over PATH.durable
  *     each publish (commit.c, compact.c; under mu): seq odd --> file_id,
  *                  txid, head_off --> seq even
- *     reader, when the file has grown: writer lock held? --> map the marker
- *                  (again, if the path names a new one) --> read it (seqlock)
- *                  --> accept heads up to its txid
+ *     reader, when the file has grown: map the marker (again, if the path
+ *                  names a new one) --> read it (seqlock) --> accept heads
+ *                  up to its txid; no marker: every head
  *
  * WHY OUTSIDE THE I/O SEAM.  The marker is memory shared between processes
  * of one machine, not storage: nothing about it is ever synced or recovered,
@@ -34,13 +34,20 @@
  *  (2) A writer that cannot keep a marker leaves none: it removes a stale
  *      one, or fails to open.  A stale marker trusted while this writer holds
  *      the lock would hide every later commit from reader processes.
- *  (3) A reader trusts the marker only while some process holds the writer
- *      lock; without a writer there is nothing in flight, and everything the
- *      file holds is as durable as it will get.  A marker that names another
- *      data file (a compaction replaced ours, or is replacing it) limits
- *      nothing: every head of a replaced file was synced before the switch,
- *      and a new file has only its synced first head until the writer
- *      publishes the marker for it, which it does before any commit.
+ *  (3) A reader honours the marker whether or not a writer holds the lock.
+ *      A writer that closes cleanly has synced every head it wrote and
+ *      removes its marker; a writer that was killed (or failed, keel_close)
+ *      leaves it, and the heads it wrote past it were never synced: with no
+ *      process left to sync them, a power cut can still take them, so a
+ *      reader stays at the marker until the next writer's open has synced
+ *      what recovery found and published a new one.  (Readers that trusted
+ *      the whole file once the lock was free were shown, in the window
+ *      between a writer's death and the cut, commits the cut took back.)
+ *      A marker that names another data file (a compaction replaced ours,
+ *      or is replacing it) limits nothing: every head of a replaced file
+ *      was synced before the switch, and a new file has only its synced
+ *      first head until the writer publishes the marker for it, which it
+ *      does before any commit.
  *  (4) When in doubt (the marker cannot be mapped, or never reads stable), a
  *      reader stays where it is: it may fall behind, never ahead.
  */
@@ -132,13 +139,15 @@ int marker_create(keel_db *db)
 	return keel_err_from_errno(e);
 }
 
-void marker_remove(keel_db *db)
+void marker_remove(keel_db *db, int keep)
 {
 	if (!db->marker)
 		return;
 	/* Before the lock goes with the data file's descriptor: no later
-	 * writer's marker can be the one removed. */
-	(void)unlink(db->marker_path);
+	 * writer's marker can be the one removed.  A failed writer keeps it:
+	 * past it may lie heads that never became durable (3). */
+	if (!keep)
+		(void)unlink(db->marker_path);
 	munmap((void *)db->marker, KEEL_MARKER_SIZE);
 	db->marker = NULL;
 }
@@ -192,14 +201,11 @@ static int reader_map(keel_db *db)
 
 uint64_t marker_limit(keel_db *db, int fd, uint64_t file_id)
 {
-	int w = writer_present(fd);
-	if (w == 0)
-		return UINT64_MAX; /* (3): no writer, nothing in flight */
-	if (w < 0)
-		return 0; /* (4) */
+	if (db->flags & KEEL_RDONLY_UNSYNCED)
+		return UINT64_MAX; /* a checker's choice (keel.h) */
 	int mapped = reader_map(db);
-	if (mapped == 0)
-		return UINT64_MAX; /* a writer that keeps no marker (2) */
+	if (mapped == 0) /* a writer that closed cleanly, or keeps none (2) */
+		return UINT64_MAX;
 	if (mapped < 0)
 		return 0; /* (4) */
 	_Atomic uint64_t *m = db->marker;
@@ -218,7 +224,11 @@ uint64_t marker_limit(keel_db *db, int fd, uint64_t file_id)
 			if (atomic_load_explicit(&m[W_SEQ], memory_order_relaxed) == s1)
 				return fid == file_id ? txid : UINT64_MAX; /* (3) */
 		}
-		sched_yield(); /* the writer is between its two stores */
+		/* The writer is between its two stores -- or died there, and
+		 * the fields may be half old, half new: (4). */
+		if (writer_present(fd) == 0)
+			return 0;
+		sched_yield();
 	}
 	return 0; /* (4) */
 }

@@ -518,7 +518,10 @@ static int cmd_check(int argc, char **argv)
 	int rc = parse_args("check", argc, argv, 1, 1, 0, 0, &a);
 	if (rc)
 		return rc;
-	if ((rc = open_db(a.pos[0], KEEL_RDONLY, false, &db)))
+	/* every valid head, as the next writer's recovery takes them: also
+	 * those a killed writer left past its durable marker */
+	if ((rc = open_db(a.pos[0], KEEL_RDONLY | KEEL_RDONLY_UNSYNCED, false,
+	                  &db)))
 		return rc;
 	keel_recovery_info(db, &r);
 	if (r.status == KEEL_RECOVERY_TRUNCATED)
@@ -682,11 +685,13 @@ static int cmd_salvage(int argc, char **argv)
 		        "copy\n", a.pos[1]);
 		return EXIT_USAGE;
 	}
-	if ((rc = open_db(a.pos[0], KEEL_RDONLY | KEEL_SALVAGE, false, &safe)))
+	if ((rc = open_db(a.pos[0], KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
+	                  KEEL_SALVAGE, false, &safe)))
 		return rc;
 	keel_recovery_info(safe, &r);
 	if (r.status == KEEL_RECOVERY_CORRUPT) {
-		keel_options o = {.flags = KEEL_RDONLY | KEEL_NOCREATE | KEEL_SALVAGE |
+		keel_options o = {.flags = KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
+		                           KEEL_NOCREATE | KEEL_SALVAGE |
 		                           KEEL_UNSAFE_TRUST_HEAD};
 		if (keel_open(a.pos[0], &o, &beyond) == KEEL_OK) {
 			keel_recovery_info(beyond, &rb);

@@ -71,7 +71,8 @@ static uint64_t head_region(int fd, uint64_t off)
  */
 static uint64_t region_start(const char *path)
 {
-	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
+	                   KEEL_NOCREATE};
 	keel_recovery rec;
 	keel_db *db;
 	uint64_t start = 0;

@@ -337,8 +337,11 @@ static void check_says(void *arg, uint64_t offset, const char *what)
 static int verify_open(const torture_options *o, const char *path,
                        keel_db **db)
 {
-	/* trust-head is a recovery bug: the open that verifies must have it */
-	keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE |
+	/* trust-head is a recovery bug: the open that verifies must have it.
+	 * The verify sees what the next writer's recovery will take: past a
+	 * killed writer's durable marker too. */
+	keel_options ko = {.flags = KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
+	                   KEEL_NOCREATE |
 	                   (o->engine_flags & KEEL_UNSAFE_TRUST_HEAD)};
 	return keel_open(path, &ko, db);
 }
