@@ -41,6 +41,7 @@ struct faultsim_faults {
 	uint64_t calls[FAULTSIM_OP_COUNT]; /* per operation                 */
 	uint64_t steps;                    /* state-changing calls          */
 	uint64_t kill_after;               /* 0 = never                     */
+	int crash_on_failed_sync;          /* SIGKILL after a failed sync   */
 };
 
 static const char *const op_names[FAULTSIM_OP_COUNT] = {
@@ -299,6 +300,17 @@ void faultsim_faults_kill_after(faultsim_faults *f, uint64_t n)
 {
 	if (f)
 		f->kill_after = n;
+}
+
+void faultsim_faults_crash_on_failed_sync(faultsim_faults *f, int on)
+{
+	if (f)
+		f->crash_on_failed_sync = on != 0;
+}
+
+int faultsim_faults_crashes_on_failed_sync(const faultsim_faults *f)
+{
+	return f && f->crash_on_failed_sync;
 }
 
 uint64_t faultsim_faults_steps(const faultsim_faults *f)

@@ -462,6 +462,18 @@ void faultsim_faults_reset_counts(faultsim_faults *f);
  */
 void faultsim_faults_kill_after(faultsim_faults *f, uint64_t n);
 uint64_t faultsim_faults_steps(const faultsim_faults *f);
+/*
+ * A program that crashes at a failed sync, as PostgreSQL does since 2018
+ * ("fsyncgate"): with faultsim_faults_crash_on_failed_sync(f, 1) the
+ * process SIGKILLs itself right after a file sync (fdatasync, fsync)
+ * through a faultsim_io fails, once the simulator has recorded what the
+ * failure did to the cache under the profile -- before the program can do
+ * anything about it.  Its restart then meets the page cache as Linux
+ * leaves it: under ext4 and xfs the pages the failure lost are clean and
+ * still read back, though they never reached the device.
+ */
+void faultsim_faults_crash_on_failed_sync(faultsim_faults *f, int on);
+int faultsim_faults_crashes_on_failed_sync(const faultsim_faults *f);
 void faultsim_faults_step(faultsim_faults *f);
 
 const char *faultsim_op_name(faultsim_op op);

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <fiu.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,7 +214,10 @@ static int sync_common(faultsim_io *fio, int fd, faultsim_op op)
 	int pending = file >= 0 ? __atomic_exchange_n(&fio->fd_err[fd], 0,
 	                                               __ATOMIC_ACQ_REL)
 	                        : 0;
-	return rc < 0 ? rc : pending;
+	rc = rc < 0 ? rc : pending;
+	if (rc < 0 && faultsim_faults_crashes_on_failed_sync(fio->faults))
+		kill(getpid(), SIGKILL); /* the program's crash, not the cut */
+	return rc;
 }
 
 static int fs_fdatasync(void *ctx, int fd)

@@ -136,6 +136,14 @@ passes_long mixed-fail 3 faults_fired=1 -- --mixed 50 \
 passes_long early 4 early_kills=5 power_cuts=5 -- --early-kills 30 \
 	--mixed 50 --compact-every 20ms --seed 26
 
+# ---- --crash-on-failed-sync: a writer that dies at its failed sync ----------
+# Its restart meets the pages the failure lost, clean and still readable
+# (--cache-lives): a recovery that trusts the page cache takes them up and
+# loses what it acknowledges after (mutant 03, caught within 0.2 s); the
+# engine's device-reading open cuts them.
+passes_long crash-sync 3 sync_crashes=3 -- --fail fdatasync:EIO:p=0.3 \
+	--cache-lives --crash-on-failed-sync --seed 27
+
 # ---- --readers: what a reader process was shown may never be rolled back ----
 passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
 	--mixed 50 --seed 24
@@ -210,6 +218,12 @@ bad_input "zero readers" "--readers 0: want a whole number from 1 to 16" \
 	--readers 0
 bad_input "mixed over 100" "--mixed 101: want a whole percentage" \
 	--mixed 101
+bad_input "crash at a failed sync without a sync fault" \
+	"--crash-on-failed-sync needs a --fail spec on fdatasync or fsync" \
+	--crash-on-failed-sync --fail pwrite:EIO
+bad_input "crash at a failed sync with enumerate" \
+	"--crash-on-failed-sync drives keel's embedded writer" \
+	--crash-on-failed-sync --fail fdatasync:EIO --enumerate
 bad_input "early kills over 100" "--early-kills 101: want a whole percentage" \
 	--early-kills 101
 bad_input "early kills with enumerate" "--early-kills drives keel's embedded writer" \

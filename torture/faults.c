@@ -71,6 +71,7 @@ static int arm(torture_faults *f, uint64_t cycle)
 			        "docs/faults.md)\n", o->fail[i], err);
 			return -1;
 		}
+	faultsim_faults_crash_on_failed_sync(f->faults, o->crash_on_failed_sync);
 	io.cache = f->cache;
 	io.faults = f->faults;
 	io.profile = (faultsim_profile)o->profile;

@@ -322,6 +322,15 @@ static int f_readers(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_crash_on_failed_sync(torture_options *o, const char *f,
+                                  const char *a)
+{
+	(void)f;
+	(void)a;
+	o->crash_on_failed_sync = 1;
+	return 0;
+}
+
 static int f_snapshots(torture_options *o, const char *f, const char *a)
 {
 	(void)f;
@@ -460,6 +469,11 @@ static const flag_def flags[] = {
 	{"--fsync-profile", "FS", f_fsync_profile,
 	 "what a failed sync does to the cache: ext4 (default),\n"
 	 "                        xfs, btrfs"},
+	{"--crash-on-failed-sync", NULL, f_crash_on_failed_sync,
+	 "with --fail on fdatasync or fsync: a writer whose sync\n"
+	 "                        fails SIGKILLs itself at once (a program that\n"
+	 "                        crashes at a failed fsync); with --cache-lives\n"
+	 "                        the next one meets the pages it lost"},
 	{"--mixed", "PCT", f_mixed,
 	 "PCT % of kills (drawn from the seed) are also power cuts;\n"
 	 "                        the others leave the page cache alive, dirty\n"
@@ -605,6 +619,19 @@ static int check_faults(torture_options *o)
 		return refuse("--readers, --snapshots, --mixed, --bit-rot and "
 		              "--early-kills drive keel's embedded writer: not "
 		              "with --target exec");
+	if (o->crash_on_failed_sync) {
+		int syncs = 0;
+		for (unsigned i = 0; i < o->nfail; i++)
+			syncs |= !strncmp(o->fail[i], "fdatasync:", 10) ||
+			         !strncmp(o->fail[i], "fsync:", 6);
+		if (!syncs)
+			return refuse("--crash-on-failed-sync needs a --fail spec "
+			              "on fdatasync or fsync");
+		if (o->target_http || o->target_exec || o->enumerate)
+			return refuse("--crash-on-failed-sync drives keel's "
+			              "embedded writer: not with --target or "
+			              "--enumerate");
+	}
 	if (o->early_pct && (o->target_http || o->enumerate))
 		return refuse("--early-kills drives keel's embedded writer: not "
 		              "with --target http or --enumerate");
@@ -743,6 +770,8 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 		n = append(buf, n, cap, " --mixed %u", o->cut_pct);
 	if (o->cache_lives)
 		n = append(buf, n, cap, " --cache-lives");
+	if (o->crash_on_failed_sync)
+		n = append(buf, n, cap, " --crash-on-failed-sync");
 	if (o->enumerate)
 		n = append(buf, n, cap, " --enumerate");
 	if (o->power_loss || o->enumerate || o->mixed)

@@ -108,6 +108,9 @@ static void summary_faults(const report *r, const torture_options *o,
 		fprintf(out, "  early kills            %" PRIu64 " of %" PRIu64
 		        " writers died right after their open (--early-kills "
 		        "%u)\n", r->early_kills, r->cycles, o->early_pct);
+	if (o->crash_on_failed_sync)
+		fprintf(out, "  crashes at a failed sync %" PRIu64 " of %" PRIu64
+		        " writers\n", r->sync_crashes, r->cycles);
 	if (o->readers)
 		fprintf(out, "  readers                %u processes; %" PRIu64
 		        " values they were shown, checked against recovery\n",
@@ -117,8 +120,9 @@ static void summary_faults(const report *r, const torture_options *o,
 		        "unchanged across snapshot refreshes\n", r->view_checks);
 	if (o->bit_rot)
 		fprintf(out, "  bit rot                %" PRIu64 " damaged copies "
-		        "read, %" PRIu64 " answered with an error, none with "
-		        "wrong bytes\n", r->rot_checks, r->rot_errors);
+		        "read (%" PRIu64 " in a hinted commit), %" PRIu64
+		        " answered with an error\n", r->rot_checks,
+		        r->rot_hinted, r->rot_errors);
 	if (o->nfail)
 		fprintf(out, "  faults injected        %" PRIu64 " (commits that "
 		        "reported one %" PRIu64 ", writer opens %" PRIu64 ")\n",
@@ -206,14 +210,17 @@ static void json_faults(FILE *f, const report *r, const torture_options *o)
 	        "  \"compact_every_ms\": %.3f,\n  \"compact_kills\": %" PRIu64
 	        ",\n  \"device_views\": %" PRIu64 ",\n  \"cuts_deferred\": %"
 	        PRIu64 ",\n  \"reader_seen\": %" PRIu64 ",\n  \"rot_checks\": %"
-	        PRIu64 ",\n  \"rot_errors\": %" PRIu64 ",\n  \"view_checks\": %"
-	        PRIu64 ",\n  \"early_kills\": %" PRIu64 ",\n", o->power_loss ? "true" : "false",
+	        PRIu64 ",\n  \"rot_errors\": %" PRIu64 ",\n  \"rot_hinted\": %" PRIu64
+	        ",\n  \"view_checks\": %"
+	        PRIu64 ",\n  \"early_kills\": %" PRIu64 ",\n  \"sync_crashes\": %"
+	        PRIu64 ",\n", o->power_loss ? "true" : "false",
 	        o->enumerate ? "true" : "false", o->nfail, r->power_cuts,
 	        o->enumerate ? r->cycles : 0, r->enum_steps, r->faults_fired,
 	        r->failed_commits, r->failed_opens, o->compact_every_ns / 1e6,
 	        r->compact_kills, r->device_views, r->cuts_deferred,
-	        r->reader_seen, r->rot_checks, r->rot_errors, r->view_checks,
-	        r->early_kills);
+	        r->reader_seen, r->rot_checks, r->rot_errors, r->rot_hinted,
+	        r->view_checks,
+	        r->early_kills, r->sync_crashes);
 }
 
 int report_json(report *r, const torture_options *o, const char *path)

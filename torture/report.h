@@ -43,7 +43,11 @@ typedef struct report {
 	uint64_t early_kills;   /* --early-kills: writers that died right
 	                           after a successful open                 */
 	uint64_t rot_checks;    /* --bit-rot: damaged copies read          */
+	uint64_t sync_crashes;  /* --crash-on-failed-sync: writers that died
+	                           at a failed sync                       */
 	uint64_t rot_errors;    /* those that answered with an error       */
+	uint64_t rot_hinted;    /* those damaged in a hinted commit's region,
+	                           which the open must refuse             */
 	uint64_t view_checks;   /* --snapshots: held views checked         */
 	uint64_t device_views;  /* verifies of a copy holding the device's
 	                           bytes (a failed sync's pages still cached) */

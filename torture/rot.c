@@ -62,28 +62,41 @@ static uint64_t head_region(int fd, uint64_t off)
 }
 
 /*
- * Where the damage may go in PATH: below the newest commit's region (bytes
- * synced before it), and below the region of the newest hinted head when
- * there is one -- recovery walks and checks every region from that head
- * on, so damage there only ever makes the open refuse; below it, only the
- * reads' own checks stand between the damage and the reader.  0 when
- * unknown.
+ * Where the damage may go in PATH.  Two zones, both synced bytes before the
+ * newest commit's region (its own bytes may be a torn tail, which recovery
+ * may cut):
+ *  - BELOW: below the region of the newest hinted head when there is one,
+ *    else below the newest commit's region.  Recovery does not read there;
+ *    only the reads' own checks stand between the damage and the reader, so
+ *    reads must fail or be right.
+ *  - HINTED: the hinted commit's region and head, when a later commit
+ *    follows it.  Recovery starts from that hint and checks its region, so
+ *    damage there must make the open refuse the store (KEEL_ECORRUPT): from
+ *    any other starting point the walk crosses that region, finds its
+ *    chained CRC broken, and a valid head beyond it.  Empty (from == to)
+ *    when there is no such hint.
+ * Both 0 when unknown.
  */
-static uint64_t region_start(const char *path)
+typedef struct rot_zones {
+	uint64_t below_end;
+	uint64_t hinted_from, hinted_to;
+} rot_zones;
+
+static void find_zones(const char *path, rot_zones *z)
 {
 	keel_options ko = {.flags = KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
 	                   KEEL_NOCREATE};
 	keel_recovery rec;
 	keel_db *db;
-	uint64_t start = 0;
 	int fd;
 
+	memset(z, 0, sizeof(*z));
 	if (keel_open(path, &ko, &db) != KEEL_OK)
-		return 0;
+		return;
 	if (keel_recovery_info(db, &rec) == KEEL_OK &&
 	    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		keel_hint best = {0, 0}, hint;
-		start = head_region(fd, rec.head_offset);
+		uint64_t start = head_region(fd, rec.head_offset);
 		for (unsigned slot = 0; slot < 2; slot++) {
 			uint8_t hb[KEEL_HINT_SIZE];
 			if (pread(fd, hb, sizeof(hb), (off_t)KEEL_HINT_OFF(slot)) ==
@@ -93,12 +106,16 @@ static uint64_t region_start(const char *path)
 				best = hint;
 		}
 		uint64_t below = best.txid ? head_region(fd, best.head_off) : 0;
-		if (below > KEEL_DATA_START && below < start)
-			start = below;
+		z->below_end = below > KEEL_DATA_START && below < start ? below
+		                                                        : start;
+		if (best.txid && best.txid < rec.txid && below > KEEL_DATA_START &&
+		    best.head_off > below) {
+			z->hinted_from = below;
+			z->hinted_to = best.head_off + KEEL_HEAD_SIZE;
+		}
 		close(fd);
 	}
 	keel_close(db);
-	return start;
 }
 
 static int flip(const char *path, uint64_t off, unsigned bit)
@@ -191,10 +208,14 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
               report *r)
 {
 	char copy[4200];
-	uint64_t end = region_start(path), off;
-	int bad = 0;
+	rot_zones z;
+	uint64_t off;
+	int bad = 0, hinted;
 
-	if (end <= KEEL_DATA_START)
+	find_zones(path, &z);
+	/* every other check, when there is one, goes to the hinted zone */
+	hinted = z.hinted_to > z.hinted_from && (mix(seed ^ 2) & 1);
+	if (!hinted && z.below_end <= KEEL_DATA_START)
 		return 0; /* nothing synced before the newest region yet */
 	snprintf(copy, sizeof(copy), "%s.rot", path);
 	if (copy_file(path, copy) < 0) {
@@ -203,7 +224,9 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 		(void)unlink(copy);
 		return -1;
 	}
-	off = KEEL_DATA_START + mix(seed) % (end - KEEL_DATA_START);
+	off = hinted ? z.hinted_from + mix(seed) % (z.hinted_to - z.hinted_from)
+	             : KEEL_DATA_START + mix(seed) % (z.below_end -
+	                                              KEEL_DATA_START);
 	if (flip(copy, off, (unsigned)(mix(seed ^ 1) % 8)) < 0) {
 		fprintf(stderr, "torture: --bit-rot: cannot damage %s: %s\n",
 		        copy, strerror(errno));
@@ -211,7 +234,27 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 		return -1;
 	}
 	r->rot_checks++;
-	r->rot_errors += (uint64_t)read_copy(copy, off, model, r, &bad);
+	if (hinted) {
+		keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+		keel_db *db = NULL;
+		int rc = keel_open(copy, &ko, &db);
+		r->rot_hinted++;
+		r->rot_errors += rc != KEEL_OK;
+		if (rc == KEEL_OK) {
+			char what[300];
+			snprintf(what, sizeof(what), "bit rot at offset %" PRIu64
+			         ", in the region of the commit a hint names "
+			         "(%" PRIu64 "-%" PRIu64 "), which recovery "
+			         "checks: the open must refuse the store, and "
+			         "it opened", off, z.hinted_from, z.hinted_to);
+			r->structure++;
+			report_violation(r, "structure", what);
+			bad = 1;
+			keel_close(db);
+		}
+	} else {
+		r->rot_errors += (uint64_t)read_copy(copy, off, model, r, &bad);
+	}
 	if (!bad)
 		(void)unlink(copy);
 	return bad;

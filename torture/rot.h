@@ -4,7 +4,10 @@
  * (what rots on a disk while nobody writes it), open the copy read-only
  * and read everything.  Every read must either fail (open, iteration or
  * check reports an error) or return exactly the state just verified:
- * never wrong bytes, never a key silently missing.
+ * never wrong bytes, never a key silently missing.  Every other check,
+ * when a hint names a commit that a later one follows, flips a bit in that
+ * commit's region instead: recovery starts there and checks it, so the
+ * open must refuse the copy.
  */
 #ifndef TORTURE_ROT_H
 #define TORTURE_ROT_H

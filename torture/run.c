@@ -214,11 +214,14 @@ static void judge_end(cycle *c, int status, int eof)
 {
 	int sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 
-	if (sigkill && (!eof || c->opt->enumerate || c->early)) {
-		/* ours, or its own at the --enumerate step or after its
-		 * open (--early-kills) */
+	if (sigkill && (!eof || c->opt->enumerate || c->early ||
+	                c->opt->crash_on_failed_sync)) {
+		/* ours, or its own at the --enumerate step, after its open
+		 * (--early-kills) or at a failed sync */
 		c->r->kills++;
 		c->r->early_kills += c->early && c->opened;
+		c->r->sync_crashes += eof && c->opt->crash_on_failed_sync &&
+		                      !c->opt->enumerate && !c->early;
 		return;
 	}
 	if (c->opt->enumerate && WIFEXITED(status) && !WEXITSTATUS(status))

@@ -34,7 +34,9 @@ TORTURE_SET='--mixed 50 --compact-every 20ms --readers 2
 --enumerate --device payload
 --mixed 30 --fail fdatasync:EIO:p=0.05 --device garbage
 --readers 2 --snapshots --compact-every 20ms --bit-rot
---early-kills 30 --mixed 50 --compact-every 20ms'
+--early-kills 30 --mixed 50 --compact-every 20ms
+--fail fdatasync:EIO:p=0.3 --cache-lives --crash-on-failed-sync
+--bit-rot --readers 1 --kill-every 300ms --jitter 90 --compact-every 200ms'
 
 n=0 stale=0 broken=0 k_test=0 k_tort=0 k_any=0 counted=0
 survivors=""
