@@ -44,7 +44,9 @@
  *   KEEL_EBUSY).  Any number of reader processes open with KEEL_RDONLY and see
  *   new commits without reopening -- only those whose sync has returned: the
  *   writer keeps PATH.durable, a small shared file naming its newest durable
- *   commit, and removes it at close (docs/engine.md, "Concurrency").
+ *   commit, and removes it at a clean close.  A killed (or failed) writer's
+ *   marker stays, and readers stay at it until the next writer's open has
+ *   synced what that writer left (docs/engine.md, "Concurrency").
  *
  * ERRORS
  *   Every function returns 0 (KEEL_OK) or a negative keel_err.  errno values
@@ -168,8 +170,8 @@ typedef struct keel_options {
  * newest head whose region checks out, and cuts a torn tail after it.  Reads
  * on open are bounded whatever the file's size.  A writer then syncs what
  * it found (one fdatasync) and makes PATH.durable; a KEEL_RDONLY handle in
- * another process stops at the commit that file names while a writer is
- * open.
+ * another process stops at the commit that file names (unless
+ * KEEL_RDONLY_UNSYNCED).
  * PATH is resolved once, here (symbolic links followed, as realpath; a
  * dangling link is created where it points): compaction replaces the file
  * it named then, and PATH.durable and temporary files lie beside that file.
