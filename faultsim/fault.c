@@ -56,6 +56,7 @@ static const struct {
 	{ "EIO", -EIO },       { "ENOSPC", -ENOSPC }, { "EDQUOT", -EDQUOT },
 	{ "EROFS", -EROFS },   { "EFBIG", -EFBIG },   { "ENOMEM", -ENOMEM },
 	{ "EACCES", -EACCES }, { "EAGAIN", -EAGAIN }, { "short", FAULTSIM_SHORT },
+	{ "crash", FAULTSIM_CRASH },
 };
 
 const char *faultsim_op_name(faultsim_op op)
@@ -225,8 +226,14 @@ int faultsim_faults_add(faultsim_faults *f, const char *text, char *err,
 	size_t elen = c2 ? (size_t)(c2 - c1 - 1) : strlen(c1 + 1);
 	if (parse_err(c1 + 1, elen, &sp.err) < 0)
 		return bad(err, errlen, "unknown error '%.*s' in '%s' (want EIO, "
-		           "ENOSPC, EDQUOT, EROFS, EFBIG, ENOMEM, EACCES, EAGAIN "
-		           "or short)", (int)elen, c1 + 1, text);
+		           "ENOSPC, EDQUOT, EROFS, EFBIG, ENOMEM, EACCES, EAGAIN, "
+		           "short or crash)", (int)elen, c1 + 1, text);
+	if (sp.err == FAULTSIM_CRASH &&
+	    (sp.ops & (1u << FAULTSIM_OP_PREAD | 1u << FAULTSIM_OP_FSTAT |
+	               1u << FAULTSIM_OP_MMAP | 1u << FAULTSIM_OP_LOCK)))
+		return bad(err, errlen, "'crash' applies to calls that change "
+		           "state (open, pwrite, fdatasync, fsync, ftruncate, "
+		           "fallocate, rename, unlink, fsync_dir), not '%s'", text);
 	if (sp.err == FAULTSIM_SHORT &&
 	    (sp.ops & ~(1u << FAULTSIM_OP_PREAD | 1u << FAULTSIM_OP_PWRITE)))
 		return bad(err, errlen, "'short' applies to pread and pwrite "

@@ -404,6 +404,8 @@ typedef enum faultsim_op {
 
 #define FAULTSIM_MAX_SPECS 16
 #define FAULTSIM_SHORT 1000000 /* "errno" meaning: a short transfer (half) */
+#define FAULTSIM_CRASH 1000001 /* "errno" meaning: the call is made, then the
+                                  process SIGKILLs itself                */
 
 typedef struct faultsim_faults faultsim_faults;
 
@@ -425,7 +427,13 @@ void faultsim_faults_reseed(faultsim_faults *f, uint64_t seed);
  *   OP       open pread pwrite fdatasync fsync ftruncate fallocate fstat
  *            rename unlink fsync_dir mmap lock   ("sync" = fdatasync+fsync)
  *   ERROR    EIO ENOSPC EDQUOT EROFS EFBIG ENOMEM EACCES EAGAIN, or "short"
- *            (pread/pwrite only: half the bytes are transferred)
+ *            (pread/pwrite only: half the bytes are transferred), or
+ *            "crash" (state-changing calls only -- open pwrite fdatasync
+ *            fsync ftruncate fallocate rename unlink fsync_dir: the call is
+ *            made, then the process SIGKILLs itself, a crash exactly
+ *            between two steps, e.g. rename:crash:p=0.5 lands between a
+ *            rename and the directory sync that would make it durable;
+ *            through a faultsim_io only, not the shim)
  *   TRIGGER  p=PROB    each call fails with probability PROB (0 < PROB <= 1)
  *            nth=N     exactly the Nth call fails (N >= 1), once
  *            from=N    the Nth call and every later one fail

@@ -50,6 +50,10 @@ static const char *const fiu_names[FAULTSIM_OP_COUNT] = {
 
 /* The fault for OP, if any: a negative errno, FAULTSIM_SHORT, or 0.  The
  * libfiu point comes first so fiu-ctrl can override the specs. */
+/* A spec's "crash" fired in this thread: the call goes ahead, and the
+ * process dies as it returns (crash_point). */
+static __thread int crash_due;
+
 static int inject(faultsim_io *fio, faultsim_op op)
 {
 	int e = 0;
@@ -58,6 +62,10 @@ static int inject(faultsim_io *fio, faultsim_op op)
 		e = info == -1 ? FAULTSIM_SHORT : info > 0 ? -(int)info : -EIO;
 	} else if (fio->faults) {
 		e = faultsim_faults_check(fio->faults, op);
+	}
+	if (e == FAULTSIM_CRASH) {
+		crash_due = 1;
+		return 0;
 	}
 	if (e == FAULTSIM_SHORT && op != FAULTSIM_OP_PREAD &&
 	    op != FAULTSIM_OP_PWRITE)
@@ -393,6 +401,78 @@ static int fs_lock(void *ctx, int fd, int exclusive, int wait_ms)
 	}
 }
 
+/* ---- crash points: a spec's "crash" kills the process as the call returns --- */
+
+static void crash_point(void)
+{
+	if (crash_due)
+		kill(getpid(), SIGKILL);
+}
+
+static int cr_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+	int rc = fs_open(ctx, path, flags, mode);
+	crash_point();
+	return rc;
+}
+
+static ssize_t cr_pwrite(void *ctx, int fd, const void *buf, size_t len,
+                         uint64_t off)
+{
+	ssize_t rc = fs_pwrite(ctx, fd, buf, len, off);
+	crash_point();
+	return rc;
+}
+
+static int cr_fdatasync(void *ctx, int fd)
+{
+	int rc = fs_fdatasync(ctx, fd);
+	crash_point();
+	return rc;
+}
+
+static int cr_fsync(void *ctx, int fd)
+{
+	int rc = fs_fsync(ctx, fd);
+	crash_point();
+	return rc;
+}
+
+static int cr_ftruncate(void *ctx, int fd, uint64_t len)
+{
+	int rc = fs_ftruncate(ctx, fd, len);
+	crash_point();
+	return rc;
+}
+
+static int cr_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+	int rc = fs_fallocate(ctx, fd, off, len);
+	crash_point();
+	return rc;
+}
+
+static int cr_rename(void *ctx, const char *from, const char *to)
+{
+	int rc = fs_rename(ctx, from, to);
+	crash_point();
+	return rc;
+}
+
+static int cr_unlink(void *ctx, const char *path)
+{
+	int rc = fs_unlink(ctx, path);
+	crash_point();
+	return rc;
+}
+
+static int cr_fsync_dir(void *ctx, const char *path)
+{
+	int rc = fs_fsync_dir(ctx, path);
+	crash_point();
+	return rc;
+}
+
 /* ---- the table ------------------------------------------------------------- */
 
 int faultsim_io_new(const faultsim_io_options *opt, faultsim_io **out)
@@ -409,18 +489,18 @@ int faultsim_io_new(const faultsim_io_options *opt, faultsim_io **out)
 	fio->profile = opt->profile;
 	fio->table = (keel_io){
 		.ctx = fio,
-		.open = fs_open,
+		.open = cr_open,
 		.close = fs_close,
 		.pread = fs_pread,
-		.pwrite = fs_pwrite,
-		.fdatasync = fs_fdatasync,
-		.fsync = fs_fsync,
-		.ftruncate = fs_ftruncate,
-		.fallocate = fs_fallocate,
+		.pwrite = cr_pwrite,
+		.fdatasync = cr_fdatasync,
+		.fsync = cr_fsync,
+		.ftruncate = cr_ftruncate,
+		.fallocate = cr_fallocate,
 		.fstat = fs_fstat,
-		.rename = fs_rename,
-		.unlink = fs_unlink,
-		.fsync_dir = fs_fsync_dir,
+		.rename = cr_rename,
+		.unlink = cr_unlink,
+		.fsync_dir = cr_fsync_dir,
 		.mmap = fs_mmap,
 		.munmap = fs_munmap,
 		.lock = fs_lock,

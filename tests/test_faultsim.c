@@ -664,7 +664,7 @@ static void test_spec_parser(void **state)
 	char err[160];
 	static const char *good[] = { "fdatasync:EIO", "pwrite:ENOSPC:p=0.5",
 		"pwrite:short:nth=3", "pread:EIO:from=2", "sync:eio:p=1",
-		"fsync_dir:EIO:nth=1", "pread:short" };
+		"fsync_dir:EIO:nth=1", "pread:short", "rename:crash:p=0.5" };
 	static const struct {
 		const char *spec, *says;
 	} badv[] = {
@@ -672,6 +672,8 @@ static void test_spec_parser(void **state)
 		{ "fdatasync", "lacks ':ERROR'" },
 		{ "fdatasync:EBOGUS", "unknown error 'EBOGUS'" },
 		{ "fsync:short", "'short' applies to pread and pwrite" },
+		{ "pread:crash", "'crash' applies to calls that change state" },
+		{ "lock:crash:nth=1", "'crash' applies to calls that change" },
 		{ "pwrite:EIO:p=1.5", "bad probability 'p=1.5'" },
 		{ "pwrite:EIO:p=0", "bad probability" },
 		{ "pwrite:EIO:p=x", "bad probability" },
@@ -691,7 +693,7 @@ static void test_spec_parser(void **state)
 		if (!strstr(err, badv[i].says))
 			fail_msg("'%s': got '%s'", badv[i].spec, err);
 	}
-	for (int i = 7; i < FAULTSIM_MAX_SPECS; i++)
+	for (int i = 8; i < FAULTSIM_MAX_SPECS; i++)
 		assert_int_equal(faultsim_faults_add(x->faults, "lock:EIO",
 		                                     NULL, 0), 0);
 	assert_int_equal(faultsim_faults_add(x->faults, "lock:EIO", err,
@@ -930,6 +932,50 @@ static void test_kill_after_nth_step(void **state)
 	faultsim_faults_kill_after(x->faults, 0);
 }
 
+/* "OP:crash": the call is made, then the process dies before the next one.
+ * A crash right after a rename, before the directory sync: the rename took
+ * place (the new name is there once the writer is dead), the next call was
+ * never made, and a power cut then undoes the rename. */
+static void test_crash_spec_kills_right_after_the_call(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char got[64];
+	char err[160], to[160];
+	int status;
+
+	snprintf(to, sizeof to, "%s/g", x->dir);
+	unlink(x->path);
+	unlink(to);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'a', 16, 0);
+	xsync(x, fd);
+	xsync_dir(x);
+	x->io->close(x->io->ctx, fd);
+	faultsim_faults_reset_counts(x->faults);
+	assert_int_equal(faultsim_faults_add(x->faults, "rename:crash:nth=1",
+	                                     err, sizeof err), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rc = x->io->rename(x->io->ctx, x->path, to);
+		x->io->fsync_dir(x->io->ctx, x->dir); /* never reached */
+		_exit(rc == 0 ? 0 : 3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(faultsim_faults_fired(x->faults, 0), 1);
+	assert_int_equal(faultsim_faults_calls(x->faults, FAULTSIM_OP_FSYNC_DIR), 0);
+	assert_int_equal(slurp(x, "g", got, sizeof got), 16); /* it moved */
+	assert_int_equal(slurp(x, "f", got, sizeof got), -1);
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 0, &rep);
+	assert_int_equal(slurp(x, "f", got, sizeof got), 16); /* undone */
+	assert_int_equal(slurp(x, "g", got, sizeof got), -1);
+	faultsim_faults_destroy(x->faults);
+	assert_int_equal(faultsim_faults_create(42, &x->faults), 0);
+	fx_profile(x, FAULTSIM_PROFILE_EXT4);
+}
+
 /* A full cache fails the call before it is made, and says so for good. */
 static void test_full_cache_fails_stop(void **state)
 {
@@ -1029,6 +1075,7 @@ int main(void)
 		T(test_failed_sync_reported_on_every_open_fd),
 		T(test_record_survives_sigkill),
 		T(test_kill_after_nth_step),
+		T(test_crash_spec_kills_right_after_the_call),
 		T(test_full_cache_fails_stop),
 		T(test_compaction_keeps_what_a_crash_needs),
 #undef T

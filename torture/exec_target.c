@@ -978,6 +978,10 @@ static int check_options(const torture_options *o)
 			                   "fdatasync, fsync, sync, ftruncate, "
 			                   "fallocate, rename, unlink and fsync_dir "
 			                   "only", o->fail[i]);
+		if (strstr(o->fail[i], ":crash"))
+			return setup_error("--fail %s: crash points need keel's "
+			                   "embedded writer; the shim has none",
+			                   o->fail[i]);
 	}
 	return 0;
 }

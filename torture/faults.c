@@ -172,7 +172,7 @@ int faults_after_writer(torture_faults *f, uint64_t cycle, int opened,
 		if (power_cut(f, cycle, r) < 0)
 			return -1;
 		f->dirty_left = 0;
-	} else if (f->opt->mixed && !f->opt->nfail) {
+	} else if (f->opt->mixed && f->opt->nfail == f->opt->crash_specs) {
 		if (faultsim_cache_overflowed(f->cache)) {
 			fprintf(stderr, "torture: the fault simulator's cache "
 			        "filled up (raise FAULTSIM_CACHE_DEFAULT)\n");

@@ -266,6 +266,7 @@ static int f_fail(torture_options *o, const char *f, const char *a)
 	if (o->nfail >= TORTURE_FAIL_MAX)
 		return bad(f, a, "too many --fail specs (at most 16)");
 	o->fail[o->nfail++] = a;
+	o->crash_specs += strcasestr(a, ":crash") != NULL;
 	return 0;
 }
 

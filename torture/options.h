@@ -64,6 +64,9 @@ typedef struct torture_options {
 	unsigned cut_pct;        /* --mixed: percent of kills that also cut
 	                            the power (the rest leave the cache)    */
 	int bit_rot;             /* --bit-rot: damage a copy's synced bytes  */
+	unsigned crash_specs;    /* --fail OP:crash... specs (of nfail): writers
+	                            kill themselves at crash points; they
+	                            inject no error                        */
 	int crash_on_failed_sync;/* --crash-on-failed-sync: a writer dies at
 	                            its first failed sync (faultsim.h)      */
 	uint32_t readers;        /* --readers N: KEEL_RDONLY reader processes */

@@ -215,9 +215,10 @@ static void judge_end(cycle *c, int status, int eof)
 	int sigkill = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 
 	if (sigkill && (!eof || c->opt->enumerate || c->early ||
-	                c->opt->crash_on_failed_sync)) {
+	                c->opt->crash_on_failed_sync || c->opt->crash_specs)) {
 		/* ours, or its own at the --enumerate step, after its open
-		 * (--early-kills) or at a failed sync */
+		 * (--early-kills), at a failed sync or at a crash point
+		 * (--fail OP:crash) */
 		c->r->kills++;
 		c->r->early_kills += c->early && c->opened;
 		c->r->sync_crashes += eof && c->opt->crash_on_failed_sync &&
