@@ -144,13 +144,15 @@ passes_long early 4 early_kills=5 power_cuts=5 -- --early-kills 30 \
 passes_long crash-sync 3 sync_crashes=3 -- --fail fdatasync:EIO:p=0.3 \
 	--cache-lives --crash-on-failed-sync --seed 27
 
-# ---- crash points: a writer that dies between a rename and its dir sync -----
+# ---- crash points: a writer that dies right after a rename or a dir sync ----
 # With --mixed, the next writer must sync the directory at its open before it
-# acknowledges anything (an open that skipped it was caught within 5 s on
-# seeds 1-3 of this run, and only by chance without the crash points).
+# acknowledges anything, and a compaction must sync its new file before the
+# rename: an open that skipped the directory sync and a compaction that
+# renamed before its fsync were each caught within 9 s on seeds 1-3 of this
+# run, and only by chance without the crash points.
 passes_long crash-rename 3 faults_fired=2 power_cuts=3 -- --mixed 50 \
-	--compact-every 20ms --fail rename:crash:p=0.5 --kill-every 200ms \
-	--seed 28
+	--compact-every 20ms --fail rename:crash:p=0.3 \
+	--fail fsync_dir:crash:p=0.3 --kill-every 200ms --seed 28
 
 # ---- --readers: what a reader process was shown may never be rolled back ----
 passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
