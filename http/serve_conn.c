@@ -154,6 +154,7 @@ static void conn_close(struct serve_conn *c)
 	if (c->flags & CONN_DEAD)
 		return;
 	c->flags |= CONN_DEAD;
+	h2_free(c); /* its streams' answers and views go with it */
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
@@ -188,6 +189,14 @@ struct serve_out *serve_out_new(struct serve_conn *c)
 		return NULL;
 	}
 	memset(o, 0, offsetof(struct serve_out, head));
+	if (c->h2) {
+		/* HTTP/2: the answer belongs to the stream being handled */
+		if (h2_out_attach(c, o) < 0) {
+			free(o);
+			return NULL;
+		}
+		return o;
+	}
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -209,6 +218,22 @@ static ssize_t conn_writev(struct serve_conn *c, const struct iovec *iov,
 {
 	return c->ssl ? serve_tls_writev(c->ssl, iov, cnt)
 	              : writev(c->fd, iov, cnt);
+}
+
+ssize_t serve_conn_read(struct serve_conn *c, void *buf, size_t n)
+{
+	return conn_read(c, buf, n);
+}
+
+ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
+                          int cnt)
+{
+	return conn_writev(c, iov, cnt);
+}
+
+void serve_conn_close(struct serve_conn *c)
+{
+	conn_close(c);
 }
 
 /* Reads and throws away what a refused client still sends.  The raw
@@ -262,6 +287,17 @@ static void end_connection(struct serve_conn *c, int how)
 	start_linger(c);
 }
 
+void serve_conn_end(struct serve_conn *c, int how)
+{
+	if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+		end_connection(c, how);
+}
+
+void serve_conn_progress(struct serve_conn *c)
+{
+	touch(c);
+}
+
 /* Drops N written bytes from the front of the queue.  Returns the
  * close_after of an answer that ends the connection, once written. */
 static int out_advance(struct serve_conn *c, size_t n)
@@ -293,6 +329,11 @@ static int out_advance(struct serve_conn *c, size_t n)
 /* Writes every ready answer at the front of the queue, many per writev. */
 void serve_conn_flush(struct serve_conn *c)
 {
+	if (c->h2) {
+		if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+			h2_flush(c);
+		return;
+	}
 	while (!(c->flags & CONN_DEAD) && c->out && c->out->ready) {
 		struct iovec iov[SERVE_IOV_MAX];
 		struct serve_out *o;
@@ -340,6 +381,10 @@ void serve_conn_flush(struct serve_conn *c)
 
 static int input_blocked(struct serve_conn *c)
 {
+	if (c->h2) /* streams are independent: commits and answers in
+	              flight do not stop it, a full socket does */
+		return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
+		       h2_input_blocked(c);
 	return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
 	       c->inflight || c->nout >= SERVE_PIPELINE_MAX ||
 	       c->queued >= SERVE_QUEUED_MAX ||
@@ -636,6 +681,48 @@ static int conn_tls_ready(struct serve_conn *c)
 	return 0;
 }
 
+/*
+ * Decides the connection's protocol before its first request.  With TLS:
+ * ALPN's choice (h2 or http/1.1; none is HTTP/1.1).  Plain: a connection
+ * that opens with the HTTP/2 client preface is h2c (prior knowledge); the
+ * bytes are only peeked, nghttp2 reads the preface itself.  Returns 1
+ * when the protocol is known, 0 to wait for more bytes or after the
+ * connection was closed.
+ */
+static int conn_protocol(struct serve_conn *c)
+{
+	char buf[24];
+	const unsigned char *alpn = NULL;
+	unsigned int alen = 0;
+	ssize_t n;
+	int is_h2 = 0;
+
+	if (c->ssl) {
+		SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+		is_h2 = alen == 2 && memcmp(alpn, "h2", 2) == 0;
+	} else {
+		do
+			n = recv(c->fd, buf, sizeof buf, MSG_PEEK);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			conn_close(c);
+			return 0;
+		}
+		is_h2 = h2_preface(buf, (size_t)n);
+		if (is_h2 == 0)
+			return 0; /* part of the preface: its rest brings an edge */
+		is_h2 = is_h2 > 0;
+	}
+	c->flags |= CONN_PROTO_KNOWN;
+	if (is_h2 && h2_start(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
+	return 1;
+}
+
 /* Reads until EAGAIN, answering as it goes. */
 static void conn_input(struct serve_conn *c)
 {
@@ -653,6 +740,12 @@ static void conn_input(struct serve_conn *c)
 		}
 		if (!conn_tls_ready(c))
 			return;
+		if (!(c->flags & CONN_PROTO_KNOWN) && !conn_protocol(c))
+			return;
+		if (c->h2) {
+			h2_input(c);
+			return;
+		}
 		if (input_blocked(c)) {
 			c->flags |= CONN_RX_HELD;
 			return;
@@ -945,6 +1038,12 @@ static void shard_stop(struct serve_shard *sh)
 		for (l = sh->timers[t].next; l != &sh->timers[t]; l = next) {
 			struct serve_conn *c = conn_of(l);
 			next = l->next;
+			if (c->h2) {
+				/* GOAWAY, then its streams drain */
+				if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+					h2_stop(c);
+				continue;
+			}
 			c->flags |= CONN_CLOSING;
 			if (c->out == NULL && c->inflight == 0)
 				conn_close(c);
