@@ -60,6 +60,7 @@ struct h2_stream {
 	size_t charged;     /* of bcap, charged to --body-budget            */
 	struct serve_out *out; /* the answer; freed with the stream         */
 	size_t wire_off;    /* body bytes put into DATA frames              */
+	uint64_t dropped;   /* body bytes dropped after an early answer     */
 };
 
 struct h2_conn {
@@ -660,8 +661,19 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
 
 	(void)s;
 	(void)flags;
-	if (st == NULL || st->answered)
-		return 0; /* refused: dropped (flow control is still credited) */
+	if (st == NULL)
+		return 0;
+	if (st->answered) {
+		/* refused: the rest is dropped (flow control is still
+		 * credited), up to a bound, then the client is asked to stop
+		 * (RFC 9113 8.1; not at once: curl 7.88 takes RST_STREAM
+		 * NO_ERROR after an answer for a failure) */
+		st->dropped += len;
+		if (st->dropped > H2_DROP_MAX && st->dropped - len <= H2_DROP_MAX)
+			nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id,
+			                          NGHTTP2_NO_ERROR);
+		return 0;
+	}
 	if (st->blen + len > srv->cfg.max_body) {
 		stream_refuse(c, st, 413, NULL);
 		return 0;
@@ -711,24 +723,6 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 	return 0;
 }
 
-/* After the last frame of an answer that came before the whole request
- * (a refusal): ask the client to stop sending it (RFC 9113 8.1). */
-static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
-                         void *arg)
-{
-	struct h2_stream *st;
-
-	(void)arg;
-	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
-		return 0;
-	st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
-	if (st && !st->req_done)
-		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, st->id,
-		                          NGHTTP2_NO_ERROR);
-	return 0;
-}
-
 static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
                            void *arg)
 {
@@ -774,7 +768,6 @@ static void h2_setup(void)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
 	                                                          on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
-	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
 	                                                       on_stream_close);
 	nghttp2_option_set_max_continuations(opt, H2_MAX_CONTINUATIONS);

@@ -44,7 +44,9 @@
  *   H2_STREAM_WINDOW per stream, H2_CONN_WINDOW per connection.  A
  *   request body counts against --max-body (413) and --body-budget
  *   (503), as over HTTP/1.1.  A header list over H2_HEADER_LIST_MAX is
- *   answered 431; a header block that decodes to more than
+ *   answered 431.  The body of a request refused early (413, 401...)
+ *   is dropped as it comes, up to H2_DROP_MAX, then RST_STREAM(NO_ERROR)
+ *   asks the client to stop.  A header block that decodes to more than
  *   H2_HEADER_BOMB (an HPACK bomb) ends the connection with
  *   GOAWAY(ENHANCE_YOUR_CALM).  Frames that cost work without being
  *   requests (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA) draw on a
@@ -75,6 +77,8 @@
 #define H2_CALM_RATE 50             /* control frames a second after that   */
 #define H2_NOCOPY_MIN 4096          /* DATA from the mapping from this size  */
 #define H2_WBUF (32 * 1024)         /* a connection's output buffer         */
+#define H2_DROP_MAX (16u << 20)     /* body bytes dropped after a refusal
+                                       before RST_STREAM(NO_ERROR)          */
 
 struct serve_conn;
 struct serve_out;
