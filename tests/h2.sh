@@ -19,6 +19,7 @@ T=$(mktemp -d /tmp/keel-h2.XXXXXX)
 fails=0
 checks=0
 PIDS=""
+declare -A NAME_OF
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
 	rm -rf "$T"
@@ -40,6 +41,7 @@ start() {
 	"$SERVE" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
 	PID=$!
 	PIDS="$PIDS $PID"
+	NAME_OF[$PID]=$name
 	for i in $(seq 400); do
 		PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/$name.out")
 		[ -n "$PORT" ] && return 0
@@ -48,14 +50,17 @@ start() {
 	done
 	echo "server $name did not start:"; cat "$T/$name.err"; exit 1
 }
-# stop PID -- SIGTERM, then up to 20 s for it to exit; sets STATUS
+# stop PID -- SIGTERM, then up to 20 s for it to exit; sets STATUS and
+# checks it is 0 (a sanitizer build exits otherwise on an error or leak)
 stop() {
-	local i
+	local i name=${NAME_OF[$1]}
 	kill -TERM "$1" 2>/dev/null
 	for i in $(seq 200); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
 	kill -9 "$1" 2>/dev/null
 	wait "$1" 2>/dev/null
 	STATUS=$?
+	[ "$STATUS" = 0 ] && ok "server $name: SIGTERM, exit 0" ||
+		bad "server $name: exit $STATUS: $(tail -c 3000 "$T/$name.err")"
 }
 # waitfor FILE PATTERN -- up to 20 s for PATTERN to show in FILE
 waitfor() {
