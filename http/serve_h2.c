@@ -69,7 +69,8 @@ struct h2_conn {
 	struct h2_stream *current;  /* the stream serve_handle answers     */
 	int nstreams;               /* entries in streams                  */
 	int waiting;                /* answers waiting for a commit        */
-	char *wbuf;                 /* output not yet written              */
+	char *wbuf;                 /* output not yet written; allocated
+	                               while streams are open or bytes wait */
 	size_t wlen, woff;          /* bytes in wbuf, bytes written of it  */
 	uint8_t blocked;            /* a callback found wbuf full          */
 	uint8_t io_error;           /* the socket failed in a callback     */
@@ -183,6 +184,8 @@ static int wbuf_room(struct serve_conn *c, size_t n)
 {
 	struct h2_conn *h = c->h2;
 
+	if (h->wbuf == NULL && (h->wbuf = malloc(H2_WBUF)) == NULL)
+		return 0; /* out of memory: the send fails, the connection ends */
 	if (h->wlen + n <= H2_WBUF)
 		return 1;
 	if (wbuf_write(c) < 0)
@@ -207,8 +210,8 @@ static ssize_t on_send(nghttp2_session *s, const uint8_t *data, size_t len,
 		return NGHTTP2_ERR_CALLBACK_FAILURE; /* no frame of ours is */
 	if (!wbuf_room(c, len)) {
 		h->blocked = 1;
-		return h->io_error ? NGHTTP2_ERR_CALLBACK_FAILURE
-		                   : NGHTTP2_ERR_WOULDBLOCK;
+		return h->io_error || h->wbuf == NULL ? NGHTTP2_ERR_CALLBACK_FAILURE
+		                                      : NGHTTP2_ERR_WOULDBLOCK;
 	}
 	memcpy(h->wbuf + h->wlen, data, len);
 	h->wlen += len;
@@ -239,8 +242,8 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
 		return NGHTTP2_ERR_CALLBACK_FAILURE; /* never asked for */
 	if (!wbuf_room(c, 9 + length)) {
 		h->blocked = 1;
-		return h->io_error ? NGHTTP2_ERR_CALLBACK_FAILURE
-		                   : NGHTTP2_ERR_WOULDBLOCK;
+		return h->io_error || h->wbuf == NULL ? NGHTTP2_ERR_CALLBACK_FAILURE
+		                                      : NGHTTP2_ERR_WOULDBLOCK;
 	}
 	memcpy(h->wbuf + h->wlen, framehd, 9);
 	h->wlen += 9;
@@ -797,12 +800,9 @@ int h2_start(struct serve_conn *c)
 	h = calloc(1, sizeof *h);
 	if (h == NULL)
 		return -1;
-	h->wbuf = malloc(H2_WBUF);
-	if (h->wbuf == NULL)
-		goto out_free;
 	if (nghttp2_session_server_new2(&h->session, h2_callbacks, c,
 	                                h2_options) != 0)
-		goto out_free_wbuf;
+		goto out_free;
 	h->tokens = H2_CALM_BURST;
 	h->tokens_ms = c->shard->now_ms;
 	c->h2 = h;
@@ -814,8 +814,6 @@ int h2_start(struct serve_conn *c)
 		return -1;
 	}
 	return 0;
-out_free_wbuf:
-	free(h->wbuf);
 out_free:
 	free(h);
 	return -1;
@@ -946,6 +944,11 @@ void h2_flush(struct serve_conn *c)
 		}
 		if (!h->blocked || h->wlen)
 			break; /* all sent, or the socket is full */
+	}
+	if (h->wlen == 0 && h->nstreams == 0) {
+		/* idle: an h2 connection holds no output buffer then */
+		free(h->wbuf);
+		h->wbuf = NULL;
 	}
 	if (h->wlen || nghttp2_session_want_write(h->session))
 		return;
