@@ -499,6 +499,15 @@ static void stream_request(struct serve_conn *c, struct h2_stream *st)
 	st->req_done = 1;
 	if (st->answered)
 		return;
+	if (c->queued >= SERVE_QUEUED_MAX && st->req.path.n == 1 &&
+	    st->req.path.p[0] == '/' && (st->req.method == HTTP_METHOD_GET ||
+	                                 st->req.method == HTTP_METHOD_HEAD)) {
+		/* listings the client has not read fill SERVE_QUEUED_MAX: one
+		 * more waits its turn.  (Pausing reads, as HTTP/1.1 does,
+		 * would also stop the WINDOW_UPDATEs that let them drain.) */
+		stream_refuse(c, st, 503, NULL);
+		return;
+	}
 	st->answered = 1;
 	h->current = st;
 	serve_handle(c, &st->req, st->body ? st->body : "", st->blen);
@@ -862,7 +871,7 @@ int h2_input_blocked(const struct serve_conn *c)
 {
 	const struct h2_conn *h = c->h2;
 
-	return h->ending || h->wlen > h->woff || c->queued >= SERVE_QUEUED_MAX;
+	return h->ending || h->wlen > h->woff;
 }
 
 void h2_input(struct serve_conn *c)

@@ -56,7 +56,10 @@
  *   SETTINGS entries per frame, queued ACKs (H2_MAX_OUTBOUND_ACK), and its
  *   stream reset rate limit.  Output: nghttp2's queue holds frames for
  *   answers already made, and reading pauses while the output buffer
- *   (H2_WBUF) cannot be written.
+ *   (H2_WBUF) cannot be written.  Listings not yet sent are bounded by
+ *   SERVE_QUEUED_MAX as over HTTP/1.1, but a listing past it is answered
+ *   503 instead of pausing reads (which would also hold back the
+ *   client's WINDOW_UPDATEs, the only thing that lets them drain).
  */
 #ifndef SERVE_H2_H
 #define SERVE_H2_H
