@@ -1,9 +1,16 @@
 /*
  * serve.h -- keel-serve's insides: the server, its shards and connections.
- * This header is for the three files of http/ (serve_main.c: flags, startup
- * and shutdown; serve_conn.c: the event loop and connection I/O;
- * serve_req.c: what each request does to the store).  The HTTP contract is
- * in docs/http.md.
+ * This header is for the server's files of http/ (serve_main.c: flags,
+ * startup and shutdown; serve_conn.c: the event loop and connection I/O;
+ * serve_req.c: what each request does to the store; serve_h2.c: HTTP/2
+ * connections, serve_h2.h).  The HTTP contract is in docs/http.md.
+ *
+ * HTTP/2 (serve_h2.h)
+ *   A connection is HTTP/1.1 or HTTP/2 from its first bytes on
+ *   (serve_conn.c, conn_protocol).  An h2 connection has c->h2 and none
+ *   of the HTTP/1.1 queue: serve_out_new() hands each answer to the
+ *   stream being handled, serve_conn_flush() is h2_flush(), and reading
+ *   does not stop for commits in flight (only for a full socket).
  *
  * THREADS
  *   One shard per --threads: a thread with its own SO_REUSEPORT listener,
