@@ -7,7 +7,7 @@
  *
  * HTTP/2 (serve_h2.h)
  *   A connection is HTTP/1.1 or HTTP/2 from its first bytes on
- *   (serve_conn.c, conn_protocol).  An h2 connection has c->h2 and none
+ *   (serve_conn.c, conn_protocol_*).  An h2 connection has c->h2 and none
  *   of the HTTP/1.1 queue: serve_out_new() hands each answer to the
  *   stream being handled, serve_conn_flush() is h2_flush(), and reading
  *   does not stop for commits in flight (only for a full socket).

@@ -615,7 +615,11 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 static void rx_process(struct serve_conn *c)
 {
 	struct serve_rx *rx = c->rx;
-	size_t used = conn_process(c, rx->buf, &rx->len, 1);
+	size_t used;
+
+	if (!(c->flags & CONN_PROTO_KNOWN))
+		return; /* a part of the h2 preface (conn_protocol_plain) */
+	used = conn_process(c, rx->buf, &rx->len, 1);
 
 	if (c->flags & CONN_DEAD)
 		return;
@@ -681,46 +685,54 @@ static int conn_tls_ready(struct serve_conn *c)
 	return 0;
 }
 
-/*
- * Decides the connection's protocol before its first request.  With TLS:
- * ALPN's choice (h2 or http/1.1; none is HTTP/1.1).  Plain: a connection
- * that opens with the HTTP/2 client preface is h2c (prior knowledge); the
- * bytes are only peeked, nghttp2 reads the preface itself.  Returns 1
- * when the protocol is known, 0 to wait for more bytes or after the
- * connection was closed.
- */
-static int conn_protocol(struct serve_conn *c)
+/* A TLS connection's protocol, once its handshake is done: ALPN's choice
+ * (h2 or http/1.1; none is HTTP/1.1).  Returns 1 to go on, 0 after the
+ * connection was closed (out of memory). */
+static int conn_protocol_tls(struct serve_conn *c)
 {
-	char buf[24];
 	const unsigned char *alpn = NULL;
 	unsigned int alen = 0;
-	ssize_t n;
-	int is_h2 = 0;
 
-	if (c->ssl) {
-		SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
-		is_h2 = alen == 2 && memcmp(alpn, "h2", 2) == 0;
-	} else {
-		do
-			n = recv(c->fd, buf, sizeof buf, MSG_PEEK);
-		while (n < 0 && errno == EINTR);
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0) {
-			conn_close(c);
-			return 0;
-		}
-		is_h2 = h2_preface(buf, (size_t)n);
-		if (is_h2 == 0)
-			return 0; /* part of the preface: its rest brings an edge */
-		is_h2 = is_h2 > 0;
-	}
 	c->flags |= CONN_PROTO_KNOWN;
-	if (is_h2 && h2_start(c) < 0) {
+	SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+	if (alen == 2 && memcmp(alpn, "h2", 2) == 0 && h2_start(c) < 0) {
 		conn_close(c);
 		return 0;
 	}
 	return 1;
+}
+
+/*
+ * A plain connection's protocol, from its first bytes BUF[0..LEN) (read
+ * already, so HTTP/1.1 pays no extra system call): the HTTP/2 client
+ * preface makes it h2c (prior knowledge) and the bytes go to nghttp2;
+ * anything else is HTTP/1.1.  A part of the preface is kept in C->rx
+ * (IN_RX: BUF is already there) until the rest comes.  Returns 1 to go on
+ * as HTTP/1.1, 0 when the bytes were taken (h2c, or kept) or the
+ * connection was closed.
+ */
+static int conn_protocol_plain(struct serve_conn *c, const char *buf,
+                               size_t len, int in_rx)
+{
+	int preface = h2_preface(buf, len);
+
+	if (preface < 0) {
+		c->flags |= CONN_PROTO_KNOWN;
+		return 1;
+	}
+	if (preface == 0) {
+		if (!in_rx)
+			rx_keep(c, buf, len); /* on failure: 503 or closed */
+		return 0;
+	}
+	c->flags |= CONN_PROTO_KNOWN;
+	if (h2_start(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
+	h2_feed(c, buf, len);
+	rx_free(c); /* the kept part of the preface, fed now */
+	return 0;
 }
 
 /* Reads until EAGAIN, answering as it goes. */
@@ -740,7 +752,8 @@ static void conn_input(struct serve_conn *c)
 		}
 		if (!conn_tls_ready(c))
 			return;
-		if (!(c->flags & CONN_PROTO_KNOWN) && !conn_protocol(c))
+		if (!(c->flags & CONN_PROTO_KNOWN) && c->ssl &&
+		    !conn_protocol_tls(c))
 			return;
 		if (c->h2) {
 			h2_input(c);
@@ -756,6 +769,9 @@ static void conn_input(struct serve_conn *c)
 			if (n > 0) {
 				size_t len = (size_t)n, used;
 				c->received += (uint64_t)n;
+				if (!(c->flags & CONN_PROTO_KNOWN) &&
+				    !conn_protocol_plain(c, sh->scratch, len, 0))
+					continue;
 				used = conn_process(c, sh->scratch, &len, 0);
 				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
 				    rx_keep(c, sh->scratch + used, len - used) == 0)
@@ -769,6 +785,9 @@ static void conn_input(struct serve_conn *c)
 			if (n > 0) {
 				c->rx->len += (size_t)n;
 				c->received += (uint64_t)n;
+				if (!(c->flags & CONN_PROTO_KNOWN) &&
+				    !conn_protocol_plain(c, c->rx->buf, c->rx->len, 1))
+					continue;
 				rx_process(c);
 			}
 		}

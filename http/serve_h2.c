@@ -874,12 +874,24 @@ int h2_input_blocked(const struct serve_conn *c)
 	return h->ending || h->wlen > h->woff;
 }
 
+void h2_feed(struct serve_conn *c, const char *buf, size_t len)
+{
+	ssize_t rv;
+
+	/* the requests read now see every answer sent before */
+	c->shard->snap_fresh = 0;
+	rv = nghttp2_session_mem_recv(c->h2->session, (const uint8_t *)buf, len);
+	if (rv < 0)
+		h2_end(c, recv_error_code(c, rv));
+	h2_flush(c);
+}
+
 void h2_input(struct serve_conn *c)
 {
 	struct serve_shard *sh = c->shard;
 
 	for (;;) {
-		ssize_t n, rv;
+		ssize_t n;
 
 		if (c->flags & (CONN_DEAD | CONN_LINGER))
 			return;
@@ -890,14 +902,7 @@ void h2_input(struct serve_conn *c)
 		n = serve_conn_read(c, sh->scratch, SERVE_SCRATCH);
 		if (n > 0) {
 			c->received += (uint64_t)n;
-			/* the requests read now see every answer sent before */
-			sh->snap_fresh = 0;
-			rv = nghttp2_session_mem_recv(c->h2->session,
-			                              (const uint8_t *)sh->scratch,
-			                              (size_t)n);
-			if (rv < 0)
-				h2_end(c, recv_error_code(c, rv));
-			h2_flush(c);
+			h2_feed(c, sh->scratch, (size_t)n);
 			continue;
 		}
 		if (n == 0) {

@@ -10,7 +10,8 @@
  *   h2 over TLS when ALPN picked "h2" (serve_tls.c offers h2, then
  *   http/1.1); h2c on a plain port when a connection opens with the
  *   client preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", prior knowledge).
- *   Anything else stays HTTP/1.1 (serve_conn.c, conn_protocol).
+ *   Anything else stays HTTP/1.1 (serve_conn.c, conn_protocol_tls and
+ *   conn_protocol_plain).
  *
  * CALLING SEQUENCE (all on the connection's shard)
  *   h2_start(c) once the protocol is known; h2_input(c) in place of the
@@ -92,6 +93,10 @@ int h2_start(struct serve_conn *c);
 /* Reads C until EAGAIN (or until reading must pause), feeding nghttp2
  * and answering complete requests. */
 void h2_input(struct serve_conn *c);
+/* Feeds BUF[0..LEN), bytes read from C, to nghttp2, then h2_flush (the
+ * first bytes of an h2c connection, read before it was known to be one;
+ * C may be closed after it). */
+void h2_feed(struct serve_conn *c, const char *buf, size_t len);
 /* Submits answers that became ready, writes what nghttp2 has to send,
  * and ends C when its session is over. */
 void h2_flush(struct serve_conn *c);

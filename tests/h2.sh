@@ -156,6 +156,12 @@ CPORT=$PORT
 CPID=$PID
 H2=--http2-prior-knowledge
 contract "h2c" "http://127.0.0.1:$CPORT"
+expect "h2c: a preface split over two writes is still h2c" "1" \
+	"$(timeout 30 $CLIENT split "$CPORT")"
+printf 'PRI /k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >"$T/pri.req"
+expect "h2c port: an HTTP/1.1 request that starts like the preface: 405" \
+	"HTTP/1.1 405 Method Not Allowed" \
+	"$(timeout 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CPORT; cat '$T/pri.req' >&3; head -1 <&3" | tr -d '\r')"
 expect "h2c port: HTTP/1.1 is still served" "1.1 200" \
 	"$(curl -s -m 20 -o /dev/null -w '%{http_version} %{http_code}' \
 		"http://127.0.0.1:$CPORT/k")"

@@ -28,6 +28,9 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
       one write: PUT /pg (body "v") on stream 1, then GET /k on streams 3,
       5 and 7; prints the stream of each answer (HEADERS) in the order
       they came, e.g. "3 5 7 1": the GETs do not wait for the PUT's sync
+  h2_client.py split PORT
+      h2c whose preface comes in two writes 0.3 s apart, then a GET /k;
+      prints the stream of each answer ("1")
   h2_client.py term PORT [CAFILE]
       HEADERS of a PUT /term (no END_STREAM), then a PING; once its ACK
       is back (the server has the stream) prints "ready" and waits for a
@@ -191,6 +194,19 @@ def main():
     name, port = sys.argv[1], int(sys.argv[2])
     cafile = sys.argv[3] if len(sys.argv) > 3 else None
     s = connect(port, cafile)
+    if name == "split":
+        s.sendall(PREFACE[:16])
+        time.sleep(0.3)
+        s.sendall(PREFACE[16:] + frame(SETTINGS, 0, 0) + frame(
+            HEADERS, END_STREAM | END_HEADERS, 1, request(b"/k")))
+        order, buf, deadline = [], b"", time.time() + 20
+        while not order and time.time() < deadline:
+            got, buf, eof = frames(s, buf)
+            order += [str(sid) for ftype, _, sid, _ in got if ftype == HEADERS]
+            if eof:
+                break
+        print(" ".join(order))
+        return
     s.sendall(PREFACE + frame(SETTINGS, 0, 0))
     if name == "put-get":
         return put_get(s)
