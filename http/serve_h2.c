@@ -560,6 +560,18 @@ static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd,
 	return 0;
 }
 
+/* A frame nghttp2 refused (a stream over SETTINGS_MAX_CONCURRENT_STREAMS,
+ * a frame on a closed stream...): each costs a RST_STREAM or more, so
+ * each draws on the bucket. */
+static int on_invalid_frame(nghttp2_session *s, const nghttp2_frame *frame,
+                            int lib_error, void *arg)
+{
+	(void)s;
+	(void)frame;
+	(void)lib_error;
+	return bucket_take(arg) < 0 ? calm_down(arg) : 0;
+}
+
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
                             void *arg)
 {
@@ -572,6 +584,8 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
 		return 0;
 	if (h->nstreams >= H2_STREAMS_HELD || h->stopping ||
 	    (st = calloc(1, sizeof *st)) == NULL) {
+		if (bucket_take(c) < 0) /* a refusal costs a frame too */
+			return calm_down(c);
 		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
 		                          NGHTTP2_REFUSED_STREAM);
 		return 0; /* no user data: its frames are ignored */
@@ -780,6 +794,8 @@ static void h2_setup(void)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
 	                                                          on_data_chunk);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+	nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(
+	    cb, on_invalid_frame);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
 	                                                       on_stream_close);
 	nghttp2_option_set_max_continuations(opt, H2_MAX_CONTINUATIONS);

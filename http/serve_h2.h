@@ -50,9 +50,10 @@
  *   asks the client to stop.  A header block that decodes to more than
  *   H2_HEADER_BOMB (an HPACK bomb) ends the connection with
  *   GOAWAY(ENHANCE_YOUR_CALM).  Frames that cost work without being
- *   requests (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA) draw on a
- *   token bucket of H2_CALM_BURST refilled at H2_CALM_RATE a second; an
- *   empty bucket is GOAWAY(ENHANCE_YOUR_CALM).  nghttp2's own limits are
+ *   requests (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA, frames
+ *   nghttp2 refuses, streams refused) draw on a token bucket of
+ *   H2_CALM_BURST refilled at H2_CALM_RATE a second; an empty bucket is
+ *   GOAWAY(ENHANCE_YOUR_CALM).  nghttp2's own limits are
  *   set too: CONTINUATION frames per header block (H2_MAX_CONTINUATIONS),
  *   SETTINGS entries per frame, queued ACKs (H2_MAX_OUTBOUND_ACK), and its
  *   stream reset rate limit.  Output: nghttp2's queue holds frames for

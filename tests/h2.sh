@@ -212,7 +212,8 @@ refused=${r##*refused }
 expect "the server still serves" "2 200" "$(c2 "http://127.0.0.1:$CPORT/k")"
 
 # ---- attacks: each ends in GOAWAY(ENHANCE_YOUR_CALM) and a close ---------
-for attack in rapid-reset continuation hpack-bomb settings-flood ping-flood; do
+for attack in rapid-reset continuation hpack-bomb settings-flood ping-flood \
+	stream-flood; do
 	expect "h2c $attack: GOAWAY(ENHANCE_YOUR_CALM), then closed" \
 		"goaway 0xb closed answers 0" "$(timeout 40 $CLIENT $attack "$CPORT")"
 	expect "h2c $attack: the server serves on" "2 200" \

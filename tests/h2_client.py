@@ -23,6 +23,10 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
                      SETTINGS_MAX_CONCURRENT_STREAMS (100); prints
                      " refused N" (RST_STREAM REFUSED_STREAM or
                      PROTOCOL_ERROR received)
+      stream-flood   2000 HEADERS (GET /) without END_STREAM: 1900 over
+                     SETTINGS_MAX_CONCURRENT_STREAMS, each refused
+      header-431     one GET whose header list is 20000 bytes (over
+                     SETTINGS_MAX_HEADER_LIST_SIZE, under the bomb bound)
 
   h2_client.py put-get PORT [CAFILE]
       one write: PUT /pg (body "v") on stream 1, then GET /k on streams 3,
@@ -102,6 +106,9 @@ def attack(name):
         out = [frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(5000)]
     elif name == "streams":
         for i in range(150):
+            out.append(frame(HEADERS, END_HEADERS, 1 + 2 * i, request(b"/")))
+    elif name == "stream-flood":
+        for i in range(2000):
             out.append(frame(HEADERS, END_HEADERS, 1 + 2 * i, request(b"/")))
     elif name == "header-431":
         extra = literal(b"x-big", b"b" * 20000)
