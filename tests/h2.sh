@@ -211,6 +211,22 @@ refused=${r##*refused }
 	bad "150 open streams: $r"
 expect "the server still serves" "2 200" "$(c2 "http://127.0.0.1:$CPORT/k")"
 
+# listings a client does not take (its window is 0): four (64 KiB each)
+# fill SERVE_QUEUED_MAX, the rest are answered at once instead of the
+# connection pausing its reads
+printf x >"$T/x"
+K=$(head -c 1000 /dev/zero | tr '\0' l)
+urls=""
+for i in $(seq 100 179); do urls="$urls http://127.0.0.1:$CPORT/l$i$K"; done
+timeout 60 h2load -n 80 -c 1 -m 10 -H ':method: PUT' -d "$T/x" $urls \
+	>"$T/loadl.out" 2>&1
+contains "80 keys of 1 KiB (for listings of 64 KiB)" "$T/loadl.out" \
+	"status codes: 80 2xx, 0 3xx, 0 4xx, 0 5xx"
+expect "8 listings not taken: 4 answered 200, 4 refused (503)" "ok 4 other 4" \
+	"$(timeout 30 $CLIENT listings "$CPORT" 8)"
+expect "a listing is served after them" "2 200" \
+	"$(c2 "http://127.0.0.1:$CPORT/?limit=1000")"
+
 # ---- attacks: each ends in GOAWAY(ENHANCE_YOUR_CALM) and a close ---------
 for attack in rapid-reset continuation hpack-bomb settings-flood ping-flood \
 	stream-flood; do

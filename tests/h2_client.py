@@ -35,6 +35,11 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
   h2_client.py split PORT
       h2c whose preface comes in two writes 0.3 s apart, then a GET /k;
       prints the stream of each answer ("1")
+  h2_client.py listings PORT N
+      SETTINGS_INITIAL_WINDOW_SIZE 0 (no DATA may come), then N GETs of
+      /?limit=1000 at once; prints how many answers were 200 and how many
+      something else ("ok A other B"), from each HEADERS' first field
+      (nghttp2 sends :status 200 as static index 8, byte 0x88)
   h2_client.py term PORT [CAFILE]
       HEADERS of a PUT /term (no END_STREAM), then a PING; once its ACK
       is back (the server has the stream) prints "ready" and waits for a
@@ -199,8 +204,29 @@ def term(s):
 
 def main():
     name, port = sys.argv[1], int(sys.argv[2])
-    cafile = sys.argv[3] if len(sys.argv) > 3 else None
+    cafile = sys.argv[3] if len(sys.argv) > 3 and name != "listings" else None
     s = connect(port, cafile)
+    if name == "listings":
+        n = int(sys.argv[3])
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)) +
+                  b"".join(frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * i,
+                                 request(b"/?limit=1000")) for i in range(n)))
+        ok = other = 0
+        buf, deadline = b"", time.time() + 20
+        while ok + other < n and time.time() < deadline:
+            got, buf, eof = frames(s, buf)
+            for ftype, flags, sid, payload in got:
+                if ftype == HEADERS:
+                    if payload[:1] == b"\x88":
+                        ok += 1
+                    else:
+                        other += 1
+                elif ftype == SETTINGS and not flags & ACK:
+                    s.sendall(frame(SETTINGS, ACK, 0))
+            if eof:
+                break
+        print("ok %d other %d" % (ok, other))
+        return
     if name == "split":
         s.sendall(PREFACE[:16])
         time.sleep(0.3)
