@@ -26,7 +26,7 @@ LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
-	openssl python3
+	openssl python3 libnghttp2-dev nghttp2-client
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
@@ -84,7 +84,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
 	shim/shim_ctl.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
-	http/tokens.c http/serve_tls.c
+	http/tokens.c http/serve_tls.c http/serve_h2.c
 LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
@@ -105,7 +105,7 @@ TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/claims.sh
+TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/claims.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
@@ -199,7 +199,7 @@ $(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
 
 $(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lssl -lcrypto
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm

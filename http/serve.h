@@ -1,9 +1,16 @@
 /*
  * serve.h -- keel-serve's insides: the server, its shards and connections.
- * This header is for the three files of http/ (serve_main.c: flags, startup
- * and shutdown; serve_conn.c: the event loop and connection I/O;
- * serve_req.c: what each request does to the store).  The HTTP contract is
- * in docs/http.md.
+ * This header is for the server's files of http/ (serve_main.c: flags,
+ * startup and shutdown; serve_conn.c: the event loop and connection I/O;
+ * serve_req.c: what each request does to the store; serve_h2.c: HTTP/2
+ * connections, serve_h2.h).  The HTTP contract is in docs/http.md.
+ *
+ * HTTP/2 (serve_h2.h)
+ *   A connection is HTTP/1.1 or HTTP/2 from its first bytes on
+ *   (serve_conn.c, conn_protocol_*).  An h2 connection has c->h2 and none
+ *   of the HTTP/1.1 queue: serve_out_new() hands each answer to the
+ *   stream being handled, serve_conn_flush() is h2_flush(), and reading
+ *   does not stop for commits in flight (only for a full socket).
  *
  * THREADS
  *   One shard per --threads: a thread with its own SO_REUSEPORT listener,
@@ -93,6 +100,7 @@
 
 #include "http_parse.h"
 #include "keel.h"
+#include "serve_h2.h"
 #include "serve_tls.h"
 #include "tokens.h"
 
@@ -173,6 +181,7 @@ struct serve_rx {
                                short read                                */
 #define CONN_TLS_HELLO 0x40 /* TLS: the first byte opened a handshake     */
 #define CONN_TLS_UP 0x80    /* TLS: handshake done, HTTP may flow         */
+#define CONN_PROTO_KNOWN 0x100 /* HTTP/1.1 or HTTP/2 decided (h2 set or not) */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {
@@ -199,6 +208,7 @@ struct serve_conn {
 	uint64_t mark;                  /* received when the window started    */
 	uint32_t queued;                /* listing bytes in out                */
 	SSL *ssl;                       /* with --tls-cert; else NULL          */
+	struct h2_conn *h2;             /* HTTP/2 (serve_h2.c); else NULL      */
 	int fd;
 	uint16_t flags;                 /* CONN_*                              */
 	uint16_t nout;                  /* entries in out                      */
@@ -296,6 +306,16 @@ void serve_shard_wake(struct serve_shard *sh);
 struct serve_out *serve_out_new(struct serve_conn *c);
 void serve_out_free(struct serve_out *o);
 void serve_conn_flush(struct serve_conn *c);
+/* For serve_h2.c: the connection's read and writev (through TLS when it
+ * has it; as the system calls, EAGAIN included), progress (the idle
+ * timer starts again), the end after a last answer (SERVE_CLOSE_*), and
+ * closing at once. */
+ssize_t serve_conn_read(struct serve_conn *c, void *buf, size_t n);
+ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
+                          int cnt);
+void serve_conn_progress(struct serve_conn *c);
+void serve_conn_end(struct serve_conn *c, int how);
+void serve_conn_close(struct serve_conn *c);
 
 /* serve_req.c */
 /* Handles one complete request; queues its answer (or starts its commit). */

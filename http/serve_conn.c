@@ -154,6 +154,7 @@ static void conn_close(struct serve_conn *c)
 	if (c->flags & CONN_DEAD)
 		return;
 	c->flags |= CONN_DEAD;
+	h2_free(c); /* its streams' answers and views go with it */
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
@@ -188,6 +189,14 @@ struct serve_out *serve_out_new(struct serve_conn *c)
 		return NULL;
 	}
 	memset(o, 0, offsetof(struct serve_out, head));
+	if (c->h2) {
+		/* HTTP/2: the answer belongs to the stream being handled */
+		if (h2_out_attach(c, o) < 0) {
+			free(o);
+			return NULL;
+		}
+		return o;
+	}
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -209,6 +218,22 @@ static ssize_t conn_writev(struct serve_conn *c, const struct iovec *iov,
 {
 	return c->ssl ? serve_tls_writev(c->ssl, iov, cnt)
 	              : writev(c->fd, iov, cnt);
+}
+
+ssize_t serve_conn_read(struct serve_conn *c, void *buf, size_t n)
+{
+	return conn_read(c, buf, n);
+}
+
+ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
+                          int cnt)
+{
+	return conn_writev(c, iov, cnt);
+}
+
+void serve_conn_close(struct serve_conn *c)
+{
+	conn_close(c);
 }
 
 /* Reads and throws away what a refused client still sends.  The raw
@@ -262,6 +287,17 @@ static void end_connection(struct serve_conn *c, int how)
 	start_linger(c);
 }
 
+void serve_conn_end(struct serve_conn *c, int how)
+{
+	if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+		end_connection(c, how);
+}
+
+void serve_conn_progress(struct serve_conn *c)
+{
+	touch(c);
+}
+
 /* Drops N written bytes from the front of the queue.  Returns the
  * close_after of an answer that ends the connection, once written. */
 static int out_advance(struct serve_conn *c, size_t n)
@@ -293,6 +329,11 @@ static int out_advance(struct serve_conn *c, size_t n)
 /* Writes every ready answer at the front of the queue, many per writev. */
 void serve_conn_flush(struct serve_conn *c)
 {
+	if (c->h2) {
+		if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+			h2_flush(c);
+		return;
+	}
 	while (!(c->flags & CONN_DEAD) && c->out && c->out->ready) {
 		struct iovec iov[SERVE_IOV_MAX];
 		struct serve_out *o;
@@ -340,6 +381,10 @@ void serve_conn_flush(struct serve_conn *c)
 
 static int input_blocked(struct serve_conn *c)
 {
+	if (c->h2) /* streams are independent: commits and answers in
+	              flight do not stop it, a full socket does */
+		return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
+		       h2_input_blocked(c);
 	return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
 	       c->inflight || c->nout >= SERVE_PIPELINE_MAX ||
 	       c->queued >= SERVE_QUEUED_MAX ||
@@ -570,7 +615,11 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 static void rx_process(struct serve_conn *c)
 {
 	struct serve_rx *rx = c->rx;
-	size_t used = conn_process(c, rx->buf, &rx->len, 1);
+	size_t used;
+
+	if (!(c->flags & CONN_PROTO_KNOWN))
+		return; /* a part of the h2 preface (conn_protocol_plain) */
+	used = conn_process(c, rx->buf, &rx->len, 1);
 
 	if (c->flags & CONN_DEAD)
 		return;
@@ -636,6 +685,56 @@ static int conn_tls_ready(struct serve_conn *c)
 	return 0;
 }
 
+/* A TLS connection's protocol, once its handshake is done: ALPN's choice
+ * (h2 or http/1.1; none is HTTP/1.1).  Returns 1 to go on, 0 after the
+ * connection was closed (out of memory). */
+static int conn_protocol_tls(struct serve_conn *c)
+{
+	const unsigned char *alpn = NULL;
+	unsigned int alen = 0;
+
+	c->flags |= CONN_PROTO_KNOWN;
+	SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+	if (alen == 2 && memcmp(alpn, "h2", 2) == 0 && h2_start(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * A plain connection's protocol, from its first bytes BUF[0..LEN) (read
+ * already, so HTTP/1.1 pays no extra system call): the HTTP/2 client
+ * preface makes it h2c (prior knowledge) and the bytes go to nghttp2;
+ * anything else is HTTP/1.1.  A part of the preface is kept in C->rx
+ * (IN_RX: BUF is already there) until the rest comes.  Returns 1 to go on
+ * as HTTP/1.1, 0 when the bytes were taken (h2c, or kept) or the
+ * connection was closed.
+ */
+static int conn_protocol_plain(struct serve_conn *c, const char *buf,
+                               size_t len, int in_rx)
+{
+	int preface = h2_preface(buf, len);
+
+	if (preface < 0) {
+		c->flags |= CONN_PROTO_KNOWN;
+		return 1;
+	}
+	if (preface == 0) {
+		if (!in_rx)
+			rx_keep(c, buf, len); /* on failure: 503 or closed */
+		return 0;
+	}
+	c->flags |= CONN_PROTO_KNOWN;
+	if (h2_start(c) < 0) {
+		conn_close(c);
+		return 0;
+	}
+	h2_feed(c, buf, len);
+	rx_free(c); /* the kept part of the preface, fed now */
+	return 0;
+}
+
 /* Reads until EAGAIN, answering as it goes. */
 static void conn_input(struct serve_conn *c)
 {
@@ -653,6 +752,13 @@ static void conn_input(struct serve_conn *c)
 		}
 		if (!conn_tls_ready(c))
 			return;
+		if (!(c->flags & CONN_PROTO_KNOWN) && c->ssl &&
+		    !conn_protocol_tls(c))
+			return;
+		if (c->h2) {
+			h2_input(c);
+			return;
+		}
 		if (input_blocked(c)) {
 			c->flags |= CONN_RX_HELD;
 			return;
@@ -663,6 +769,9 @@ static void conn_input(struct serve_conn *c)
 			if (n > 0) {
 				size_t len = (size_t)n, used;
 				c->received += (uint64_t)n;
+				if (!(c->flags & CONN_PROTO_KNOWN) &&
+				    !conn_protocol_plain(c, sh->scratch, len, 0))
+					continue;
 				used = conn_process(c, sh->scratch, &len, 0);
 				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
 				    rx_keep(c, sh->scratch + used, len - used) == 0)
@@ -676,6 +785,9 @@ static void conn_input(struct serve_conn *c)
 			if (n > 0) {
 				c->rx->len += (size_t)n;
 				c->received += (uint64_t)n;
+				if (!(c->flags & CONN_PROTO_KNOWN) &&
+				    !conn_protocol_plain(c, c->rx->buf, c->rx->len, 1))
+					continue;
 				rx_process(c);
 			}
 		}
@@ -945,6 +1057,12 @@ static void shard_stop(struct serve_shard *sh)
 		for (l = sh->timers[t].next; l != &sh->timers[t]; l = next) {
 			struct serve_conn *c = conn_of(l);
 			next = l->next;
+			if (c->h2) {
+				/* GOAWAY, then its streams drain */
+				if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
+					h2_stop(c);
+				continue;
+			}
 			c->flags |= CONN_CLOSING;
 			if (c->out == NULL && c->inflight == 0)
 				conn_close(c);

@@ -97,10 +97,11 @@ static void usage(FILE *f)
 	      "  --insecure-open      without --tokens, listen on an address other"
 	      " than loopback\n"
 	      "                       anyway (by default that is refused)\n"
-	      "  --tls-cert FILE      serve HTTPS (TLS 1.2 or 1.3, ALPN http/1.1):"
-	      " the certificate,\n"
-	      "                       then its chain (PEM); SIGHUP loads it and"
-	      " the key again\n"
+	      "  --tls-cert FILE      serve HTTPS (TLS 1.2 or 1.3; ALPN h2, then"
+	      " http/1.1): the\n"
+	      "                       certificate, then its chain (PEM); SIGHUP"
+	      " loads it and\n"
+	      "                       the key again\n"
 	      "  --tls-key FILE       the certificate's private key (PEM), readable"
 	      " by its owner\n"
 	      "                       only (chmod 600); the handshake must finish"
@@ -113,7 +114,9 @@ static void usage(FILE *f)
 	      "DUR: a number of seconds, or with a suffix ms, s or m (1.5s, 250ms,"
 	      " 2m).\n"
 	      "GET/HEAD/PUT/DELETE /<key>, GET /?prefix=P&after=K&limit=N; a PUT is"
-	      " answered once durable.\n", f);
+	      " answered once durable.\n"
+	      "HTTP/1.1, and HTTP/2: h2 over TLS (ALPN), h2c on a plain port by"
+	      " prior knowledge.\n", f);
 }
 
 /* A bad flag value: names it and what was expected.  Returns -1. */

@@ -108,6 +108,8 @@ static void answer_status(struct serve_conn *c, int status, int minor,
 static void error_extra(struct serve_conn *c, int status, int minor,
                         int close, const char *extra)
 {
+	if (c->h2)
+		close = 0; /* a refused stream, not the connection */
 	if (close)
 		c->flags |= CONN_CLOSING;
 	answer_status(c, status, minor, close, 0, extra);
@@ -129,6 +131,8 @@ void serve_error_auth(struct serve_conn *c, const struct http_request *req,
                       int status, int close, const char *challenge)
 {
 	/* kept connections are common here, so a HEAD must get no body */
+	if (c->h2)
+		close = 0;
 	if (close)
 		c->flags |= CONN_CLOSING;
 	answer_status(c, status, req->minor, close,
@@ -549,6 +553,7 @@ static int direct_ok(struct serve_shard *sh, struct serve_commit *cm,
 
 	sh->last_writer = cm->conn;
 	return before == 0 && sh->srv->cfg.direct_commit && sh->lone &&
+	       cm->conn->h2 == NULL && /* a sync would stall its streams */
 	       prev == cm->conn && cm->conn->inflight == 1 && /* this one only */
 	       !serve_would_poll(sh) && !keel_compacting(sh->srv->db);
 }
@@ -589,9 +594,12 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
 	}
 }
 
-/* Does BODY lie in C's input buffer (charged to the budget already)? */
+/* Does BODY lie in C's input buffer (charged to the budget already)?
+ * An HTTP/2 stream's body always is (serve_h2.c charges it). */
 static int body_in_rx(const struct serve_conn *c, const char *body)
 {
+	if (c->h2)
+		return 1;
 	return c->rx && body >= c->rx->buf && body < c->rx->buf + c->rx->cap;
 }
 
@@ -773,7 +781,9 @@ void serve_handle(struct serve_conn *c, const struct http_request *req,
 	ssize_t klen;
 	int close;
 
-	if (!req->keep_alive || atomic_load(&c->shard->srv->stopping))
+	/* HTTP/2 ends with GOAWAY instead (serve_h2.c, h2_stop) */
+	if (c->h2 == NULL &&
+	    (!req->keep_alive || atomic_load(&c->shard->srv->stopping)))
 		c->flags |= CONN_CLOSING;
 	close = (c->flags & CONN_CLOSING) != 0;
 	if (req->path.n == 1 && req->path.p[0] == '*') {

@@ -141,13 +141,13 @@ static int ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 
 /* ---- contexts ------------------------------------------------------------ */
 
-/* ALPN: HTTP/1.1 is all keel-serve speaks.  A client that offers only
- * other protocols (h2) gets no ALPN answer rather than an alert, and then
- * a 400 if it sends something else. */
+/* ALPN: h2 when the client offers it (serve_h2.c), else http/1.1; the
+ * server's order decides.  A client that offers neither gets no ALPN
+ * answer rather than an alert, and HTTP/1.1 if it sends that anyway. */
 static int alpn_cb(SSL *s, const unsigned char **out, unsigned char *outlen,
                    const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char ours[] = "\x08http/1.1";
+	static const unsigned char ours[] = "\x02h2\x08http/1.1";
 
 	(void)s;
 	(void)arg;

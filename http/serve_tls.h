@@ -45,7 +45,7 @@
 
 /* Builds a server context from CERT (PEM: the certificate, then any
  * chain) and KEY (PEM), which must match, with TLS 1.2 as the floor, ALPN
- * http/1.1 and the shared ticket keys.  KEY must be readable by its owner
+ * h2 then http/1.1 and the shared ticket keys.  KEY must be readable by its owner
  * alone.  An expired certificate is loaded with a warning on stderr.
  * Returns 0 with *OUT set, or -1 with a message in WHY (CAP bytes). */
 int serve_tls_load(const char *cert, const char *key, SSL_CTX **out,

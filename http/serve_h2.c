@@ -1,0 +1,1012 @@
+/*
+ * serve_h2.c -- HTTP/2 connections through nghttp2 (serve_h2.h says how
+ * it is called and what it bounds; docs/http.md "HTTP/2" what clients see).
+ *
+ * A STREAM'S LIFE
+ *   on_begin_headers: an h2_stream is made (or the stream is refused when
+ *   H2_STREAMS_HELD are held).  on_header: the fields serve_req.c reads
+ *   are kept in the stream's small buffer.  The header block's end
+ *   (stream_headers_done): the request is checked as the HTTP/1.1 parser
+ *   would, and tokens are checked before any body is held; a refusal is
+ *   answered at once and the body that may follow is dropped.  DATA: the
+ *   body grows, charged to --body-budget.  END_STREAM (stream_request):
+ *   serve_handle() answers, or starts a commit whose completion makes the
+ *   answer ready later (h2_flush submits it).  on_stream_close: the
+ *   stream is freed, unless its answer still waits for a commit.
+ *
+ * Callbacks never close the connection (nghttp2 is on the stack): they
+ * set flags, and h2_input / h2_flush act on them after nghttp2 returns.
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <nghttp2/nghttp2.h>
+
+static const char h2_preface_text[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* The request fields kept for serve_req.c, as offsets into hbuf. */
+enum h2_field {
+	H2F_METHOD = 0,
+	H2F_PATH,
+	H2F_AUTHORITY,
+	H2F_AUTHORIZATION,
+	H2F_IF_MATCH,
+	H2F_IF_NONE_MATCH,
+	H2F_CONTENT_LENGTH,
+	H2F_COUNT
+};
+
+struct h2_stream {
+	struct h2_stream *prev, *next; /* the connection's streams           */
+	int32_t id;
+	uint8_t answered;   /* serve_handle ran, or a refusal was queued    */
+	uint8_t submitted;  /* its response went to nghttp2                 */
+	uint8_t closed;     /* nghttp2 closed it (kept for a commit)        */
+	uint8_t req_done;   /* END_STREAM seen                              */
+	int refuse;         /* a status decided while reading headers       */
+	size_t hlist;       /* header list size so far (RFC 9113 6.5.2)     */
+	char *hbuf;         /* kept field values                            */
+	size_t hlen, hcap;
+	uint16_t off[H2F_COUNT], len[H2F_COUNT]; /* slices of hbuf         */
+	uint8_t have[H2F_COUNT];  /* times each field was seen             */
+	struct http_request req;  /* slices of hbuf, once headers are done */
+	char *body;         /* the request body so far                      */
+	size_t blen, bcap;
+	size_t charged;     /* of bcap, charged to --body-budget            */
+	struct serve_out *out; /* the answer; freed with the stream         */
+	size_t wire_off;    /* body bytes put into DATA frames              */
+	uint64_t dropped;   /* body bytes dropped after an early answer     */
+};
+
+struct h2_conn {
+	nghttp2_session *session;
+	struct h2_stream *streams;  /* every stream held                   */
+	struct h2_stream *current;  /* the stream serve_handle answers     */
+	int nstreams;               /* entries in streams                  */
+	int waiting;                /* answers waiting for a commit        */
+	char *wbuf;                 /* output not yet written; allocated
+	                               while streams are open or bytes wait */
+	size_t wlen, woff;          /* bytes in wbuf, bytes written of it  */
+	uint8_t blocked;            /* a callback found wbuf full          */
+	uint8_t io_error;           /* the socket failed in a callback     */
+	uint8_t ending;             /* GOAWAY decided: read nothing more   */
+	uint8_t stopping;           /* SIGTERM's GOAWAY submitted          */
+	uint8_t calm;               /* a defence tripped (ENHANCE_YOUR_CALM) */
+	uint8_t continuations;      /* CONTINUATION frames in this block   */
+	size_t block_bytes;         /* decoded bytes of this header block  */
+	double tokens;              /* the control-frame bucket            */
+	int64_t tokens_ms;          /* when it was last refilled           */
+};
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static struct h2_stream *stream_of(struct serve_conn *c, int32_t id)
+{
+	return nghttp2_session_get_stream_user_data(c->h2->session, id);
+}
+
+static void stream_body_free(struct serve_conn *c, struct h2_stream *st)
+{
+	serve_budget_give(c->shard->srv, st->charged);
+	st->charged = 0;
+	free(st->body);
+	st->body = NULL;
+	st->blen = st->bcap = 0;
+}
+
+static void stream_free(struct serve_conn *c, struct h2_stream *st)
+{
+	struct h2_conn *h = c->h2;
+
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		h->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	h->nstreams--;
+	if (st->out && !st->out->ready)
+		h->waiting--;
+	stream_body_free(c, st);
+	if (st->out) {
+		if (st->out->owned)
+			c->queued -= (uint32_t)st->out->body_len;
+		serve_out_free(st->out); /* releases a GET's view */
+	}
+	free(st->hbuf);
+	free(st);
+}
+
+/* A defence tripped: GOAWAY(ENHANCE_YOUR_CALM) goes out once nghttp2
+ * returns, and nothing more is read. */
+static int calm_down(struct serve_conn *c)
+{
+	c->h2->calm = 1;
+	return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+/* One control frame drawn from the bucket.  Returns 0, or -1 when the
+ * bucket is empty. */
+static int bucket_take(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+	int64_t now = c->shard->now_ms;
+
+	if (now > h->tokens_ms) {
+		h->tokens += (double)(now - h->tokens_ms) * H2_CALM_RATE / 1000.0;
+		if (h->tokens > H2_CALM_BURST)
+			h->tokens = H2_CALM_BURST;
+		h->tokens_ms = now;
+	}
+	if (h->tokens < 1)
+		return -1;
+	h->tokens -= 1;
+	return 0;
+}
+
+/* ---- output: one buffer, written as it fills and after each send ------- */
+
+/* Writes what wbuf holds.  Returns 0 (all or part written, or EAGAIN) or
+ * -1 when the socket failed. */
+static int wbuf_write(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+	struct iovec iov;
+	ssize_t n;
+
+	while (h->woff < h->wlen) {
+		iov.iov_base = h->wbuf + h->woff;
+		iov.iov_len = h->wlen - h->woff;
+		n = serve_conn_writev(c, &iov, 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			h->io_error = 1;
+			return -1;
+		}
+		h->woff += (size_t)n;
+		serve_conn_progress(c);
+	}
+	h->woff = h->wlen = 0;
+	return 0;
+}
+
+/* Room for N more bytes in wbuf, writing it out if need be.  Returns 1,
+ * or 0 when the socket cannot take enough now. */
+static int wbuf_room(struct serve_conn *c, size_t n)
+{
+	struct h2_conn *h = c->h2;
+
+	if (h->wbuf == NULL && (h->wbuf = malloc(H2_WBUF)) == NULL)
+		return 0; /* out of memory: the send fails, the connection ends */
+	if (h->wlen + n <= H2_WBUF)
+		return 1;
+	if (wbuf_write(c) < 0)
+		return 0;
+	if (h->woff) { /* keep the unwritten bytes at the front */
+		memmove(h->wbuf, h->wbuf + h->woff, h->wlen - h->woff);
+		h->wlen -= h->woff;
+		h->woff = 0;
+	}
+	return h->wlen + n <= H2_WBUF;
+}
+
+static ssize_t on_send(nghttp2_session *s, const uint8_t *data, size_t len,
+                       int flags, void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_conn *h = c->h2;
+
+	(void)s;
+	(void)flags;
+	if (len > H2_WBUF)
+		return NGHTTP2_ERR_CALLBACK_FAILURE; /* no frame of ours is */
+	if (!wbuf_room(c, len)) {
+		h->blocked = 1;
+		return h->io_error || h->wbuf == NULL ? NGHTTP2_ERR_CALLBACK_FAILURE
+		                                      : NGHTTP2_ERR_WOULDBLOCK;
+	}
+	memcpy(h->wbuf + h->wlen, data, len);
+	h->wlen += len;
+	return (ssize_t)len;
+}
+
+/*
+ * A DATA frame of a large body, sent from the mapping: what wbuf holds,
+ * the frame header, then the body bytes in one writev.  What the socket
+ * does not take is copied into wbuf (room for it was made first), so the
+ * frame is complete as nghttp2 requires and the view may go with the
+ * stream.
+ */
+static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
+                        const uint8_t *framehd, size_t length,
+                        nghttp2_data_source *source, void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_conn *h = c->h2;
+	struct h2_stream *st = source->ptr;
+	const char *data = st->out->body + st->wire_off;
+	struct iovec iov[2];
+	size_t head, done;
+	ssize_t n;
+
+	(void)s;
+	if (frame->data.padlen)
+		return NGHTTP2_ERR_CALLBACK_FAILURE; /* never asked for */
+	if (!wbuf_room(c, 9 + length)) {
+		h->blocked = 1;
+		return h->io_error || h->wbuf == NULL ? NGHTTP2_ERR_CALLBACK_FAILURE
+		                                      : NGHTTP2_ERR_WOULDBLOCK;
+	}
+	memcpy(h->wbuf + h->wlen, framehd, 9);
+	h->wlen += 9;
+	head = h->wlen - h->woff;
+	iov[0] = (struct iovec){h->wbuf + h->woff, head};
+	iov[1] = (struct iovec){(void *)data, length};
+	do
+		n = serve_conn_writev(c, iov, 2);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EAGAIN) {
+		h->io_error = 1;
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	done = n < 0 ? 0 : (size_t)n;
+	if (done > 0)
+		serve_conn_progress(c);
+	if (done >= head) {
+		h->woff = h->wlen = 0;
+		done -= head;
+	} else {
+		h->woff += done;
+		done = 0;
+	}
+	if (done < length) {
+		memcpy(h->wbuf + h->wlen, data + done, length - done);
+		h->wlen += length - done;
+	}
+	st->wire_off += length;
+	return 0;
+}
+
+/* nghttp2 asks for the next DATA frame's bytes of ST's answer. */
+static ssize_t on_data_read(nghttp2_session *s, int32_t id, uint8_t *buf,
+                            size_t length, uint32_t *flags,
+                            nghttp2_data_source *source, void *arg)
+{
+	struct h2_stream *st = source->ptr;
+	struct serve_out *o = st->out;
+	size_t left = o->body_len - o->sent;
+	size_t n = left < length ? left : length;
+
+	(void)s;
+	(void)id;
+	(void)arg;
+	if (n >= H2_NOCOPY_MIN) {
+		*flags |= NGHTTP2_DATA_FLAG_NO_COPY; /* on_send_data writes it */
+	} else {
+		memcpy(buf, o->body + o->sent, n);
+		st->wire_off += n;
+	}
+	o->sent += n;
+	if (o->sent == o->body_len)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
+/* ---- answers --------------------------------------------------------- */
+
+/*
+ * Submits ST's answer.  Its head is HTTP/1.1 text made by serve_req.c
+ * (bounded, our own): the status from the first line, then each "Name:
+ * value" line as a field, the name lowercased in place, Connection left
+ * out (RFC 9113 section 8.2.2).
+ */
+static void stream_submit(struct serve_conn *c, struct h2_stream *st)
+{
+	struct serve_out *o = st->out;
+	nghttp2_data_provider prd = {.source.ptr = st, .read_callback = on_data_read};
+	nghttp2_nv nv[16];
+	char *p = o->head, *end = o->head + o->head_len;
+	int n = 0, rc;
+
+	st->submitted = 1;
+	nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)p + 9, 7, 3,
+	                       NGHTTP2_NV_FLAG_NONE};
+	p = memchr(p, '\n', (size_t)(end - p));
+	while (p && ++p < end && *p != '\r' && n < 16) {
+		char *colon = memchr(p, ':', (size_t)(end - p));
+		char *eol = memchr(p, '\r', (size_t)(end - p));
+		char *q;
+
+		if (colon == NULL || eol == NULL || colon > eol)
+			break;
+		for (q = p; q < colon; q++)
+			if (*q >= 'A' && *q <= 'Z')
+				*q = (char)(*q + 32);
+		if (!(colon - p == 10 && memcmp(p, "connection", 10) == 0))
+			nv[n++] = (nghttp2_nv){(uint8_t *)p, (uint8_t *)colon + 2,
+			                       (size_t)(colon - p),
+			                       (size_t)(eol - colon - 2),
+			                       NGHTTP2_NV_FLAG_NONE};
+		p = eol + 1;
+	}
+	rc = nghttp2_submit_response(c->h2->session, st->id, nv, (size_t)n,
+	                             o->body_len ? &prd : NULL);
+	if (rc != 0 && st->closed == 0)
+		nghttp2_submit_rst_stream(c->h2->session, NGHTTP2_FLAG_NONE, st->id,
+		                          NGHTTP2_INTERNAL_ERROR);
+}
+
+int h2_out_attach(struct serve_conn *c, struct serve_out *o)
+{
+	struct h2_stream *st = c->h2->current;
+
+	if (st == NULL || st->out)
+		return -1;
+	st->out = o;
+	return 0;
+}
+
+/* Answers ST now with a refusal (STATUS, with tokens' CHALLENGE when
+ * given) and drops any body still to come. */
+static void stream_refuse(struct serve_conn *c, struct h2_stream *st,
+                          int status, const char *challenge)
+{
+	struct h2_conn *h = c->h2;
+
+	h->current = st;
+	if (challenge)
+		serve_error_auth(c, &st->req, status, 0, challenge);
+	else if (status == 503)
+		serve_error_busy(c, 1);
+	else
+		serve_error(c, status, 1, 0);
+	h->current = NULL;
+	st->answered = 1;
+	stream_body_free(c, st);
+	if (st->out)
+		stream_submit(c, st);
+	else
+		nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, st->id,
+		                          NGHTTP2_INTERNAL_ERROR);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static struct http_slice field(const struct h2_stream *st, enum h2_field f)
+{
+	struct http_slice s = {NULL, 0};
+
+	if (st->have[f]) {
+		s.p = st->hbuf + st->off[f];
+		s.n = st->len[f];
+	}
+	return s;
+}
+
+static enum http_method method_of(struct http_slice m)
+{
+	static const struct {
+		const char *name;
+		enum http_method m;
+	} known[] = {
+		{"GET", HTTP_METHOD_GET},         {"HEAD", HTTP_METHOD_HEAD},
+		{"PUT", HTTP_METHOD_PUT},         {"DELETE", HTTP_METHOD_DELETE},
+		{"POST", HTTP_METHOD_POST},       {"OPTIONS", HTTP_METHOD_OPTIONS},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (m.n == strlen(known[i].name) &&
+		    memcmp(m.p, known[i].name, m.n) == 0)
+			return known[i].m;
+	return HTTP_METHOD_OTHER;
+}
+
+/*
+ * Fills ST->req from the kept fields, with the HTTP/1.1 parser's checks
+ * that nghttp2 does not make (it checks the pseudo-headers, field
+ * syntax and Content-Length's form).  Returns 0, or the status to refuse
+ * with.
+ */
+static int stream_request_fill(struct h2_stream *st)
+{
+	struct http_request *r = &st->req;
+	struct http_slice path = field(st, H2F_PATH), cl;
+	const char *q;
+	size_t i;
+
+	memset(r, 0, sizeof *r);
+	if (st->refuse)
+		return st->refuse;
+	if (st->have[H2F_IF_MATCH] > 1 || st->have[H2F_IF_NONE_MATCH] > 1 ||
+	    st->have[H2F_AUTHORIZATION] > 1 || st->have[H2F_CONTENT_LENGTH] > 1)
+		return 400;
+	if (!st->have[H2F_METHOD] || !st->have[H2F_PATH] || path.n == 0)
+		return 400; /* nghttp2 checks this too */
+	r->method_name = field(st, H2F_METHOD);
+	r->method = method_of(r->method_name);
+	r->target = path;
+	q = memchr(path.p, '?', path.n);
+	r->path.p = path.p;
+	r->path.n = q ? (size_t)(q - path.p) : path.n;
+	if (q) {
+		r->query.p = q + 1;
+		r->query.n = path.n - r->path.n - 1;
+	}
+	if (r->path.p[0] != '/' &&
+	    !(r->path.n == 1 && r->path.p[0] == '*' &&
+	      r->method == HTTP_METHOD_OPTIONS))
+		return 400;
+	r->minor = 1;
+	r->keep_alive = 1;
+	r->host = field(st, H2F_AUTHORITY);
+	r->if_match = field(st, H2F_IF_MATCH);
+	r->if_none_match = field(st, H2F_IF_NONE_MATCH);
+	r->authorization = field(st, H2F_AUTHORIZATION);
+	if ((r->if_match.p &&
+	     http_etag_match(r->if_match.p, r->if_match.n, 0, 0) < 0) ||
+	    (r->if_none_match.p &&
+	     http_etag_match(r->if_none_match.p, r->if_none_match.n, 0, 1) < 0))
+		return 400;
+	cl = field(st, H2F_CONTENT_LENGTH);
+	if (cl.p) {
+		if (cl.n == 0 || cl.n > 19)
+			return 400;
+		for (i = 0; i < cl.n; i++) {
+			if (cl.p[i] < '0' || cl.p[i] > '9')
+				return 400;
+			r->content_length = r->content_length * 10 +
+			                    (uint64_t)(cl.p[i] - '0');
+		}
+		r->has_length = 1;
+	}
+	return 0;
+}
+
+/* The header block of ST's request is complete: refuse it now when it is
+ * wrong, too large or not allowed (before any body is held). */
+static void stream_headers_done(struct serve_conn *c, struct h2_stream *st)
+{
+	const char *challenge = NULL;
+	int status = stream_request_fill(st);
+
+	if (status == 0 && st->req.has_length &&
+	    st->req.content_length > c->shard->srv->cfg.max_body)
+		status = 413;
+	if (status) {
+		stream_refuse(c, st, status, NULL);
+		return;
+	}
+	status = serve_authorize(c->shard->srv, &st->req, &challenge);
+	if (status)
+		stream_refuse(c, st, status, challenge);
+}
+
+/* END_STREAM: ST's request is whole.  serve_req.c answers it (or starts
+ * its commit). */
+static void stream_request(struct serve_conn *c, struct h2_stream *st)
+{
+	struct h2_conn *h = c->h2;
+
+	st->req_done = 1;
+	if (st->answered)
+		return;
+	if (c->queued >= SERVE_QUEUED_MAX && st->req.path.n == 1 &&
+	    st->req.path.p[0] == '/' && (st->req.method == HTTP_METHOD_GET ||
+	                                 st->req.method == HTTP_METHOD_HEAD)) {
+		/* listings the client has not read fill SERVE_QUEUED_MAX: one
+		 * more waits its turn.  (Pausing reads, as HTTP/1.1 does,
+		 * would also stop the WINDOW_UPDATEs that let them drain.) */
+		stream_refuse(c, st, 503, NULL);
+		return;
+	}
+	st->answered = 1;
+	h->current = st;
+	serve_handle(c, &st->req, st->body ? st->body : "", st->blen);
+	h->current = NULL;
+	stream_body_free(c, st); /* a PUT's batch holds its own copy */
+	serve_conn_progress(c);
+	if (st->out == NULL)
+		nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, st->id,
+		                          NGHTTP2_INTERNAL_ERROR);
+	else if (st->out->ready)
+		stream_submit(c, st);
+	else
+		h->waiting++; /* its commit answers it (h2_flush) */
+}
+
+/* ---- nghttp2's receiving callbacks ---------------------------------- */
+
+static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd,
+                          void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_conn *h = c->h2;
+	int control = 0;
+
+	(void)s;
+	switch (hd->type) {
+	case NGHTTP2_HEADERS:
+		h->continuations = 0;
+		h->block_bytes = 0;
+		break;
+	case NGHTTP2_CONTINUATION:
+		if (++h->continuations > H2_MAX_CONTINUATIONS)
+			return calm_down(c);
+		break;
+	case NGHTTP2_SETTINGS:
+	case NGHTTP2_PING:
+		control = !(hd->flags & NGHTTP2_FLAG_ACK);
+		break;
+	case NGHTTP2_PRIORITY:
+	case NGHTTP2_RST_STREAM:
+		control = 1;
+		break;
+	case NGHTTP2_DATA:
+		control = hd->length == 0 &&
+		          !(hd->flags & NGHTTP2_FLAG_END_STREAM);
+		break;
+	}
+	if (control && bucket_take(c) < 0)
+		return calm_down(c);
+	return 0;
+}
+
+/* A frame nghttp2 refused (a stream over SETTINGS_MAX_CONCURRENT_STREAMS,
+ * a frame on a closed stream...): each costs a RST_STREAM or more, so
+ * each draws on the bucket. */
+static int on_invalid_frame(nghttp2_session *s, const nghttp2_frame *frame,
+                            int lib_error, void *arg)
+{
+	(void)s;
+	(void)frame;
+	(void)lib_error;
+	return bucket_take(arg) < 0 ? calm_down(arg) : 0;
+}
+
+static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
+                            void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_conn *h = c->h2;
+	struct h2_stream *st;
+
+	if (frame->hd.type != NGHTTP2_HEADERS ||
+	    frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	if (h->nstreams >= H2_STREAMS_HELD || h->stopping ||
+	    (st = calloc(1, sizeof *st)) == NULL) {
+		if (bucket_take(c) < 0) /* a refusal costs a frame too */
+			return calm_down(c);
+		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+		                          NGHTTP2_REFUSED_STREAM);
+		return 0; /* no user data: its frames are ignored */
+	}
+	st->id = frame->hd.stream_id;
+	st->next = h->streams;
+	if (h->streams)
+		h->streams->prev = st;
+	h->streams = st;
+	h->nstreams++;
+	nghttp2_session_set_stream_user_data(s, st->id, st);
+	return 0;
+}
+
+/* Keeps VALUE as field F of ST.  Returns 0, or -1 when out of memory. */
+static int field_keep(struct h2_stream *st, enum h2_field f,
+                      const uint8_t *value, size_t len)
+{
+	if (st->have[f]++)
+		return 0; /* a repeat: refused later, the first is enough */
+	if (st->hlen + len > st->hcap) {
+		size_t cap = st->hcap ? st->hcap : 256;
+		char *p;
+		while (cap < st->hlen + len)
+			cap *= 2;
+		p = realloc(st->hbuf, cap);
+		if (p == NULL)
+			return -1;
+		st->hbuf = p;
+		st->hcap = cap;
+	}
+	memcpy(st->hbuf + st->hlen, value, len);
+	st->off[f] = (uint16_t)st->hlen;
+	st->len[f] = (uint16_t)len;
+	st->hlen += len;
+	return 0;
+}
+
+static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
+                     const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *arg)
+{
+	static const struct {
+		const char *name;
+		enum h2_field f;
+	} wanted[] = {
+		{":method", H2F_METHOD},
+		{":path", H2F_PATH},
+		{":authority", H2F_AUTHORITY},
+		{"authorization", H2F_AUTHORIZATION},
+		{"if-match", H2F_IF_MATCH},
+		{"if-none-match", H2F_IF_NONE_MATCH},
+		{"content-length", H2F_CONTENT_LENGTH},
+	};
+	struct serve_conn *c = arg;
+	struct h2_conn *h = c->h2;
+	struct h2_stream *st;
+	size_t i, size = namelen + valuelen + 32;
+
+	(void)flags;
+	h->block_bytes += size;
+	if (h->block_bytes > H2_HEADER_BOMB)
+		return calm_down(c); /* far past what SETTINGS announced */
+	st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+	if (st == NULL || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0; /* a refused stream, or trailers: nothing kept */
+	st->hlist += size;
+	if (st->hlist > H2_HEADER_LIST_MAX)
+		st->refuse = 431;
+	if (st->refuse)
+		return 0;
+	for (i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
+		if (namelen != strlen(wanted[i].name) ||
+		    memcmp(name, wanted[i].name, namelen) != 0)
+			continue;
+		if (wanted[i].f == H2F_PATH && valuelen > HTTP_TARGET_MAX) {
+			st->refuse = 414;
+			return 0;
+		}
+		if (field_keep(st, wanted[i].f, value, valuelen) < 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		return 0;
+	}
+	return 0;
+}
+
+/* A chunk of ST's body: kept, charged to --body-budget, growing by
+ * doubling as bytes really arrive (never ahead of them beyond the
+ * announced length). */
+static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
+                         const uint8_t *data, size_t len, void *arg)
+{
+	struct serve_conn *c = arg;
+	struct serve_server *srv = c->shard->srv;
+	struct h2_stream *st = stream_of(c, id);
+	size_t cap;
+	char *p;
+
+	(void)s;
+	(void)flags;
+	if (st == NULL)
+		return 0;
+	if (st->answered) {
+		/* refused: the rest is dropped (flow control is still
+		 * credited), up to a bound, then the client is asked to stop
+		 * (RFC 9113 8.1; not at once: curl 7.88 takes RST_STREAM
+		 * NO_ERROR after an answer for a failure) */
+		st->dropped += len;
+		if (st->dropped > H2_DROP_MAX && st->dropped - len <= H2_DROP_MAX)
+			nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id,
+			                          NGHTTP2_NO_ERROR);
+		return 0;
+	}
+	if (st->blen + len > srv->cfg.max_body) {
+		stream_refuse(c, st, 413, NULL);
+		return 0;
+	}
+	if (st->blen + len > st->bcap) {
+		cap = st->bcap ? st->bcap * 2 : SERVE_RX_MIN;
+		while (cap < st->blen + len)
+			cap *= 2;
+		if (st->req.has_length && cap > st->req.content_length &&
+		    st->req.content_length >= st->blen + len)
+			cap = (size_t)st->req.content_length;
+		if (serve_budget_take(srv, cap - st->bcap, 0) < 0) {
+			stream_refuse(c, st, 503, NULL);
+			return 0;
+		}
+		p = realloc(st->body, cap);
+		if (p == NULL) {
+			serve_budget_give(srv, cap - st->bcap);
+			stream_refuse(c, st, 503, NULL);
+			return 0;
+		}
+		st->charged += cap - st->bcap;
+		st->body = p;
+		st->bcap = cap;
+	}
+	memcpy(st->body + st->blen, data, len);
+	st->blen += len;
+	return 0;
+}
+
+static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
+                         void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_stream *st;
+
+	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+		return 0;
+	st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
+	if (st == NULL)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS &&
+	    frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		stream_headers_done(c, st);
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		stream_request(c, st);
+	return 0;
+}
+
+static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
+                           void *arg)
+{
+	struct serve_conn *c = arg;
+	struct h2_stream *st = stream_of(c, id);
+
+	(void)s;
+	(void)code;
+	if (st == NULL)
+		return 0;
+	nghttp2_session_set_stream_user_data(s, id, NULL);
+	if (st->out && !st->out->ready) {
+		st->closed = 1; /* its commit will still answer: freed then */
+		return 0;
+	}
+	stream_free(c, st);
+	return 0;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static pthread_once_t h2_once = PTHREAD_ONCE_INIT;
+static nghttp2_session_callbacks *h2_callbacks; /* shared, read-only */
+static nghttp2_option *h2_options;
+
+static void h2_setup(void)
+{
+	nghttp2_session_callbacks *cb;
+	nghttp2_option *opt;
+
+	if (nghttp2_session_callbacks_new(&cb) != 0)
+		return;
+	if (nghttp2_option_new(&opt) != 0) {
+		nghttp2_session_callbacks_del(cb);
+		return;
+	}
+	nghttp2_session_callbacks_set_send_callback(cb, on_send);
+	nghttp2_session_callbacks_set_send_data_callback(cb, on_send_data);
+	nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+	                                                        on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+	                                                          on_data_chunk);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+	nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(
+	    cb, on_invalid_frame);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+	                                                       on_stream_close);
+	nghttp2_option_set_max_continuations(opt, H2_MAX_CONTINUATIONS);
+	nghttp2_option_set_max_outbound_ack(opt, H2_MAX_OUTBOUND_ACK);
+	nghttp2_option_set_max_settings(opt, 32);
+	nghttp2_option_set_stream_reset_rate_limit(opt, H2_CALM_BURST,
+	                                           H2_CALM_RATE);
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+	nghttp2_option_set_no_closed_streams(opt, 1);
+	h2_callbacks = cb;
+	h2_options = opt;
+}
+
+int h2_start(struct serve_conn *c)
+{
+	static const nghttp2_settings_entry settings[] = {
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS},
+		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
+		{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_HEADER_LIST_MAX},
+		{NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+	};
+	struct h2_conn *h;
+
+	pthread_once(&h2_once, h2_setup);
+	if (h2_callbacks == NULL)
+		return -1;
+	h = calloc(1, sizeof *h);
+	if (h == NULL)
+		return -1;
+	if (nghttp2_session_server_new2(&h->session, h2_callbacks, c,
+	                                h2_options) != 0)
+		goto out_free;
+	h->tokens = H2_CALM_BURST;
+	h->tokens_ms = c->shard->now_ms;
+	c->h2 = h;
+	if (nghttp2_submit_settings(h->session, NGHTTP2_FLAG_NONE, settings,
+	                            sizeof settings / sizeof settings[0]) != 0 ||
+	    nghttp2_session_set_local_window_size(h->session, NGHTTP2_FLAG_NONE,
+	                                          0, H2_CONN_WINDOW) != 0) {
+		h2_free(c);
+		return -1;
+	}
+	return 0;
+out_free:
+	free(h);
+	return -1;
+}
+
+void h2_free(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+
+	if (h == NULL)
+		return;
+	/* the session first: it calls nothing back while freeing */
+	nghttp2_session_del(h->session);
+	h->session = NULL;
+	while (h->streams)
+		stream_free(c, h->streams);
+	free(h->wbuf);
+	free(h);
+	c->h2 = NULL;
+}
+
+/* Ends the session: GOAWAY with CODE (once), and nothing more is read. */
+static void h2_end(struct serve_conn *c, uint32_t code)
+{
+	struct h2_conn *h = c->h2;
+
+	if (h->ending)
+		return;
+	h->ending = 1;
+	nghttp2_session_terminate_session(h->session, code);
+}
+
+/* The GOAWAY code for nghttp2_session_mem_recv's error RV: our defences
+ * and nghttp2's flood limits are ENHANCE_YOUR_CALM. */
+static uint32_t recv_error_code(struct serve_conn *c, ssize_t rv)
+{
+	if (c->h2->calm || rv == NGHTTP2_ERR_FLOODED ||
+	    rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)
+		return NGHTTP2_ENHANCE_YOUR_CALM;
+	if (rv == NGHTTP2_ERR_NOMEM || rv == NGHTTP2_ERR_CALLBACK_FAILURE)
+		return NGHTTP2_INTERNAL_ERROR;
+	return NGHTTP2_PROTOCOL_ERROR;
+}
+
+int h2_input_blocked(const struct serve_conn *c)
+{
+	const struct h2_conn *h = c->h2;
+
+	return h->ending || h->wlen > h->woff;
+}
+
+void h2_feed(struct serve_conn *c, const char *buf, size_t len)
+{
+	ssize_t rv;
+
+	/* the requests read now see every answer sent before */
+	c->shard->snap_fresh = 0;
+	rv = nghttp2_session_mem_recv(c->h2->session, (const uint8_t *)buf, len);
+	if (rv < 0)
+		h2_end(c, recv_error_code(c, rv));
+	h2_flush(c);
+}
+
+void h2_input(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+
+	for (;;) {
+		ssize_t n;
+
+		if (c->flags & (CONN_DEAD | CONN_LINGER))
+			return;
+		if (h2_input_blocked(c) || (c->flags & CONN_CLOSING)) {
+			c->flags |= CONN_RX_HELD;
+			return;
+		}
+		n = serve_conn_read(c, sh->scratch, SERVE_SCRATCH);
+		if (n > 0) {
+			c->received += (uint64_t)n;
+			h2_feed(c, sh->scratch, (size_t)n);
+			continue;
+		}
+		if (n == 0) {
+			/* the client is gone: nothing can be answered */
+			c->flags |= CONN_EOF;
+			serve_conn_close(c);
+			return;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			serve_conn_close(c);
+		else
+			c->flags &= (uint16_t)~CONN_RX_HELD;
+		return;
+	}
+}
+
+/* Submits the answers whose commit finished; frees the streams the
+ * client reset meanwhile. */
+static void answers_ready(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+	struct h2_stream *st, *next;
+
+	for (st = h->streams; st && h->waiting > 0; st = next) {
+		next = st->next;
+		if (st->out == NULL || st->submitted || !st->out->ready)
+			continue;
+		h->waiting--;
+		if (st->closed)
+			stream_free(c, st);
+		else
+			stream_submit(c, st);
+	}
+}
+
+void h2_flush(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+
+	if ((c->flags & CONN_CLOSING) && !h->ending)
+		h2_end(c, NGHTTP2_INTERNAL_ERROR); /* out of memory */
+	for (;;) {
+		int rv;
+
+		answers_ready(c);
+		h->blocked = 0;
+		rv = nghttp2_session_send(h->session);
+		if (rv != 0 || h->io_error || wbuf_write(c) < 0) {
+			serve_conn_close(c);
+			return;
+		}
+		if (!h->blocked || h->wlen)
+			break; /* all sent, or the socket is full */
+	}
+	if (h->wlen == 0 && h->nstreams == 0) {
+		/* idle: an h2 connection holds no output buffer then */
+		free(h->wbuf);
+		h->wbuf = NULL;
+	}
+	if (h->wlen || nghttp2_session_want_write(h->session))
+		return;
+	if (h->ending || !nghttp2_session_want_read(h->session))
+		serve_conn_end(c, SERVE_CLOSE_ERROR); /* GOAWAY went out */
+	else if (h->stopping && h->nstreams == 0 && c->inflight == 0)
+		serve_conn_end(c, SERVE_CLOSE_CLEAN);
+}
+
+void h2_stop(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+
+	if (!h->stopping) {
+		h->stopping = 1;
+		nghttp2_submit_goaway(h->session, NGHTTP2_FLAG_NONE,
+		                      nghttp2_session_get_last_proc_stream_id(
+		                          h->session),
+		                      NGHTTP2_NO_ERROR, NULL, 0);
+	}
+	h2_flush(c);
+}
+
+int h2_preface(const char *p, size_t n)
+{
+	size_t want = sizeof h2_preface_text - 1;
+
+	if (memcmp(p, h2_preface_text, n < want ? n : want) != 0)
+		return -1;
+	return n >= want;
+}
