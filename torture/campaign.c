@@ -127,7 +127,8 @@ static int parse_number(const char *w, uint64_t max, uint64_t *v)
 	if (!*w)
 		return -1;
 	for (; *w; w++) {
-		if (*w < '0' || *w > '9' || n > (max - (uint64_t)(*w - '0')) / 10)
+		uint64_t d = (uint64_t)(*w - '0');
+		if (*w < '0' || *w > '9' || d > max || n > (max - d) / 10)
 			return -1;
 		n = n * 10 + (uint64_t)(*w - '0');
 	}

@@ -97,7 +97,8 @@ static int whole(const campaign_field *f, uint64_t max, uint64_t *v)
 	if (!f || f->kind != CAMPAIGN_JSON_NUMBER || !f->value[0])
 		return -1;
 	for (s = f->value; *s; s++) {
-		if (*s < '0' || *s > '9' || n > (max - (uint64_t)(*s - '0')) / 10)
+		uint64_t d = (uint64_t)(*s - '0');
+		if (*s < '0' || *s > '9' || d > max || n > (max - d) / 10)
 			return -1;
 		n = n * 10 + (uint64_t)(*s - '0');
 	}
