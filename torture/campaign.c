@@ -150,6 +150,9 @@ static int parse_target(const spec *s, const char *w, int star_ok,
 		*all = 1;
 		return 0;
 	}
+	if (a && colon && strcmp(colon + 1, "*") == 0)
+		return complain(s, "%s: a run names one configuration "
+		                "(NAME:CONFIG), not all of them", w);
 	if (a && colon && adapter_parse(w, &r->config)) {
 		r->adapter = a;
 		return 0;
@@ -604,7 +607,9 @@ int campaign_parse(const char *path, campaign *c)
 		goto out;
 	}
 	expand_cross(s, c);
-	memcpy(c->runs + c->nruns, s->extra, s->nextra * sizeof *s->extra);
+	if (s->nextra) /* memcpy may not be given NULL, even for 0 bytes */
+		memcpy(c->runs + c->nruns, s->extra,
+		       s->nextra * sizeof *s->extra);
 	c->nruns += s->nextra;
 	c->cycles = s->cycles;
 	c->duration_ns = s->duration_ns;
