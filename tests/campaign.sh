@@ -1,6 +1,6 @@
 #!/bin/sh
 # campaign.sh BUILD_DIR -- torture --campaign and --report (docs/campaigns.md):
-# a small campaign of two rename recipes and keel (9 runs of at most 8
+# a small campaign of three config-file recipes (9 runs of at most 6
 # cycles) run whole and as two shards; the merged report of the shards must
 # equal the whole run's; merging a shard twice, or a shard and its rerun,
 # counts each run once; a missing shard shows; bad input of every kind
@@ -23,14 +23,15 @@ export TMPDIR="$T"
 tt="$B/torture"
 
 cat >"$T/small.campaign" <<'EOF'
-# tests/campaign.sh: a safe and an unsafe recipe, then keel
+# tests/campaign.sh: a safe and an unsafe recipe, then the append-only log
 targets = files:rename-full files:rename-nosync
 faults = kill power-cut
 devices = torn
 seeds = 1-2
-cycles = 8
+cycles = 6
 duration = 120s
-run = keel:default power-cut torn 1
+kill-every = 100ms
+run = files:append-log power-cut torn 1
 EOF
 
 # ---- the run list and its shards ----------------------------------------
@@ -39,7 +40,7 @@ expect "--list exits 0" 0 $?
 expect "the campaign expands to 9 runs" 9 "$(grep -vc '^#' "$T/list.all")"
 contains "the cross product comes first, in order" "$T/list.all" \
 	"^2 files:rename-full power-cut torn 1$"
-contains "run lines follow it" "$T/list.all" "^8 keel:default power-cut torn 1$"
+contains "run lines follow it" "$T/list.all" "^8 files:append-log power-cut torn 1$"
 for i in 0 1; do
 	"$tt" --campaign "$T/small.campaign" --shard $i/2 --list \
 		>"$T/list.$i" 2>&1
@@ -55,8 +56,9 @@ expect "the campaign id is 16 hex digits" 16 "${#id}"
 
 # The id is the definition's, not the file's spelling.
 cat >"$T/respelled.campaign" <<'EOF'
-cycles=8
-	run   =   keel:default   power-cut	torn 1
+cycles=6
+kill-every = 0.1
+	run   =   files:append-log   power-cut	torn 1
 seeds = 1 2
 duration = 2m
 # the same campaign, written another way
@@ -73,17 +75,46 @@ other=$(sed -n '1s/^# campaign \([0-9a-f]*\):.*/\1/p' "$T/list.other")
 [ -n "$other" ] && [ "$other" != "$id" ]
 expect "another definition is another campaign" 0 $?
 
+# tools/claims.campaign is make claims as a campaign: every configuration
+# torture knows, under each of its four faults
+"$tt" --campaign "$(dirname "$0")/../tools/claims.campaign" --list \
+	>"$T/list.claims" 2>&1
+expect "tools/claims.campaign: 4 runs per adapter configuration" \
+	$((4 * $("$tt" --list-targets | wc -l))) "$(grep -vc '^#' "$T/list.claims")"
+expect "tools/claims.campaign: each under make claims's four faults" "" \
+	"$("$tt" --list-targets | while read -r t; do
+		for f in "kill none" "power-cut reorder" "power-cut torn" "eio torn"; do
+			grep -q "^[0-9]* $t $f 1$" "$T/list.claims" || echo "$t $f"
+		done
+	done)"
+
 # ---- whole, and as two shards --------------------------------------------
-"$tt" --campaign "$T/small.campaign" --out "$T/all.jsonl" 2>"$T/all.err"
+# A run whose workload acknowledged nothing in all its cycles (a machine so
+# busy that no 100 ms life got that far) has no verdict: its shard exits 1
+# and is run again, as docs/campaigns.md tells a user to; the merge keeps
+# each run's last line.  Up to 4 tries.
+shard() { # OUT [--shard I/N]
+	out=$1
+	shift
+	for try in 1 2 3 4; do
+		"$tt" --campaign "$T/small.campaign" --out "$out" "$@" 2>>"$out.err"
+		rc=$?
+		[ $rc = 1 ] || break
+		echo "note: $out: a run could not be set up (try $try):"
+		grep 'setup' "$out.err" | tail -n 3
+	done
+	return $rc
+}
+shard "$T/all.jsonl"
 expect "the whole campaign exits 0" 0 $?
-expect "it wrote one line per run" 9 "$(wc -l <"$T/all.jsonl")"
+expect "it wrote one line per run (per try)" 0 \
+	$(($(wc -l <"$T/all.jsonl") % 9))
 for i in 0 1; do
-	"$tt" --campaign "$T/small.campaign" --shard $i/2 \
-		--out "$T/s$i.jsonl" 2>"$T/s$i.err"
+	shard "$T/s$i.jsonl" --shard $i/2
 	expect "shard $i/2 exits 0" 0 $?
 done
-expect "the shards wrote 5 and 4 lines" "5 4" \
-	"$(wc -l <"$T/s0.jsonl") $(wc -l <"$T/s1.jsonl")"
+expect "the shards wrote 5 and 4 lines (per try)" "0 0" \
+	"$(($(wc -l <"$T/s0.jsonl") % 5)) $(($(wc -l <"$T/s1.jsonl") % 4))"
 for f in campaign run runs shard target config version kit fault device seed \
 	cycles verdict lost phantom structure_errors writer_errors power_cuts \
 	faults_fired host; do
@@ -119,8 +150,8 @@ facts "$T/s0.jsonl" "$T/s1.jsonl" >"$T/facts.shards"
 expect "the merged facts cover all 9 runs" 9 "$(wc -l <"$T/facts.shards")"
 expect "two shards merged equal one unsharded run (identity, verdict, cycles)" \
 	"$(cat "$T/facts.all")" "$(cat "$T/facts.shards")"
-contains "every run that holds ran its 8 cycles" "$T/facts.all" \
-	"^0 files:rename-full kill none 1 holds 8$"
+contains "every run that holds ran its 6 cycles" "$T/facts.all" \
+	"^0 files:rename-full kill none 1 holds 6$"
 table "$T/all.jsonl" >"$T/table.all"
 table "$T/s1.jsonl" "$T/s0.jsonl" >"$T/table.shards"
 expect "and so do their tables" "$(cat "$T/table.all")" \
@@ -128,11 +159,11 @@ expect "and so do their tables" "$(cat "$T/table.all")" \
 contains "the table has a row per configuration, a column per fault" \
 	"$T/table.all" "^\| configuration \| version \| process kill \| power cut, torn \|$"
 contains "a safe recipe holds, cycles summed over its seeds" "$T/table.all" \
-	"^\| files:rename-full \| POSIX calls \(no engine\) \| holds \(16 cycles over 2 seeds\) \| holds \(16 cycles over 2 seeds\) \|$"
+	"^\| files:rename-full \| POSIX calls \(no engine\) \| holds \(12 cycles over 2 seeds\) \| holds \(12 cycles over 2 seeds\) \|$"
 contains "the unsafe one is broken on both seeds" "$T/table.all" \
 	"^\| files:rename-nosync \|.*\| BROKEN seed 1 \(2 of 2 seeds\) \|$"
 contains "a run the cross product has not got a cell of is -" "$T/table.all" \
-	"^\| keel:default \|.*\| - \| holds \(8 cycles\) \|$"
+	"^\| files:append-log \|.*\| - \| holds \(6 cycles\) \|$"
 
 # ---- merging is idempotent -----------------------------------------------
 "$tt" --report "$T/s0.jsonl" "$T/s1.jsonl" >"$T/rep.once"
@@ -140,15 +171,18 @@ contains "a run the cross product has not got a cell of is -" "$T/table.all" \
 	>"$T/rep.twice"
 expect "merging each shard twice changes no cell" \
 	"$(sed -n '/^|/p' "$T/rep.once")" "$(sed -n '/^|/p' "$T/rep.twice")"
+lines=$((2 * ($(wc -l <"$T/s0.jsonl") + $(wc -l <"$T/s1.jsonl"))))
 contains "and says the second lines replaced the first" "$T/rep.twice" \
-	"9 of 9 runs merged from 4 files \(18 lines, 9 replaced"
+	"9 of 9 runs merged from 4 files \($lines lines, $((lines - 9)) replaced"
 expect "--merge of a shard twice prints each run once" 4 \
 	"$("$tt" --report --merge "$T/s1.jsonl" "$T/s1.jsonl" | wc -l)"
 # a shard that is run again appends to its file: its new lines win
-"$tt" --campaign "$T/small.campaign" --shard 1/2 --out "$T/s1.jsonl" \
-	--quiet 2>"$T/s1b.err"
+before=$(wc -l <"$T/s1.jsonl")
+shard "$T/s1.jsonl" --shard 1/2 --quiet
 expect "a rerun shard exits 0" 0 $?
-expect "its file now has both runs' lines" 8 "$(wc -l <"$T/s1.jsonl")"
+added=$(($(wc -l <"$T/s1.jsonl") - before))
+expect "its file now has the rerun's lines too" 1 \
+	$((added > 0 && added % 4 == 0))
 "$tt" --report --merge "$T/s0.jsonl" "$T/s1.jsonl" >"$T/merged"
 expect "the merge keeps one line per run" 9 "$(wc -l <"$T/merged")"
 expect "and for the rerun shard, the later lines" "$(tail -n 4 "$T/s1.jsonl")" \

@@ -306,6 +306,17 @@ static void spelling_does_not_change_the_id(void **state)
 		"targets = files:*\nfaults = kill\nseeds = 2 1\nduration = 120s\n",
 		&d), 0);
 	assert_string_not_equal(a.id, d.id); /* another order, another list */
+	campaign_free(&d);
+	/* a kill-every is a line of its own in the text, so in the id */
+	assert_int_equal(parse_campaign(
+		"targets = files:*\nfaults = kill\nseeds = 1-2\nduration = 120s\n"
+		"kill-every = 0.1s\n", &d), 0);
+	assert_int_equal(d.kill_every_ns, 100000000);
+	assert_string_not_equal(a.id, d.id);
+	char text[128];
+	campaign_normalized(&d, text, sizeof text);
+	assert_non_null(strstr(text, "\nduration_ns 120000000000\n"
+	                             "kill_every_ns 100000000\nfiles:"));
 	campaign_free(&a);
 	campaign_free(&b);
 	campaign_free(&d);
@@ -318,6 +329,7 @@ static void bad_campaign_files_are_refused(void **state)
 		"targets =\n", "targets = nosuch:x\n", "targets = files:nosuch\n",
 		"targets = files\n", "cycles = 0\n", "cycles = 1000000001\n",
 		"cycles = 5\ncycles = 5\n", "duration = 0\n", "duration = -1s\n",
+		"kill-every = 0\n", "kill-every = 1x\n",
 		"seeds = 3-1\n", "seeds = 1-100000\n", "seeds = x\n",
 		"targets = files:*\nfaults = kill\n",
 		"targets = files:*\nfaults = power-cut\nseeds = 1\n",

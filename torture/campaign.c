@@ -14,6 +14,8 @@
  *     seeds    = N | A-B ...                  --seed values
  *     cycles   = N            per-run cycle bound; default 200
  *     duration = DUR          per-run time bound; default 90s
+ *     kill-every = DUR        every run's --kill-every; default each
+ *                             adapter's own
  *     run      = NAME:CONFIG FAULT DEVICE SEED   one more run (DEVICE
  *                             "none" for kill); may repeat
  *   Every key but run appears at most once.  targets, faults and seeds
@@ -93,14 +95,18 @@ typedef struct spec {
 	unsigned *extra_line;
 	size_t nextra, extra_cap;
 	uint64_t cycles, duration_ns;
+	uint64_t kill_every_ns;          /* 0: each adapter's own             */
 } spec;
 
-enum { K_TARGETS, K_FAULTS, K_DEVICES, K_SEEDS, K_CYCLES, K_DURATION, K_RUN };
+enum { K_TARGETS, K_FAULTS, K_DEVICES, K_SEEDS, K_CYCLES, K_DURATION,
+       K_KILL_EVERY, K_RUN };
 static const char *const keys[] = {
-	"targets", "faults", "devices", "seeds", "cycles", "duration", "run"
+	"targets", "faults", "devices", "seeds", "cycles", "duration",
+	"kill-every", "run"
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
-#define KEYS_KNOWN "targets, faults, devices, seeds, cycles, duration, run"
+#define KEYS_KNOWN "targets, faults, devices, seeds, cycles, duration, " \
+	"kill-every, run"
 
 static int complain(const spec *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -337,9 +343,10 @@ static int key_bound(spec *s, int key, char **w, size_t nw)
 			                (unsigned long long)CAMPAIGN_CYCLES_MAX);
 		return 0;
 	}
-	if (duration_parse(w[0], &s->duration_ns) < 0)
-		return complain(s, "duration %s: not a duration: " DURATION_RULE,
-		                w[0]);
+	if (duration_parse(w[0], key == K_DURATION ? &s->duration_ns :
+	                   &s->kill_every_ns) < 0)
+		return complain(s, "%s %s: not a duration: " DURATION_RULE,
+		                keys[key], w[0]);
 	return 0;
 }
 
@@ -559,6 +566,11 @@ size_t campaign_normalized(const campaign *c, char *buf, size_t cap)
 	k = snprintf(buf, cap, "keel-campaign 1\ncycles %" PRIu64 "\nduration_ns %"
 	             PRIu64 "\n", c->cycles, c->duration_ns);
 	n += (size_t)k;
+	if (c->kill_every_ns) { /* only when given: older ids stay valid */
+		k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0,
+		             "kill_every_ns %" PRIu64 "\n", c->kill_every_ns);
+		n += (size_t)k;
+	}
 	for (size_t i = 0; i < c->nruns; i++) {
 		const campaign_run *r = &c->runs[i];
 		k = snprintf(n < cap ? buf + n : NULL, n < cap ? cap - n : 0,
@@ -613,6 +625,7 @@ int campaign_parse(const char *path, campaign *c)
 	c->nruns += s->nextra;
 	c->cycles = s->cycles;
 	c->duration_ns = s->duration_ns;
+	c->kill_every_ns = s->kill_every_ns;
 	if (refuse_duplicates(s, c) < 0)
 		goto out;
 	make_id(c);

@@ -81,6 +81,7 @@ typedef struct campaign {
 	size_t nruns;
 	uint64_t cycles;       /* per-run cycle bound (--cycles)             */
 	uint64_t duration_ns;  /* per-run time bound (--duration)            */
+	uint64_t kill_every_ns;/* every run's --kill-every; 0: the adapter's */
 	char id[17];           /* 16 lowercase hex digits                    */
 } campaign;
 
@@ -93,7 +94,8 @@ int campaign_parse(const char *path, campaign *c);
 void campaign_free(campaign *c);
 
 /* The normalized definition the id hashes: "keel-campaign 1\n", the
- * bounds, then one "NAME:CONFIG FAULT DEVICE SEED\n" per run.  Writes at
+ * bounds ("kill_every_ns N" only when the file sets it), then one
+ * "NAME:CONFIG FAULT DEVICE SEED\n" per run.  Writes at
  * most CAP bytes (NUL included) and returns the full length. */
 size_t campaign_normalized(const campaign *c, char *buf, size_t cap);
 

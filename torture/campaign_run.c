@@ -161,20 +161,21 @@ static size_t read_all(int fd, char *buf, size_t cap)
 	return n;
 }
 
-/* The last "torture: ..." line of the run's output: why it could not run. */
+/* The first "torture: ..." line of the run's output: why it could not run
+ * (later ones say what was left behind). */
 static void setup_message(int logfd, char *msg, size_t cap)
 {
 	static char log[LOG_MAX];
 	size_t n = read_all(logfd, log, sizeof log);
-	const char *last = NULL;
+	const char *first = NULL;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !first; i++)
 		if ((i == 0 || log[i - 1] == '\n') &&
 		    strncmp(log + i, "torture: ", 9) == 0)
-			last = log + i + 9;
-	if (!last)
+			first = log + i + 9;
+	if (!first)
 		return;
-	snprintf(msg, cap, "%.*s", (int)strcspn(last, "\n"), last);
+	snprintf(msg, cap, "%.*s", (int)strcspn(first, "\n"), first);
 	clean_text(msg);
 }
 
@@ -195,7 +196,7 @@ static void show_duration(uint64_t ns, char *buf, size_t cap)
 
 /* The child's argv: the run as a plain torture command. */
 static void run_argv(const shard *x, const campaign_run *r, const char *json,
-                     char bufs[4][64], const char **argv)
+                     char bufs[5][64], const char **argv)
 {
 	int n = 0;
 
@@ -215,6 +216,11 @@ static void run_argv(const shard *x, const campaign_run *r, const char *json,
 	argv[n++] = bufs[3];
 	argv[n++] = "--json";
 	argv[n++] = json;
+	if (x->c->kill_every_ns) {
+		show_duration(x->c->kill_every_ns, bufs[4], 64);
+		argv[n++] = "--kill-every";
+		argv[n++] = bufs[4];
+	}
 	if (r->fault != CAMPAIGN_KILL) {
 		argv[n++] = "--power-loss";
 		argv[n++] = "--device";
@@ -309,11 +315,16 @@ static size_t result_line(shard *x, size_t k, const char *verdict,
 	                      KEEL_VERSION_STRING "\", \"fault\": \"%s\", "
 	                      "\"device\": \"%s\", \"seed\": %" PRIu64 ", "
 	                      "\"cycles_bound\": %" PRIu64 ", "
-	                      "\"duration_bound_s\": %.3f, \"verdict\": \"%s\"",
+	                      "\"duration_bound_s\": %.3f, ",
 	                      campaign_fault_name(r->fault),
 	                      campaign_device_name(r->device), r->seed,
-	                      x->c->cycles, (double)x->c->duration_ns / 1e9,
-	                      verdict);
+	                      x->c->cycles, (double)x->c->duration_ns / 1e9);
+	if (x->c->kill_every_ns)
+		n += (size_t)snprintf(buf + n, cap - n, "\"kill_every_s\": %.6f, ",
+		                      (double)x->c->kill_every_ns / 1e9);
+	else
+		n += (size_t)snprintf(buf + n, cap - n, "\"kill_every_s\": null, ");
+	n += (size_t)snprintf(buf + n, cap - n, "\"verdict\": \"%s\"", verdict);
 	n += (size_t)snprintf(buf + n, cap - n, ", \"cycles\": %s, "
 	                      "\"elapsed_s\": %s, \"cycles_per_second\": %s, "
 	                      "\"acked\": %s, \"lost\": %s, \"phantom\": %s, "
@@ -377,7 +388,7 @@ static int run_one(shard *x, size_t k)
 {
 	static campaign_field fields[CAMPAIGN_FIELDS_MAX];
 	static char summary[SUMMARY_MAX], line[CAMPAIGN_JSON_MAX + 1];
-	char json[PATH_MAX], logname[PATH_MAX], bufs[4][64], why[160];
+	char json[PATH_MAX], logname[PATH_MAX], bufs[5][64], why[160];
 	char msg[TEXT_MAX + 1] = "";
 	const char *argv[32], *verdict;
 	int jfd, logfd, rc, nf = 0;
