@@ -6,12 +6,13 @@
  * campaign.c.
  *
  * CALLING SEQUENCE
- *   torture --campaign FILE [--shard I/N] [--out FILE] [--list]
- *       campaign_main: reads FILE (campaign_parse), expands it into its
- *       run list, and runs every run k with k mod N == I (shards are
- *       numbered from 0), each as a child `torture --target NAME:CONFIG
- *       --seed S --cycles C --duration D ...`; after each run it appends
- *       one JSON line to --out (or stdout) with a single write(2).
+ *   torture --campaign FILE [--shard I/N] [--out FILE] [--list] [--quiet]
+ *       campaign_main (campaign_run.c): reads FILE (campaign_parse,
+ *       campaign.c), expands it into its run list, and runs every run k
+ *       with k mod N == I (shards are numbered from 0), each as a child
+ *       `torture --target NAME:CONFIG --seed S --cycles C --duration D
+ *       ...`; after each run it appends one JSON line to --out (or
+ *       stdout) with a single write(2).
  *   torture --report [--merge] FILE...
  *       campaign_report_main (campaign_report.c): reads the JSON lines of
  *       every FILE, keeps the last line of each run (a rerun shard
