@@ -322,6 +322,34 @@ static void spelling_does_not_change_the_id(void **state)
 	campaign_free(&d);
 }
 
+/* The bounds are what docs/campaigns.md says: 10,000 lines of 1,024
+ * bytes pass, one more line or byte does not. */
+static void the_bounds_are_exact(void **state)
+{
+	size_t cap = 10001 * 8 + 2048;
+	char *text = malloc(cap);
+	campaign c;
+	size_t n = 0;
+	(void)state;
+
+	assert_non_null(text);
+	for (int i = 0; i < 9999; i++)
+		n += (size_t)sprintf(text + n, "# x\n");
+	n += (size_t)sprintf(text + n, "run = files:overwrite kill none 1\n");
+	assert_int_equal(parse_campaign(text, &c), 0);
+	campaign_free(&c);
+	strcpy(text + n, "#\n");
+	assert_int_equal(parse_campaign(text, &c), -1);
+	n = (size_t)sprintf(text, "run = files:overwrite kill none 1");
+	memset(text + n, ' ', 1024 - n);
+	strcpy(text + 1024, "\n");
+	assert_int_equal(parse_campaign(text, &c), 0);
+	campaign_free(&c);
+	strcpy(text + 1024, " \n");
+	assert_int_equal(parse_campaign(text, &c), -1);
+	free(text);
+}
+
 static void bad_campaign_files_are_refused(void **state)
 {
 	static const char *const bad[] = {
@@ -342,7 +370,8 @@ static void bad_campaign_files_are_refused(void **state)
 		"run = files:overwrite kill none 1\nrun = files:overwrite kill none 1\n",
 		"targets = files:overwrite\nfaults = kill\nseeds = 1\n"
 		"run = files:overwrite kill none 1\n",
-		"cycles = 5\x01\n", "cycles = 5 \xc3\xa9\n",
+		"cycles = 5\x01\n", "cycles = 5 \xc3\xa9\n", "cycles = 5\r6\n",
+		"cycles = 5\r",
 		"targets = sqlite:* lmdb:*\nfaults = kill power-cut eio\n"
 		"devices = torn reorder\nseeds = 1-9999\n",
 	};
@@ -369,6 +398,7 @@ int main(void)
 		cmocka_unit_test(shards_are_numbered_from_zero),
 		cmocka_unit_test(the_campaign_text_and_id_are_pinned),
 		cmocka_unit_test(spelling_does_not_change_the_id),
+		cmocka_unit_test(the_bounds_are_exact),
 		cmocka_unit_test(bad_campaign_files_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

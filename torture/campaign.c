@@ -407,18 +407,22 @@ static int read_file(spec *s)
 		return complain(s, "%s", strerror(errno));
 	s->line = 1;
 	while (rc == 0 && (ch = getc(f)) != EOF) {
+		if (s->line > CAMPAIGN_LINES_MAX) { /* a byte of one line more */
+			rc = complain(s, "more than %u lines", CAMPAIGN_LINES_MAX);
+			break;
+		}
 		if (ch == '\n') {
-			if (n > 0 && line[n - 1] == '\r')
-				n--;
 			line[n] = '\0';
 			rc = parse_line(s, line);
 			n = 0;
-			if (rc == 0 && s->line++ >= CAMPAIGN_LINES_MAX)
-				rc = complain(s, "more than %u lines",
-				              CAMPAIGN_LINES_MAX);
+			s->line++;
 			continue;
 		}
-		if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch > 0x7e)
+		if (ch == '\r' && (ch = getc(f)) != '\n') /* only in CR LF */
+			rc = complain(s, "a CR not followed by LF");
+		else if (ch == '\n')
+			ungetc(ch, f);
+		else if ((ch < 0x20 && ch != '\t') || ch > 0x7e)
 			rc = complain(s, "byte 0x%02x: a campaign file is "
 			              "printable ASCII text", ch);
 		else if (n >= CAMPAIGN_LINE_MAX)
