@@ -12,6 +12,7 @@
 #include <string.h>
 #include <errno.h>
 
+#include "campaign.h"
 #include "exec_target.h"
 #include "faults.h"
 #include "options.h"
@@ -40,8 +41,12 @@ int main(int argc, char **argv)
 {
 	torture_options opt;
 	report r;
-	int rc;
+	int rc, report_mode;
 
+	/* --campaign and --report are modes of their own (campaign.h) */
+	if (campaign_wanted(argc, argv, &report_mode))
+		return report_mode ? campaign_report_main(argc, argv) :
+		       campaign_main(argc, argv);
 	options_default(&opt);
 	rc = options_parse(&opt, argc, argv);
 	if (rc != 0)

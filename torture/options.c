@@ -539,6 +539,17 @@ void options_usage(const char *prog)
 		printf("  %-22s%s\n", left, flags[i].help);
 	}
 	printf("\nDUR is " DURATION_RULE ".\n");
+	printf("\nCampaigns (docs/campaigns.md):\n"
+	       "  %s --campaign FILE [--shard I/N] [--out FILE] [--list] "
+	       "[--quiet]\n"
+	       "      run shard I of N (numbered from 0) of the campaign in "
+	       "FILE, one JSON\n"
+	       "      line per run appended to --out FILE (default stdout); "
+	       "--list names\n      the runs instead\n"
+	       "  %s --report [--merge] FILE...\n"
+	       "      merge result files (a run's last line wins) and print "
+	       "the claims table\n"
+	       "      (--merge: the merged lines)\n", prog, prog);
 }
 
 void options_default(torture_options *o)
