@@ -289,6 +289,10 @@ static ssize_t on_data_read(nghttp2_session *s, int32_t id, uint8_t *buf,
 	(void)id;
 	(void)arg;
 	if (n >= H2_NOCOPY_MIN) {
+		/* header and payload in one TLS record of 16 KiB, when
+		 * nothing waits before them (serve_tls_writev) */
+		if (n > 16384 - 9)
+			n = 16384 - 9;
 		*flags |= NGHTTP2_DATA_FLAG_NO_COPY; /* on_send_data writes it */
 	} else {
 		memcpy(buf, o->body + o->sent, n);

@@ -382,17 +382,49 @@ ssize_t serve_tls_read(SSL *ssl, void *buf, size_t n)
 	return -1;
 }
 
+/*
+ * One TLS record carries at most 16 KiB, and each SSL_write is at least one
+ * record and one write(2): pieces smaller than a record (an HTTP/2 frame
+ * header and the DATA payload after it, a response head and a small body)
+ * are gathered into one record first.  The copy costs little beside the
+ * encryption, which reads every byte anyway.  A retried write after
+ * WANT_WRITE starts with the same bytes, however the caller cuts them now
+ * (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+ */
+#define TLS_RECORD 16384
+
 ssize_t serve_tls_writev(SSL *ssl, const struct iovec *iov, int cnt)
 {
-	size_t total = 0;
-	int i;
+	static __thread unsigned char stage[TLS_RECORD];
+	size_t total = 0, skip = 0; /* bytes of iov[i] already sent */
+	int i = 0;
 
-	for (i = 0; i < cnt; i++) {
-		size_t done = 0;
+	while (i < cnt) {
+		const void *buf = (const char *)iov[i].iov_base + skip;
+		size_t len = iov[i].iov_len - skip, done = 0;
 		int ret;
 
+		if (len == 0) {
+			i++;
+			skip = 0;
+			continue;
+		}
+		if (len < TLS_RECORD && i + 1 < cnt) {
+			/* gather up to one record from here on */
+			size_t used = 0, off = skip;
+			for (int j = i; j < cnt && used < TLS_RECORD; j++, off = 0) {
+				size_t n = iov[j].iov_len - off;
+				if (n > TLS_RECORD - used)
+					n = TLS_RECORD - used;
+				memcpy(stage + used,
+				       (const char *)iov[j].iov_base + off, n);
+				used += n;
+			}
+			buf = stage;
+			len = used;
+		}
 		ERR_clear_error();
-		ret = SSL_write_ex(ssl, iov[i].iov_base, iov[i].iov_len, &done);
+		ret = SSL_write_ex(ssl, buf, len, &done);
 		if (ret != 1) {
 			if (total > 0) {
 				ERR_clear_error(); /* the next call says why again */
@@ -402,7 +434,18 @@ ssize_t serve_tls_writev(SSL *ssl, const struct iovec *iov, int cnt)
 			return -1;
 		}
 		total += done;
-		if (done < iov[i].iov_len)
+		for (size_t d = done; d > 0;) { /* past DONE bytes */
+			size_t left = iov[i].iov_len - skip;
+			if (d < left) {
+				skip += d;
+				d = 0;
+			} else {
+				d -= left;
+				skip = 0;
+				i++;
+			}
+		}
+		if (done < len)
 			break; /* a partial write: the socket is full */
 	}
 	return (ssize_t)total;

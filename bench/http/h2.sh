@@ -19,12 +19,24 @@
 # DATA frame with its own sendfile and answered 1.5x more per CPU-second
 # without it (NGINX_SENDFILE=on to compare).  Needs nginx with http_v2 (Debian's nginx-light has it)
 # and h2load (nghttp2-client): make deps-bench.
+#
+# TESTS picks the parts (default all):
+#   get64  the GET above, over h2+TLS and h2c
+#   get1m  GET of a 1 MiB document over h2+TLS, $BIG_CONNS connections x 1
+#          stream
+#   tls    new TLS connections (openssl s_time -new: full handshakes) and
+#          resumed ones (-reuse: TLS 1.3 tickets), each a GET of the 64-byte
+#          document: connections per second and per server CPU-second
+#   put    keel-serve alone: durable PUTs of 16 bytes, 64 connections, over
+#          h2+TLS against HTTP/1.1 over TLS (h2load --h1), same run
 set -u
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
 CONNS=${CONNS:-64}
 STREAMS=${STREAMS:-10}
+BIG_CONNS=${BIG_CONNS:-8}
+TESTS=${TESTS:-get64 get1m tls put}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h2.XXXXXX)}
@@ -45,6 +57,8 @@ nginx -V 2>&1 | grep -q http_v2_module || { echo "this nginx has no http_v2"; ex
 [ -x "$SERVE" ] || { echo "no $SERVE"; exit 1; }
 mkdir -p "$DIR/www"
 head -c 64 /dev/urandom | base64 | head -c 64 >"$DIR/www/doc"
+head -c 1048576 /dev/urandom >"$DIR/www/big"
+head -c 16 /dev/urandom >"$DIR/www/v16"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 	-days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 \
 	-keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>/dev/null || exit 1
@@ -82,6 +96,7 @@ start_keel() {
 	wait_port "$TPORT" && wait_port "$CPORT" || exit 1
 	curl -s -k -o /dev/null -X PUT --data-binary @"$DIR/www/doc" "https://127.0.0.1:$TPORT/doc"
 	curl -s -o /dev/null -X PUT --data-binary @"$DIR/www/doc" "http://127.0.0.1:$CPORT/doc"
+	curl -s -k -o /dev/null -X PUT --data-binary @"$DIR/www/big" "https://127.0.0.1:$TPORT/big"
 }
 
 # start_nginx: one process with a TLS listener (TPORT) and an h2c one (CPORT)
@@ -112,7 +127,7 @@ http {
 	fastcgi_temp_path $DIR/nginx/fastcgi;
 	uwsgi_temp_path $DIR/nginx/uwsgi;
 	scgi_temp_path $DIR/nginx/scgi;
-	types { application/octet-stream doc; }
+	types { application/octet-stream doc big; }
 	ssl_certificate $DIR/cert.pem;
 	ssl_certificate_key $DIR/key.pem;
 	ssl_protocols TLSv1.2 TLSv1.3;
@@ -136,13 +151,14 @@ stop_servers() {
 	for p in $SPIDS; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 }
 
-# run SERVER PROTO URL SPID -- one h2load run; prints a result line and
-# appends "SERVER PROTO rate cpu_rate" to $DIR/results
+# run SERVER PROTO URL SPID [H2LOAD ARGS] -- one h2load run; prints a
+# result line and appends "SERVER PROTO rate cpu_rate" to $DIR/results
 run() {
 	local server=$1 proto=$2 url=$3 spid=$4 t0 t1 out rate codes secs
+	shift 4
 	t0=$(cpu_ticks "$spid")
 	out=$(taskset -c "$LOAD_CPU" h2load -t 1 -c "$CONNS" -m "$STREAMS" \
-		-D "$DUR" --warm-up-time=1 "$url" 2>&1)
+		-D "$DUR" --warm-up-time=1 "$@" "$url" 2>&1)
 	t1=$(cpu_ticks "$spid")
 	rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
 	codes=$(sed -n 's/^status codes: //p' <<<"$out")
@@ -156,31 +172,81 @@ run() {
 	echo "$server $proto ${rate:-0} $cpu_rate" >>"$DIR/results"
 }
 
-echo "keel-serve vs nginx over HTTP/2: GET 64 B, $CONNS connections x $STREAMS streams," \
-	"$ROUNDS rounds of ${DUR}s (+1 s warm-up), server CPU $SERVER_CPU, h2load CPU $LOAD_CPU"
+# handshakes SERVER PROTO PORT SPID new|reuse -- openssl s_time for $DUR s,
+# each connection a GET of the document: connections per second (real
+# time) and per server CPU-second
+handshakes() {
+	local server=$1 proto=$2 port=$3 spid=$4 how=$5 t0 t1 out n secs real
+	t0=$(cpu_ticks "$spid")
+	real=$(date +%s.%N)
+	out=$(taskset -c "$LOAD_CPU" openssl s_time -connect 127.0.0.1:"$port" \
+		-"$how" -time "$DUR" -www /doc 2>&1)
+	real=$(awk -v a="$real" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+	t1=$(cpu_ticks "$spid")
+	n=$(sed -n 's/^\([0-9]*\) connections in [0-9.]*s;.*/\1/p' <<<"$out" | head -1)
+	secs=$(awk -v a="$t0" -v b="$t1" -v t="$TICK" 'BEGIN { print (b - a) / t }')
+	local rate cpu_rate
+	rate=$(awk -v n="${n:-0}" -v r="$real" 'BEGIN { printf "%.0f", n / r }')
+	cpu_rate=$(awk -v n="${n:-0}" -v s="$secs" \
+		'BEGIN { if (s > 0) printf "%.0f", n / s; else print 0 }')
+	echo "$server $proto: ${n:-?} connections in ${real}s, $rate/s, server CPU ${secs}s, $cpu_rate per CPU-s"
+	echo "$server $proto $rate $cpu_rate" >>"$DIR/results"
+}
+
+want() { case " $TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+echo "keel-serve vs nginx over HTTP/2 ($TESTS): GET 64 B at $CONNS connections x $STREAMS streams," \
+	"$ROUNDS rounds of ${DUR}s (+1 s warm-up), server CPU $SERVER_CPU, load CPU $LOAD_CPU"
 : >"$DIR/results"
 for r in $(seq "$ROUNDS"); do
 	if [ $((r % 2)) -eq 1 ]; then order="keel nginx"; else order="nginx keel"; fi
 	for s in $order; do
 		start_$s
 		set -- $SPIDS
-		run "$s" h2-tls "https://127.0.0.1:$TPORT/doc" "$1"
-		[ "$s" = keel ] && set -- $2
-		run "$s" h2c "http://127.0.0.1:$CPORT/doc" "$1"
+		tpid=$1 cpid=${2:-$1}
+		if want get64; then
+			run "$s" h2-tls "https://127.0.0.1:$TPORT/doc" "$tpid"
+			run "$s" h2c "http://127.0.0.1:$CPORT/doc" "$cpid"
+		fi
+		if want get1m; then
+			CONNS=$BIG_CONNS STREAMS=1 run "$s" get1m-h2-tls \
+				"https://127.0.0.1:$TPORT/big" "$tpid"
+		fi
+		if want tls; then
+			handshakes "$s" tls-new "$TPORT" "$tpid" new
+			handshakes "$s" tls-resumed "$TPORT" "$tpid" reuse
+		fi
+		if want put && [ "$s" = keel ]; then
+			STREAMS=1 run keel put16-h2-tls "https://127.0.0.1:$TPORT/p" \
+				"$tpid" -d "$DIR/www/v16" -H ':method: PUT'
+			STREAMS=1 run keel put16-h1-tls "https://127.0.0.1:$TPORT/p" \
+				"$tpid" --h1 -d "$DIR/www/v16" -H ':method: PUT'
+		fi
 		stop_servers
 	done
 done
 
 echo
-echo "| GET 64 B, $CONNS conns x $STREAMS streams | keel-serve req/s | nginx req/s | ratio | keel req/CPU-s | nginx req/CPU-s | ratio |"
+echo "| $CONNS conns x $STREAMS streams unless said | keel-serve /s | nginx /s | ratio | keel per CPU-s | nginx per CPU-s | ratio |"
 echo "|---|---|---|---|---|---|---|"
-for proto in h2-tls h2c; do
+for proto in h2-tls h2c get1m-h2-tls tls-new tls-resumed; do
 	awk -v p="$proto" '
 		$2 == p { n[$1]++; r[$1] += $3; c[$1] += $4 }
 		END {
+			if (!n["keel"] || !n["nginx"]) exit
 			kr = r["keel"] / n["keel"]; nr = r["nginx"] / n["nginx"]
 			kc = c["keel"] / n["keel"]; nc = c["nginx"] / n["nginx"]
 			printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
-				p, kr, nr, kr / nr, kc, nc, kc / nc
+				p, kr, nr, (nr ? kr / nr : 0), kc, nc, (nc ? kc / nc : 0)
 		}' "$DIR/results"
 done
+if want put; then
+	echo
+	echo "| keel-serve, durable PUT 16 B, $CONNS conns x 1 stream | h2+TLS /s | HTTP/1.1+TLS /s | ratio |"
+	echo "|---|---|---|---|"
+	awk '
+		$2 == "put16-h2-tls" { n2++; r2 += $3 }
+		$2 == "put16-h1-tls" { n1++; r1 += $3 }
+		END { if (n1 && n2) printf "| | %.0f | %.0f | %.2fx |\n", r2 / n2, r1 / n1, (r2 / n2) / (r1 / n1) }
+	' "$DIR/results"
+fi
