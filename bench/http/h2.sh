@@ -29,6 +29,10 @@
 #          document: connections per second and per server CPU-second
 #   put    keel-serve alone: durable PUTs of 16 bytes, 64 connections, over
 #          h2+TLS against HTTP/1.1 over TLS (h2load --h1), same run
+#   idle   once per server: $IDLE idle h2+TLS connections held
+#          (bench/http/h2idle.py: preface and SETTINGS, then nothing), the
+#          server's resident memory before and after, then one GET on each:
+#          memory per connection, and how many were answered
 set -u
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
@@ -36,7 +40,9 @@ DUR=${DUR:-5}
 CONNS=${CONNS:-64}
 STREAMS=${STREAMS:-10}
 BIG_CONNS=${BIG_CONNS:-8}
-TESTS=${TESTS:-get64 get1m tls put}
+TESTS=${TESTS:-get64 get1m tls put idle}
+IDLE=${IDLE:-10000}
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h2.XXXXXX)}
@@ -87,6 +93,7 @@ start_keel() {
 	CPORT=$(free_port)
 	rm -f "$DIR/t.keel" "$DIR/c.keel"
 	taskset -c "$SERVER_CPU" "$SERVE" --db "$DIR/t.keel" --listen 127.0.0.1:"$TPORT" \
+		--max-conns $((IDLE + 1000)) --idle-timeout 600s \
 		--tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" >"$DIR/kt.out" 2>&1 &
 	p=$!
 	taskset -c "$SERVER_CPU" "$SERVE" --db "$DIR/c.keel" --listen 127.0.0.1:"$CPORT" \
@@ -117,7 +124,7 @@ http {
 	sendfile ${NGINX_SENDFILE:-off};
 	tcp_nopush on;
 	tcp_nodelay on;
-	keepalive_timeout 60;
+	keepalive_timeout 600;
 	keepalive_requests 100000000;
 	http2_max_requests 100000000;
 	open_file_cache max=64 inactive=60s;
@@ -195,6 +202,27 @@ handshakes() {
 
 want() { case " $TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# idle SERVER PORT SPID -- $IDLE idle h2+TLS connections: KB each, answers
+idle() {
+	local server=$1 port=$2 spid=$3 before after line ans per
+	before=$(rss_kb "$spid")
+	coproc H2IDLE { taskset -c "$LOAD_CPU" python3 bench/http/h2idle.py \
+		"$port" "$DIR/cert.pem" "$IDLE" /doc 2>&1; }
+	read -r line <&"${H2IDLE[0]}"
+	case "$line" in open*) ;; *) echo "$server idle: $line"; return ;; esac
+	sleep 1
+	after=$(rss_kb "$spid")
+	echo go >&"${H2IDLE[1]}"
+	read -r ans <&"${H2IDLE[0]}"
+	wait "$H2IDLE_PID" 2>/dev/null
+	per=$(awk -v a="$before" -v b="$after" -v n="$IDLE" \
+		'BEGIN { printf "%.1f", (b - a) / n }')
+	echo "$server idle: $line, RSS ${before} -> ${after} KB, $per KB a connection; $ans"
+	echo "$server idle-h2-tls $per $(awk '{print $2}' <<<"$ans")" >>"$DIR/results"
+}
+
 echo "keel-serve vs nginx over HTTP/2 ($TESTS): GET 64 B at $CONNS connections x $STREAMS streams," \
 	"$ROUNDS rounds of ${DUR}s (+1 s warm-up), server CPU $SERVER_CPU, load CPU $LOAD_CPU"
 : >"$DIR/results"
@@ -226,6 +254,15 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
+if want idle; then
+	for s in keel nginx; do
+		start_$s
+		set -- $SPIDS
+		idle "$s" "$TPORT" "$1"
+		stop_servers
+	done
+fi
+
 echo
 echo "| $CONNS conns x $STREAMS streams unless said | keel-serve /s | nginx /s | ratio | keel per CPU-s | nginx per CPU-s | ratio |"
 echo "|---|---|---|---|---|---|---|"
@@ -248,5 +285,14 @@ if want put; then
 		$2 == "put16-h2-tls" { n2++; r2 += $3 }
 		$2 == "put16-h1-tls" { n1++; r1 += $3 }
 		END { if (n1 && n2) printf "| | %.0f | %.0f | %.2fx |\n", r2 / n2, r1 / n1, (r2 / n2) / (r1 / n1) }
+	' "$DIR/results"
+fi
+if want idle; then
+	echo
+	echo "| $IDLE idle h2+TLS connections | keel-serve KB each | nginx KB each | ratio | answered afterwards (keel / nginx) |"
+	echo "|---|---|---|---|---|"
+	awk -v n="$IDLE" '
+		$2 == "idle-h2-tls" { kb[$1] = $3; a[$1] = $4 }
+		END { if (kb["nginx"] > 0) printf "| | %.1f | %.1f | %.2fx | %s / %s of %d |\n", kb["keel"], kb["nginx"], kb["keel"] / kb["nginx"], a["keel"], a["nginx"], n }
 	' "$DIR/results"
 fi
