@@ -38,7 +38,8 @@ DEPS_TARGETS_STAMP = $(B)/.deps-targets
 # ---- the library (floors 0-2) -------------------------------------------
 LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
 	engine/map.c engine/tree.c engine/batch.c engine/commit.c engine/db.c \
-	engine/compact.c engine/grow.c engine/marker.c \
+	engine/compact.c engine/grow.c engine/marker.c engine/pending.c \
+	engine/delta.c \
 	recovery/recover.c recovery/verify.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 

@@ -126,6 +126,8 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
 #define KEEL_UNSAFE_NO_SYNC     0x100u /* commits skip their sync              */
 #define KEEL_UNSAFE_TRUST_HEAD  0x200u /* recovery skips region verification  */
 #define KEEL_UNSAFE_RETRY_FSYNC 0x400u /* a failed sync is retried, then acked */
+#define KEEL_UNSAFE_CKPT_DROP   0x800u /* a checkpoint leaves out the key of the
+                                          oldest pending entry (format 3)    */
 
 typedef struct keel_options {
 	unsigned flags;              /* KEEL_RDONLY | ...                         */
@@ -147,7 +149,17 @@ typedef struct keel_options {
 	                                less disk, more compactions (each rewrites
 	                                the live tree and syncs four times).
 	                                docs/engine.md, "Compaction"            */
+	uint64_t checkpoint_bytes;   /* format 3: the pending span (commits whose
+	                                changes are only in the delta log) that
+	                                makes the next commit a checkpoint; 0 =
+	                                KEEL_CHECKPOINT_BYTES_DEFAULT, which is
+	                                also the most.  Smaller: more checkpoints
+	                                (more bytes written), a shorter open.
+	                                docs/engine.md, "the delta log"         */
 } keel_options;
+
+/* The default and largest checkpoint_bytes: 4 MiB. */
+#define KEEL_CHECKPOINT_BYTES_DEFAULT ((uint64_t)4 << 20)
 
 /* The default compact_slack: a small store grows by tens of MiB between
  * compactions instead of compacting every few hundred commits. */
@@ -388,6 +400,12 @@ typedef struct keel_stats {
 	                         store within: max(2.5 x live_bytes,
 	                         live_bytes + compact_slack); 0 when the policy
 	                         is off (KEEL_NOCOMPACT, KEEL_RDONLY)        */
+	uint64_t checkpoints; /* format 3: checkpoints written by this handle    */
+	uint64_t pending_heads; /* format 3: commits of the newest head whose
+	                         changes are only in the delta log (0 on a
+	                         format 2 store)                             */
+	uint64_t pending_bytes; /* format 3: the bytes those commits span        */
+	uint32_t format_version; /* the data file's format version (2 or 3)    */
 } keel_stats;
 
 int keel_stat(keel_db *db, keel_stats *out);
