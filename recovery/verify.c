@@ -293,16 +293,21 @@ static bool pending_delta(verifier *v, const keel_head *h, size_t *cap)
 		uint32_t size = keel_delta_ent_check(p + at, rh.len - at);
 		keel_delta_ent_decode(p + at, &d);
 		at += size;
-		if (!d.del && !d.e.inl) {
+		if (!d.del && !d.e.inl) { /* keel_delta_valid: below OFF */
 			keel_rec_hdr vh;
 			const uint8_t *vr = v->base + d.e.voff;
-			if (d.e.voff + KEEL_REC_HDR > v->len ||
-			    keel_rec_decode(vr, &vh) != KEEL_OK ||
-			    vh.type != KEEL_REC_VALUE || vh.len != d.e.vlen ||
-			    vh.len > off - d.e.voff - KEEL_REC_HDR ||
-			    vh.crc != d.e.vcrc || keel_rec_crc(vr, vh.len) != vh.crc)
-				problem(v, off, "DELTA entry %u: its VALUE record at %llu "
-				        "is wrong", i, (unsigned long long)d.e.voff);
+			if (keel_rec_decode(vr, &vh) != KEEL_OK ||
+			    vh.type != KEEL_REC_VALUE ||
+			    vh.len > off - d.e.voff - KEEL_REC_HDR)
+				problem(v, d.e.voff, "value: bad record header");
+			else if (keel_rec_crc(vr, vh.len) != vh.crc)
+				problem(v, d.e.voff, "value: checksum mismatch");
+			else if (vh.crc != d.e.vcrc)
+				problem(v, d.e.voff, "value: checksum differs from its "
+				        "reference");
+			else if (vh.len != d.e.vlen)
+				problem(v, d.e.voff, "value length %u, DELTA entry says %u",
+				        vh.len, d.e.vlen);
 		}
 		if (v->npend == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 256;
