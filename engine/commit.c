@@ -382,7 +382,7 @@ static void lead_group(keel_db *db)
 	if (rc == KEEL_OK && !empty) {
 		keel_head_encode(head_buf, &head);
 		rc = grow_ensure(db, head.off + KEEL_HEAD_SIZE,
-		                 head.live_bytes, &grew);
+		                 policy_live(&head), &grew);
 		if (rc == KEEL_OK) {
 			db->append_end = head.off + KEEL_HEAD_SIZE; /* building */
 			rc = commit_write_region(db->io, db->fd, &region, head_buf,
@@ -477,7 +477,7 @@ static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
 	return end > POLICY_HOLD_MIN_END &&
-	       end > policy_bytes(db->tail.live_bytes, POLICY_HOLD_Q,
+	       end > policy_bytes(policy_live(&db->tail), POLICY_HOLD_Q,
 	                          db->compact_slack);
 }
 

@@ -621,7 +621,7 @@ static void *compactor_main(void *arg)
 		 * try waits until the store has grown by its live bytes again:
 		 * retried at every publish, a failing compaction rebuilt the whole
 		 * live tree per commit, and held writers back each time. */
-		uint64_t end = db->head.off + KEEL_HEAD_SIZE, live = db->head.live_bytes;
+		uint64_t end = db->head.off + KEEL_HEAD_SIZE, live = policy_live(&db->head);
 		db->compact_retry_end = rc == KEEL_OK ? 0
 		                      : end + (live > AUTO_MIN_END ? live : AUTO_MIN_END);
 	}
@@ -634,7 +634,7 @@ void compact_maybe_schedule(keel_db *db)
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
 	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
 	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
-	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q,
+	    end < policy_bytes(policy_live(&db->head), POLICY_COMPACT_Q,
 	                        db->compact_slack) ||
 	    end < db->compact_retry_end)
 		return;

@@ -334,10 +334,12 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	db->ckpt_bytes = o.checkpoint_bytes && o.checkpoint_bytes <
 	                 KEEL_CHECKPOINT_BYTES_DEFAULT ? o.checkpoint_bytes
 	               : KEEL_CHECKPOINT_BYTES_DEFAULT;
-	/* A checkpoint turns the whole pending span from live bytes into dead
-	 * ones at once; the slack must hold it twice (docs/engine.md, "The
-	 * space bound across a checkpoint"). */
-	uint64_t floor = 2 * (db->ckpt_bytes + KEEL_DELTA_MAX);
+	/* A checkpoint turns the whole pending span (at most ckpt_bytes: the
+	 * writer checkpoints before a group's region would take it further,
+	 * delta.c) from live bytes into dead ones at once; the slack must
+	 * hold it twice (docs/engine.md, "The space bound across a
+	 * checkpoint"). */
+	uint64_t floor = 2 * db->ckpt_bytes;
 	if (db->compact_slack < floor)
 		db->compact_slack = floor;
 	db->fd = -1;
@@ -945,7 +947,7 @@ int keel_stat(keel_db *db, keel_stats *out)
 	out->growths = db->n_growths;
 	out->growths_inline = db->n_growths_inline;
 	out->space_bound = (db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) ? 0
-	                 : policy_bytes(db->head.live_bytes, POLICY_CAP_Q,
+	                 : policy_bytes(policy_live(&db->head), POLICY_CAP_Q,
 	                                db->compact_slack);
 	pthread_mutex_unlock(&db->mu);
 	return KEEL_OK;

@@ -52,6 +52,17 @@ static inline uint64_t policy_bytes(uint64_t live, unsigned q, uint64_t slack)
 	return share > floor ? share : floor;
 }
 
+/* The live bytes the policy bounds: those of the head's checkpointed tree
+ * (and the head), without its pending span.  A checkpoint turns the whole
+ * span from live into dead bytes at once, so a bound on the live bytes
+ * with the span in them would fall at every checkpoint, below a file that
+ * was within it; the span is carried by the slack instead (at least twice
+ * the checkpoint bound, db.c), as the compaction carries dead bytes. */
+static inline uint64_t policy_live(const keel_head *h)
+{
+	return h->live_bytes - h->pending_bytes;
+}
+
 /* ---- mappings (map.c) ------------------------------------------------------
  * A keel_map is one read-only MAP_SHARED mapping of a data file.  The db holds
  * one reference to its current map; every snapshot, view, iterator and commit

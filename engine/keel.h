@@ -397,9 +397,13 @@ typedef struct keel_stats {
 	                         thread, and a commit grows it only when that
 	                         thread is behind or failed (docs/engine.md) */
 	uint64_t space_bound; /* the file size the automatic policy keeps this
-	                         store within: max(2.5 x live_bytes,
-	                         live_bytes + compact_slack); 0 when the policy
-	                         is off (KEEL_NOCOMPACT, KEEL_RDONLY)        */
+	                         store within: max(2.5 x L, L + compact_slack)
+	                         where L = live_bytes - pending_bytes (the
+	                         checkpointed tree's live bytes: a format 3
+	                         store's slack carries its pending span, and
+	                         is at least twice checkpoint_bytes); 0 when
+	                         the policy is off (KEEL_NOCOMPACT,
+	                         KEEL_RDONLY)                                */
 	uint64_t checkpoints; /* format 3: checkpoints written by this handle    */
 	uint64_t pending_heads; /* format 3: commits of the newest head whose
 	                         changes are only in the delta log (0 on a
