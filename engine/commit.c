@@ -46,6 +46,7 @@
  *      written, and becomes the tail's at the append, the head's at the
  *      publish.
  */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -380,6 +381,8 @@ static void lead_group(keel_db *db)
 	if (rc == KEEL_OK && !empty)
 		rc = group_finish_build(db, &b, &base, &region, &head, &new_gen);
 	if (rc == KEEL_OK && !empty) {
+		/* what recovery will demand of this head (format.h) */
+		assert(keel_head_pending_sane(&head));
 		keel_head_encode(head_buf, &head);
 		rc = grow_ensure(db, head.off + KEEL_HEAD_SIZE,
 		                 policy_live(&head), &grew);

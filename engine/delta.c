@@ -420,12 +420,29 @@ int dgroup_finish(dgroup *d, keel_head *head, tree_region *out,
 	*checkpoint = keel_rec_size(payload) > KEEL_DELTA_MAX ||
 	              b->pending_heads + 1 > KEEL_CKPT_HEADS ||
 	              pending > d->ckpt_bytes;
-	return *checkpoint ? layout_checkpoint(d, head, out)
-	                   : layout_delta(d, payload, head, out);
+	int rc = *checkpoint ? layout_checkpoint(d, head, out)
+	                     : layout_delta(d, payload, head, out);
+	if (rc)
+		return rc;
+	/* D3, D5 and the head rules of format.h, on what is about to be
+	 * written */
+	assert(*checkpoint ? head->pending_heads == 0 && head->delta_off == 0
+	                   : head->pending_heads == b->pending_heads + 1 &&
+	                     head->pending_bytes == pending &&
+	                     head->pending_bytes <= d->ckpt_bytes &&
+	                     head->delta_off < head->off &&
+	                     head->root_off == b->root_off);
+	assert(head->pending_heads <= KEEL_CKPT_HEADS);
+	assert(head->txid == b->txid + 1 && head->region_start == b->off +
+	       KEEL_HEAD_SIZE && head->off >= head->region_start);
+	return KEEL_OK;
 }
 
 int dgroup_index(dgroup *d, pend_gen *g, const keel_head *head)
 {
+	/* D7: versions go in in txid order, each group's after the last */
+	assert(head->delta_off && pend_gen_last_txid(g) < head->txid);
+	assert(pend_gen_for(g, head->root_off, head->root_crc));
 	const uint8_t *p = d->delta + KEEL_REC_HDR;
 	return pend_add_delta(g, p, keel_ld32(d->delta + 8),
 	                      head->delta_off + KEEL_REC_HDR, head->txid);

@@ -176,7 +176,8 @@ bool keel_delta_valid(const uint8_t *p, uint32_t len, uint64_t txid,
 		    (prev && keel_key_cmp(prev, prev_len, d.e.key, d.e.klen) >= 0))
 			return false;
 		if (!d.del && !d.e.inl &&
-		    (d.e.voff % 8 || d.e.voff < KEEL_DATA_START || d.e.voff >= below))
+		    (d.e.voff % 8 || d.e.voff < KEEL_DATA_START ||
+		     d.e.voff >= below || below - d.e.voff < KEEL_REC_HDR))
 			return false;
 		prev = d.e.key;
 		prev_len = d.e.klen;

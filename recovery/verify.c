@@ -293,7 +293,7 @@ static bool pending_delta(verifier *v, const keel_head *h, size_t *cap)
 		uint32_t size = keel_delta_ent_check(p + at, rh.len - at);
 		keel_delta_ent_decode(p + at, &d);
 		at += size;
-		if (!d.del && !d.e.inl) { /* keel_delta_valid: below OFF */
+		if (!d.del && !d.e.inl) { /* keel_delta_valid: a header below OFF */
 			keel_rec_hdr vh;
 			const uint8_t *vr = v->base + d.e.voff;
 			if (keel_rec_decode(vr, &vh) != KEEL_OK ||
