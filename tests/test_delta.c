@@ -55,7 +55,7 @@ static void put_str(keel_db *db, const char *k, const char *v)
 static void a_put_appends_a_delta_record_and_a_head(void **state)
 {
 	fixture *f = *state;
-	char key[9], val[17];
+	char key[16], val[24]; /* 8 and 16 bytes used */
 	keel_options o = {.flags = KEEL_NOCOMPACT};
 	reopen_with(f, &o);
 	for (int i = 0; i < 100; i++) { /* a tree to put into */
