@@ -4,12 +4,18 @@
  *
  * WHAT IT IS
  *   One data file holds every value, every tree node and a chain of head
- *   records.  Nothing is ever overwritten in place: a commit appends the new
- *   values, the copied tree path and a head record that names the new root,
- *   then issues exactly ONE fdatasync (fsync when the commit grew the file).
- *   The head carries a CRC32C over the commit's whole byte region chained with
- *   the previous head's, so recovery accepts a head only when everything it
- *   depends on reached the disk.  The file format is in docs/format.md.
+ *   records.  Nothing is ever overwritten in place: a commit appends its
+ *   new values, a DELTA record of what it changed and a head record that
+ *   links it (format 3), then issues exactly ONE fdatasync (fsync when the
+ *   commit grew the file).  Once the changes not yet in the tree pass a
+ *   bound (keel_options.checkpoint_bytes, 4 MiB), the commit that passes it
+ *   is a checkpoint: it appends the copied tree paths and a head naming the
+ *   new root instead.  The head carries a CRC32C over the commit's whole
+ *   byte region chained with the previous head's, so recovery accepts a
+ *   head only when everything it depends on reached the disk; open reads
+ *   the changes since the last checkpoint once, a bounded span.  A format 2
+ *   store (every commit a checkpoint) opens, and keel_compact converts it.
+ *   The file format is in docs/format.md.
  *
  * CALLING SEQUENCE
  *     keel_db *db;

@@ -3,6 +3,7 @@
  * under snapshots, iterators and reader processes, the bounded recovery at
  * the worst point of the checkpoint cycle, hostile pending spans, format 2
  * stores, and the KEEL_UNSAFE_CKPT_DROP positive control. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -481,6 +482,91 @@ static void the_ckpt_drop_control_loses_acknowledged_writes(void **state)
 	assert_true(stale > 0);
 }
 
+/* D7 under threads: writers commit pairs of keys in one batch (a and b
+ * with the same counter) while checkpoints come every few commits; a
+ * reader refreshing a snapshot must always see both keys of a pair equal,
+ * and counters that never go back. */
+typedef struct pair_writer {
+	keel_db *db;
+	int id, n;
+} pair_writer;
+
+static void *pair_write(void *arg)
+{
+	pair_writer *w = arg;
+	char ka[16], kb[16], v[16];
+	snprintf(ka, sizeof(ka), "a%d", w->id);
+	snprintf(kb, sizeof(kb), "b%d", w->id);
+	for (int i = 1; i <= w->n; i++) {
+		keel_batch *b;
+		snprintf(v, sizeof(v), "%08d", i);
+		if (keel_batch_new(&b) || keel_batch_put(b, ka, strlen(ka), v, 8,
+		                                         KEEL_REV_ANY) ||
+		    keel_batch_put(b, kb, strlen(kb), v, 8, KEEL_REV_ANY) ||
+		    keel_commit(w->db, b, NULL, NULL))
+			return (void *)1;
+		keel_batch_free(b);
+	}
+	return NULL;
+}
+
+static void readers_see_whole_batches_while_checkpoints_run(void **state)
+{
+	fixture *f = *state;
+	enum { WRITERS = 4, N = 1500 };
+	keel_options o = {.flags = KEEL_NOCOMPACT, .checkpoint_bytes = 4096};
+	reopen_with(f, &o);
+	pthread_t t[WRITERS];
+	pair_writer w[WRITERS];
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (pair_writer){.db = f->db, .id = i, .n = N};
+		assert_int_equal(pthread_create(&t[i], NULL, pair_write, &w[i]), 0);
+	}
+	keel_snapshot *s;
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	int last[WRITERS] = {0}, rounds = 0;
+	bool done = false;
+	while (!done) {
+		done = true;
+		for (int i = 0; i < WRITERS; i++) {
+			char ka[16], kb[16];
+			keel_view va, vb;
+			snprintf(ka, sizeof(ka), "a%d", i);
+			snprintf(kb, sizeof(kb), "b%d", i);
+			int ra = keel_snapshot_get(s, ka, strlen(ka), &va);
+			int rb = keel_snapshot_get(s, kb, strlen(kb), &vb);
+			assert_int_equal(ra, rb);
+			if (ra == KEEL_ENOTFOUND) {
+				done = false;
+				continue;
+			}
+			assert_int_equal(ra, KEEL_OK);
+			assert_memory_equal(va.data, vb.data, 8); /* one batch */
+			char num[9];
+			memcpy(num, va.data, 8);
+			num[8] = '\0';
+			int c = atoi(num);
+			assert_true(c >= last[i]);                 /* never back */
+			last[i] = c;
+			done &= c == N;
+			keel_view_release(&va);
+			keel_view_release(&vb);
+		}
+		assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK);
+		rounds++;
+	}
+	keel_snapshot_close(s);
+	for (int i = 0; i < WRITERS; i++) {
+		void *rc;
+		pthread_join(t[i], &rc);
+		assert_null(rc);
+	}
+	assert_true(stats(f->db).checkpoints > 10);
+	print_message("%d snapshot refreshes, %llu checkpoints\n", rounds,
+	              (unsigned long long)stats(f->db).checkpoints);
+	check_clean(f->db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +578,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_store_killed_at_the_worst_point_reopens_within_the_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(format_2_stores_open_and_compaction_converts_them, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_ckpt_drop_control_loses_acknowledged_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(readers_see_whole_batches_while_checkpoints_run, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
