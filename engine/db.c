@@ -190,8 +190,10 @@ static int recover(keel_db *db, const keel_options *o)
 	/* A reader process stops at the writer's durable marker (marker.c). */
 	if (rc == KEEL_OK && (db->flags & KEEL_RDONLY)) {
 		uint64_t limit = marker_limit(db, db->fd, r.super.file_id);
-		if (r.head.txid > limit)
+		if (r.head.txid > limit) {
+			free(r.deltas); /* the span of a head we may not take */
 			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
+		}
 	}
 
 	rep->status = r.status;

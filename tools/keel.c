@@ -496,6 +496,7 @@ static int cmd_heads(int argc, char **argv)
 		h = prev;
 	}
 	io->close(io->ctx, fd);
+	free(r.deltas);
 	return bad ? 1 : 0;
 }
 
