@@ -227,7 +227,7 @@ asan:
 		SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
 		test
 
-TSAN_TESTS = test_engine test_compact test_grow test_faults_io test_faultsim_engine
+TSAN_TESTS = test_engine test_delta test_compact test_grow test_faults_io test_faultsim_engine
 tsan:
 	$(MAKE) B=build-tsan OPT=-O1 \
 		SAN='-fsanitize=thread -fno-omit-frame-pointer' \
