@@ -628,8 +628,23 @@ static int find_pending(const keel_io *io, int fd, unsigned flags,
 	return KEEL_OK;
 }
 
+static int find_newest(const keel_io *io, int fd, unsigned flags,
+                       uint64_t max_txid, recovery_result *out);
+
 int recovery_find(const keel_io *io, int fd, unsigned flags,
                   uint64_t max_txid, recovery_result *out)
+{
+	int rc = find_newest(io, fd, flags, max_txid, out);
+	if (rc != KEEL_OK) { /* the pending list belongs to a success only */
+		free(out->deltas);
+		out->deltas = NULL;
+		out->ndeltas = 0;
+	}
+	return rc;
+}
+
+static int find_newest(const keel_io *io, int fd, unsigned flags,
+                       uint64_t max_txid, recovery_result *out)
 {
 	uint8_t sb[KEEL_SUPER_SIZE];
 	int is_reg, rc;
