@@ -38,7 +38,8 @@ DEPS_TARGETS_STAMP = $(B)/.deps-targets
 # ---- the library (floors 0-2) -------------------------------------------
 LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
 	engine/map.c engine/tree.c engine/batch.c engine/commit.c engine/db.c \
-	engine/compact.c engine/grow.c engine/marker.c \
+	engine/compact.c engine/grow.c engine/marker.c engine/pending.c \
+	engine/delta.c \
 	recovery/recover.c recovery/verify.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
@@ -99,7 +100,7 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_duration test_crc32c test_format test_engine test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine test_exec_proto test_campaign
+TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_engine test_exec_proto test_campaign
 TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
@@ -147,7 +148,7 @@ $(B)/libkeel.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(B)/libkeel.so: $(LIB_OBJS)
-	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.0 -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.1 -o $@ $^ $(LDLIBS_ALL)
 
 $(B)/obj-shim/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -187,7 +188,7 @@ $(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-PC_TEXT = 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: keel\nDescription: append-only copy-on-write tree store\nVersion: 0.1.0\nLibs: -L$${libdir} -lkeel\nLibs.private: -lfiu -lpthread\nCflags: -I$${includedir}\n'
+PC_TEXT = 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: keel\nDescription: append-only copy-on-write tree store\nVersion: 0.2.0\nLibs: -L$${libdir} -lkeel\nLibs.private: -lfiu -lpthread\nCflags: -I$${includedir}\n'
 
 $(B)/keel.pc: Makefile
 	@mkdir -p $(B)
@@ -229,7 +230,7 @@ asan:
 		SAN='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all' \
 		test
 
-TSAN_TESTS = test_engine test_compact test_grow test_faults_io test_faultsim_engine
+TSAN_TESTS = test_engine test_delta test_compact test_grow test_faults_io test_faultsim_engine
 tsan:
 	$(MAKE) B=build-tsan OPT=-O1 \
 		SAN='-fsanitize=thread -fno-omit-frame-pointer' \
@@ -267,15 +268,15 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/keel \
 		$(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(B)/libkeel.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.0
-	ln -sf libkeel.so.0 $(DESTDIR)$(PREFIX)/lib/libkeel.so
+	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.1
+	ln -sf libkeel.so.1 $(DESTDIR)$(PREFIX)/lib/libkeel.so
 	install -m 644 engine/keel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 engine/io.h $(DESTDIR)$(PREFIX)/include/keel/
 	printf $(PC_TEXT) '$(PREFIX)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/keel.pc
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		echo ldconfig; ldconfig; \
-		ldconfig -p | grep -qF '$(PREFIX)/lib/libkeel.so.0' || \
+		ldconfig -p | grep -qF '$(PREFIX)/lib/libkeel.so.1' || \
 		echo "note: $(PREFIX)/lib is not searched by the loader: add it to /etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(PREFIX)/lib"; \
 	elif [ -z "$(DESTDIR)" ]; then \
 		echo "note: run ldconfig as root (or set LD_LIBRARY_PATH=$(PREFIX)/lib) before running programs linked with -lkeel"; \

@@ -37,7 +37,16 @@
  *      read back, and the next open must not take the failed groups from
  *      them.
  *  (5) A hint (format.h) names only a head whose sync has returned.
+ *  (6) Version 3 (delta.c, pending.c): a DELTA group's entries enter the
+ *      pending index only after its append returned, tagged with its txid,
+ *      and are read only by snapshots at or past that txid, which exist
+ *      only once it publishes (D7).  Once indexed, the group publishes or
+ *      the handle fails: a txid is never reused beside indexed entries.
+ *      A checkpoint's new generation is allocated before anything is
+ *      written, and becomes the tail's at the append, the head's at the
+ *      publish.
  */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -198,12 +207,20 @@ static void hint_maybe_write(keel_db *db, const keel_head *head)
 	}
 }
 
+/* A group's builder: a version 2 store's tree builder, or a version 3
+ * store's DELTA group (delta.c). */
+typedef struct group_build {
+	tree_builder *tree;
+	dgroup *delta;
+} group_build;
+
 /* Applies each writer's batch from W on; a batch whose expectation fails is
  * rejected alone, any other failure fails the group. */
-static int group_apply(tree_builder *b, commit_writer *w)
+static int group_apply(group_build *b, commit_writer *w)
 {
 	for (; w; w = w->next) {
-		int rc = tree_apply(b, w->ops, w->n, &w->failed);
+		int rc = b->delta ? dgroup_apply(b->delta, w->ops, w->n, &w->failed)
+		                  : tree_apply(b->tree, w->ops, w->n, &w->failed);
 		if (rc == KEEL_ECONFLICT || rc == KEEL_ENOTFOUND)
 			w->rc = rc;
 		else if (rc)
@@ -249,7 +266,7 @@ static uint64_t mono_ns(void)
  * requests), with nothing gained on two cores (docs/bench.md).  Only while
  * topping up does an arrival wake the leader (db->topping_up).  SIZE counts
  * the group's writers.  Called and returns with mu held. */
-static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
+static int group_absorb(keel_db *db, group_build *b, uint64_t seq,
                         uint64_t want, commit_writer **last, uint64_t *size)
 {
 	int rc = KEEL_OK;
@@ -293,12 +310,18 @@ static int group_absorb(keel_db *db, tree_builder *b, uint64_t seq,
 	return rc;
 }
 
-/* Lays out the region and the head after everything is applied. */
-static int group_finish_build(keel_db *db, tree_builder *b,
+/* Lays out the region and the head after everything is applied.  A
+ * version 3 checkpoint also gets its new, empty generation here, before
+ * anything is written. */
+static int group_finish_build(keel_db *db, group_build *b,
                               const keel_head *base, tree_region *region,
-                              keel_head *head)
+                              keel_head *head, pend_gen **new_gen)
 {
-	int rc = tree_serialize(b, head, region);
+	bool checkpoint = false;
+	int rc = b->delta ? dgroup_finish(b->delta, head, region, &checkpoint)
+	                  : tree_serialize(b->tree, head, region);
+	if (rc == KEEL_OK && checkpoint)
+		rc = pend_gen_new(head->root_off, head->root_crc, new_gen);
 	if (rc)
 		return rc;
 	head->prev_head = base->off;
@@ -313,11 +336,12 @@ static void lead_group(keel_db *db)
 {
 	commit_writer *group = db->queue_head, *last = db->queue_tail;
 	keel_head base = db->tail, head = {0};
-	tree_builder *b = NULL;
+	group_build b = {0};
 	tree_region region = {0};
 	uint8_t head_buf[KEEL_HEAD_SIZE];
 	uint64_t size = 0;
-	bool grew = false, empty = true;
+	bool grew = false, empty = true, indexed = false;
+	pend_gen *gen = db->tail_pend, *new_gen = NULL;
 	int rc;
 
 	for (commit_writer *w = group; w; w = w->next)
@@ -332,45 +356,67 @@ static void lead_group(keel_db *db)
 	uint64_t seq = ++db->appended_seq;
 	keel_map *map = db->map;
 	map_ref(map);
+	pend_gen_ref(gen);
+	bool v3 = db->version >= 3;
 	rc = db->failed;
 	pthread_mutex_unlock(&db->mu);
 
-	if (rc == KEEL_OK)
+	if (rc == KEEL_OK && v3)
+		rc = dgroup_new(map, &base, gen, db->ckpt_bytes, db->flags, &b.delta);
+	else if (rc == KEEL_OK)
 		rc = tree_builder_new(map, &base, base.txid + 1,
-		                      base.off + KEEL_HEAD_SIZE, &b);
+		                      base.off + KEEL_HEAD_SIZE, &b.tree);
 	if (rc == KEEL_OK)
-		rc = group_apply(b, group);
+		rc = group_apply(&b, group);
 	pthread_mutex_lock(&db->mu);
-	int arc = group_absorb(db, b, seq, want, &last, &size);
+	int arc = group_absorb(db, &b, seq, want, &last, &size);
 	if (rc == KEEL_OK)
 		rc = arc;
 	if (db->failed) /* (3)(4): never append behind a failed group, and say
 	                 * why: its failure, not what building on it ran into */
 		rc = db->failed;
 	pthread_mutex_unlock(&db->mu);
-	if (rc == KEEL_OK && !(empty = tree_builder_empty(b)))
-		rc = group_finish_build(db, b, &base, &region, &head);
+	if (rc == KEEL_OK)
+		empty = b.delta ? dgroup_empty(b.delta) : tree_builder_empty(b.tree);
+	if (rc == KEEL_OK && !empty)
+		rc = group_finish_build(db, &b, &base, &region, &head, &new_gen);
 	if (rc == KEEL_OK && !empty) {
+		/* what recovery will demand of this head (format.h) */
+		assert(keel_head_pending_sane(&head));
 		keel_head_encode(head_buf, &head);
 		rc = grow_ensure(db, head.off + KEEL_HEAD_SIZE,
-		                 head.live_bytes, &grew);
+		                 policy_live(&head), &grew);
 		if (rc == KEEL_OK) {
 			db->append_end = head.off + KEEL_HEAD_SIZE; /* building */
 			rc = commit_write_region(db->io, db->fd, &region, head_buf,
 			                         head.region_start);
 		}
+		/* (6) a DELTA group's entries go into the index once the group
+		 * is appended, tagged with its txid: invisible until it
+		 * publishes (D7), and the next leader builds on them.  From
+		 * here the group either publishes or fails the handle. */
+		if (rc == KEEL_OK && head.delta_off) {
+			indexed = true;
+			rc = dgroup_index(b.delta, gen, &head);
+		}
 	}
-	tree_builder_free(b);
+	tree_builder_free(b.tree);
+	dgroup_free(b.delta);
 	map_release(map);
 
 	pthread_mutex_lock(&db->mu);
 	if (rc == KEEL_OK && !empty) {
 		db->tail = head;
+		if (new_gen) { /* a checkpoint: later groups build on its tree */
+			pend_gen_release(db->tail_pend);
+			db->tail_pend = new_gen;
+			pend_gen_ref(new_gen);
+		}
 		grow_ahead_maybe(db); /* so no later commit writes the zeros */
 	}
 	bool failed_here = false;
-	if (rc == KEEL_EIO || rc == KEEL_ENOSPC) {
-		db->failed = rc; /* (4): a failed append is fail-stop */
+	if (rc == KEEL_EIO || rc == KEEL_ENOSPC || (indexed && rc)) {
+		db->failed = rc; /* (4): a failed append is fail-stop; (6) */
 		failed_here = true;
 	}
 	db->building = false;
@@ -393,13 +439,22 @@ static void lead_group(keel_db *db)
 			failed_here = true;
 		} else {
 			db->head = head; /* (2): publish */
+			pend_gen *pub = new_gen ? new_gen : gen;
+			if (db->pend != pub) {
+				pend_gen_release(db->pend);
+				db->pend = pub;
+				pend_gen_ref(pub);
+			}
 			marker_publish(db); /* for reader processes */
 			atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 			db->n_syncs++;
+			db->n_checkpoints += new_gen != NULL;
 			hint_maybe_write(db, &head);
 			compact_maybe_schedule(db);
 		}
 	}
+	pend_gen_release(gen);
+	pend_gen_release(new_gen);
 	if (rc == KEEL_OK && !empty)
 		for (commit_writer *w = group; w; w = w->next)
 			db->n_commits += w->rc == KEEL_OK;
@@ -425,7 +480,7 @@ static bool compact_lagging(const keel_db *db)
 {
 	uint64_t end = db->tail.off + KEEL_HEAD_SIZE;
 	return end > POLICY_HOLD_MIN_END &&
-	       end > policy_bytes(db->tail.live_bytes, POLICY_HOLD_Q,
+	       end > policy_bytes(policy_live(&db->tail), POLICY_HOLD_Q,
 	                          db->compact_slack);
 }
 

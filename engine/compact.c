@@ -213,15 +213,17 @@ static void loader_free(loader *l)
 	free(l->node);
 }
 
-/* Copies every key of (ROOT in M), in order, into the new file. */
-static int bulk_load(keel_map *m, const keel_head *s0, seqw *w, loader *l)
+/* Copies every key of the state at S0 (its tree in M overlaid with its
+ * pending entries P0, D6), in order, into the new file. */
+static int bulk_load(keel_map *m, const keel_head *s0, const pend_gen *p0,
+                     seqw *w, loader *l)
 {
-	tree_cursor cur;
+	merge_cursor cur;
 	tree_leaf_entry e;
 	const uint8_t *data;
-	int rc = tree_cursor_seek(&cur, m, s0->root_off, s0->root_crc, NULL, 0);
+	int rc = merge_seek(&cur, m, s0, p0, NULL, 0, NULL, 0);
 
-	while (rc == KEEL_OK && (rc = tree_cursor_next(&cur, &e)) == KEEL_OK) {
+	while (rc == KEEL_OK && (rc = merge_next(&cur, &e)) == KEEL_OK) {
 		if ((rc = tree_value(m, &e, &data)))
 			break;
 		pentry pe = {.key = e.key, .klen = e.klen, .vlen = e.vlen,
@@ -251,6 +253,7 @@ static int bulk_load(keel_map *m, const keel_head *s0, seqw *w, loader *l)
 		l->keys++;
 		rc = loader_add(l, 0, &pe);
 	}
+	merge_free(&cur);
 	if (rc == KEEL_ENOTFOUND)
 		rc = KEEL_OK;
 	return rc ? rc : loader_finish(l);
@@ -286,7 +289,7 @@ static int newfile_identity(const keel_db *db, int fd)
 
 /* Steps 1-2: the new file with S0's tree and its first head. */
 static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
-                         newfile *nf)
+                         const pend_gen *p0, newfile *nf)
 {
 	const keel_io *io = db->io;
 	seqw w = {.io = io, .pos = KEEL_DATA_START, .flushed = KEEL_DATA_START};
@@ -306,7 +309,7 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 	w.fd = nf->fd;
 	w.buf = malloc(COMPACT_BUF);
 	l.node = malloc(KEEL_REC_HDR + KEEL_BRANCH_MAX + 4096);
-	rc = (w.buf && l.node) ? bulk_load(m, s0, &w, &l) : KEEL_ENOMEM;
+	rc = (w.buf && l.node) ? bulk_load(m, s0, p0, &w, &l) : KEEL_ENOMEM;
 	if (rc == KEEL_OK) {
 		keel_head *h = &nf->head;
 		*h = (keel_head){.txid = s0->txid, .region_start = KEEL_DATA_START,
@@ -338,22 +341,24 @@ static int newfile_build(keel_db *db, keel_map *m, const keel_head *s0,
 	return rc;
 }
 
-/* Adds to OPS what changed between trees A and B (both in M). */
-static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
-                      tree_op **ops, size_t *n)
+/* Adds to OPS what changed between the states at A and B (trees in M
+ * overlaid with their generations PA and PB: D6). */
+static int diff_states(keel_map *m, const keel_head *a, const pend_gen *pa,
+                       const keel_head *b, const pend_gen *pb, tree_op **ops,
+                       size_t *n)
 {
-	tree_cursor ca, cb;
+	merge_cursor ca = {0}, cb = {0};
 	tree_leaf_entry ea, eb;
 	size_t cap = 0;
 	int rc, ra, rb;
 
 	*n = 0;
 	*ops = NULL;
-	if ((rc = tree_cursor_seek(&ca, m, a->root_off, a->root_crc, NULL, 0)) ||
-	    (rc = tree_cursor_seek(&cb, m, b->root_off, b->root_crc, NULL, 0)))
-		return rc;
-	ra = tree_cursor_next(&ca, &ea);
-	rb = tree_cursor_next(&cb, &eb);
+	if ((rc = merge_seek(&ca, m, a, pa, NULL, 0, NULL, 0)) ||
+	    (rc = merge_seek(&cb, m, b, pb, NULL, 0, NULL, 0)))
+		goto out_free;
+	ra = merge_next(&ca, &ea);
+	rb = merge_next(&cb, &eb);
 	while (ra == KEEL_OK || rb == KEEL_OK) {
 		int c;
 		if (ra != KEEL_OK)
@@ -363,36 +368,41 @@ static int diff_trees(keel_map *m, const keel_head *a, const keel_head *b,
 		else
 			c = keel_key_cmp(ea.key, ea.klen, eb.key, eb.klen);
 		if (c == 0 && ea.voff == eb.voff && ea.rev == eb.rev) {
-			ra = tree_cursor_next(&ca, &ea);
-			rb = tree_cursor_next(&cb, &eb);
+			ra = merge_next(&ca, &ea);
+			rb = merge_next(&cb, &eb);
 			continue;
 		}
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 256;
 			tree_op *no = realloc(*ops, cap * sizeof(*no));
-			if (!no)
-				return KEEL_ENOMEM;
+			if (!no) {
+				rc = KEEL_ENOMEM;
+				goto out_free;
+			}
 			*ops = no;
 		}
 		tree_op *op = &(*ops)[(*n)++];
 		if (c < 0) { /* gone in B */
 			*op = (tree_op){.key = ea.key, .klen = ea.klen, .expect = KEEL_REV_ANY};
-			ra = tree_cursor_next(&ca, &ea);
+			ra = merge_next(&ca, &ea);
 			continue;
 		}
 		const uint8_t *data;
 		if ((rc = tree_value(m, &eb, &data)))
-			return rc;
+			goto out_free;
 		*op = (tree_op){.key = eb.key, .klen = eb.klen, .val = data,
 		                .vlen = eb.vlen, .expect = KEEL_REV_ANY, .rev = eb.rev};
 		if (c == 0)
-			ra = tree_cursor_next(&ca, &ea);
-		rb = tree_cursor_next(&cb, &eb);
+			ra = merge_next(&ca, &ea);
+		rb = merge_next(&cb, &eb);
 	}
 	if ((ra != KEEL_OK && ra != KEEL_ENOTFOUND) ||
 	    (rb != KEEL_OK && rb != KEEL_ENOTFOUND))
-		return KEEL_ECORRUPT;
-	return KEEL_OK;
+		rc = KEEL_ECORRUPT;
+out_free:
+	merge_free(&ca);
+	merge_free(&cb);
+	return rc;
 }
 
 /* Makes the new file and its map cover NEED bytes.  Called after the
@@ -415,7 +425,8 @@ static int newfile_grow(keel_db *db, newfile *nf, uint64_t need)
 
 /* Step 4: commits what changed since S0 into the new file. */
 static int newfile_catch_up(keel_db *db, keel_map *m, const keel_head *s0,
-                            const keel_head *now, newfile *nf)
+                            const pend_gen *p0, const keel_head *now,
+                            const pend_gen *pnow, newfile *nf)
 {
 	tree_op *ops = NULL;
 	size_t n = 0;
@@ -426,7 +437,7 @@ static int newfile_catch_up(keel_db *db, keel_map *m, const keel_head *s0,
 
 	if (now->txid == s0->txid)
 		return KEEL_OK;
-	int rc = diff_trees(m, s0, now, &ops, &n);
+	int rc = diff_states(m, s0, p0, now, pnow, &ops, &n);
 	if (rc == KEEL_OK)
 		rc = tree_builder_new(nf->map, &nf->head, now->txid,
 		                      nf->head.off + KEEL_HEAD_SIZE, &b);
@@ -453,7 +464,7 @@ static int newfile_catch_up(keel_db *db, keel_map *m, const keel_head *s0,
 
 /* Steps 3-6, with the pipeline stopped.  Caller holds mu. */
 static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
-                        newfile *nf)
+                        const pend_gen *p0, newfile *nf)
 {
 	const keel_io *io = db->io;
 	int rc;
@@ -472,11 +483,17 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 	keel_head now = db->head;
 	keel_map *cur = db->map;
 	map_ref(cur);
+	pend_gen *pnow = db->pend;
+	pend_gen_ref(pnow);
+	pend_gen *fresh = NULL; /* the new file's head has nothing pending */
 	pthread_mutex_unlock(&db->mu);
 
 	(void)m;
-	rc = newfile_catch_up(db, cur, s0, &now, nf);
+	rc = newfile_catch_up(db, cur, s0, p0, &now, pnow, nf);
 	map_release(cur);
+	pend_gen_release(pnow);
+	if (rc == KEEL_OK)
+		rc = pend_gen_new(nf->head.root_off, nf->head.root_crc, &fresh);
 	int e = 0;
 	if (rc == KEEL_OK && (e = io->fsync(io->ctx, nf->fd)) == 0 &&
 	    (e = io->lock(io->ctx, nf->fd, 1, 0)) == 0)
@@ -498,6 +515,12 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 		db->map = nf->map;
 		nf->map = NULL;
 		db->head = db->tail = nf->head;
+		pend_gen_release(db->pend);
+		pend_gen_release(db->tail_pend);
+		db->pend = db->tail_pend = fresh;
+		pend_gen_ref(fresh);
+		fresh = NULL;
+		db->version = KEEL_FORMAT_VERSION; /* compaction writes version 3 */
 		db->append_end = nf->head.off + KEEL_HEAD_SIZE;
 		atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 		db->file_id = nf->file_id;
@@ -507,6 +530,7 @@ static int switch_files(keel_db *db, keel_map *m, const keel_head *s0,
 		db->hint_bytes = 0;
 		db->n_compactions++;
 	}
+	pend_gen_release(fresh);
 	db->building = false;
 	pthread_cond_broadcast(&db->published_cv);
 	commit_wake_front(db);
@@ -537,13 +561,15 @@ int keel_compact(keel_db *db)
 	s0 = db->head; /* (1) */
 	m = db->map;
 	map_ref(m);
+	pend_gen *p0 = db->pend;
+	pend_gen_ref(p0);
 	pthread_mutex_unlock(&db->mu);
 
 	if (asprintf(&nf.tmp, "%s.compact", db->path) < 0) {
 		rc = KEEL_ENOMEM;
 		goto out_release;
 	}
-	rc = newfile_build(db, m, &s0, &nf);
+	rc = newfile_build(db, m, &s0, p0, &nf);
 	/* The bulk of the new file is made durable here, while writers go on
 	 * committing: the sync in switch_files, with the pipeline stopped,
 	 * then has only the catch-up left to write back. */
@@ -551,11 +577,12 @@ int keel_compact(keel_db *db)
 		rc = keel_err_from_errno(db->io->fsync(db->io->ctx, nf.fd));
 	pthread_mutex_lock(&db->mu);
 	if (rc == KEEL_OK)
-		rc = switch_files(db, m, &s0, &nf);
+		rc = switch_files(db, m, &s0, p0, &nf);
 	pthread_mutex_unlock(&db->mu);
 
 out_release:
 	map_release(m);
+	pend_gen_release(p0);
 	map_release(nf.map);
 	/* A failed compaction removes its file while it still holds
 	 * `compacting`: the next one (the automatic policy's or a caller's)
@@ -594,7 +621,7 @@ static void *compactor_main(void *arg)
 		 * try waits until the store has grown by its live bytes again:
 		 * retried at every publish, a failing compaction rebuilt the whole
 		 * live tree per commit, and held writers back each time. */
-		uint64_t end = db->head.off + KEEL_HEAD_SIZE, live = db->head.live_bytes;
+		uint64_t end = db->head.off + KEEL_HEAD_SIZE, live = policy_live(&db->head);
 		db->compact_retry_end = rc == KEEL_OK ? 0
 		                      : end + (live > AUTO_MIN_END ? live : AUTO_MIN_END);
 	}
@@ -607,7 +634,7 @@ void compact_maybe_schedule(keel_db *db)
 	uint64_t end = db->head.off + KEEL_HEAD_SIZE;
 	if ((db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) || db->compacting ||
 	    db->compact_wanted || db->closing || end < AUTO_MIN_END ||
-	    end < policy_bytes(db->head.live_bytes, POLICY_COMPACT_Q,
+	    end < policy_bytes(policy_live(&db->head), POLICY_COMPACT_Q,
 	                        db->compact_slack) ||
 	    end < db->compact_retry_end)
 		return;

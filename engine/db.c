@@ -26,7 +26,8 @@
                     KEEL_PREALLOC_FALLOCATE | KEEL_BATCH_THREADS |               \
                     KEEL_RDONLY_UNSYNCED |                                       \
                     KEEL_UNSAFE_NO_SYNC |                                        \
-                    KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC)
+                    KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC |           \
+                    KEEL_UNSAFE_CKPT_DROP)
 _Static_assert((OPEN_FLAGS & RECOVERY_READ_DEVICE) == 0,
                "recovery's own flag is no keel_options flag");
 #define INITIAL_SIZE ((uint64_t)256 << 10)
@@ -37,13 +38,15 @@ struct keel_snapshot {
 	uint64_t gen;    /* db->gen when head and map were copied            */
 	keel_head head;
 	keel_map *map;
+	pend_gen *pend;  /* head's generation of the pending index (P3)      */
 };
 
 struct keel_iter {
 	keel_snapshot *snap; /* pinned: it holds the map (a per-reader count,
 	                      * where the map's own is shared by all threads) */
 	keel_map *map;
-	tree_cursor cur;
+	merge_cursor cur;    /* the tree overlaid with the pending entries   */
+	bool done;
 	uint8_t *prefix;
 	size_t plen;
 };
@@ -188,8 +191,10 @@ static int recover(keel_db *db, const keel_options *o)
 	/* A reader process stops at the writer's durable marker (marker.c). */
 	if (rc == KEEL_OK && (db->flags & KEEL_RDONLY)) {
 		uint64_t limit = marker_limit(db, db->fd, r.super.file_id);
-		if (r.head.txid > limit)
+		if (r.head.txid > limit) {
+			free(r.deltas); /* the span of a head we may not take */
 			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
+		}
 	}
 
 	rep->status = r.status;
@@ -202,6 +207,9 @@ static int recover(keel_db *db, const keel_options *o)
 		*o->report = *rep;
 	if (rc)
 		return rc;
+	db->open_deltas = r.deltas;
+	db->open_ndeltas = r.ndeltas;
+	db->version = r.super.version;
 	db->file_id = r.super.file_id;
 	db->head = db->tail = r.head;
 	db->append_end = r.head.off + KEEL_HEAD_SIZE;
@@ -213,6 +221,56 @@ static int recover(keel_db *db, const keel_options *o)
 			return rc;
 		db->file_size = end;
 	}
+	return KEEL_OK;
+}
+
+/* Indexes the DELTA records D[0..n) (found and checked by
+ * recovery_pending) into G, reading them from M: each is checked again
+ * against the mapping, so what is indexed is what readers will read. */
+static int pending_index(keel_map *m, pend_gen *g, const recovery_delta *d,
+                         size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t len;
+		const uint8_t *rec = map_record(m, d[i].off, KEEL_REC_DELTA, d[i].crc,
+		                                &len, NULL);
+		if (!rec || !keel_delta_valid(rec + KEEL_REC_HDR, len, d[i].txid,
+		                              d[i].off))
+			return KEEL_ECORRUPT;
+		int rc = pend_add_delta(g, rec + KEEL_REC_HDR, len,
+		                        d[i].off + KEEL_REC_HDR, d[i].txid);
+		if (rc)
+			return rc;
+	}
+	return KEEL_OK;
+}
+
+/* A new generation for HEAD in M, holding D[0..n). */
+static int pending_build(keel_map *m, const keel_head *head,
+                         const recovery_delta *d, size_t n, pend_gen **out)
+{
+	pend_gen *g;
+	int rc = pend_gen_new(head->root_off, head->root_crc, &g);
+	if (rc == KEEL_OK && (rc = pending_index(m, g, d, n))) {
+		pend_gen_release(g);
+		g = NULL;
+	}
+	*out = g;
+	return rc;
+}
+
+/* The generation for the head recovery found, at open (one bounded walk:
+ * recovery_pending).  The writer's tail starts from the same one. */
+static int open_pending(keel_db *db)
+{
+	int rc = pending_build(db->map, &db->head, db->open_deltas,
+	                       db->open_ndeltas, &db->pend);
+	free(db->open_deltas);
+	db->open_deltas = NULL;
+	if (rc)
+		return rc;
+	db->tail_pend = db->pend;
+	pend_gen_ref(db->tail_pend);
 	return KEEL_OK;
 }
 
@@ -278,6 +336,17 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	db->grow_step = o.grow_step;
 	db->compact_slack = o.compact_slack ? o.compact_slack
 	                                    : KEEL_COMPACT_SLACK_DEFAULT;
+	db->ckpt_bytes = o.checkpoint_bytes && o.checkpoint_bytes <
+	                 KEEL_CHECKPOINT_BYTES_DEFAULT ? o.checkpoint_bytes
+	               : KEEL_CHECKPOINT_BYTES_DEFAULT;
+	/* A checkpoint turns the whole pending span (at most ckpt_bytes: the
+	 * writer checkpoints before a group's region would take it further,
+	 * delta.c) from live bytes into dead ones at once; the slack must
+	 * hold it twice (docs/engine.md, "The space bound across a
+	 * checkpoint"). */
+	uint64_t floor = 2 * db->ckpt_bytes;
+	if (db->compact_slack < floor)
+		db->compact_slack = floor;
 	db->fd = -1;
 	db->path = path_resolve(path);
 	db->dir = db->path ? dir_of(db->path) : NULL;
@@ -297,7 +366,9 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 		goto out_close;
 	if ((rc = map_create(db->io, db->fd, db->file_size, &db->map)))
 		goto out_close;
-	if ((rc = writer_start(db))) {
+	if ((rc = open_pending(db)) || (rc = writer_start(db))) {
+		pend_gen_release(db->pend);
+		pend_gen_release(db->tail_pend);
 		map_release(db->map);
 		goto out_close;
 	}
@@ -305,6 +376,7 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out)
 	return KEEL_OK;
 
 out_close:
+	free(db->open_deltas);
 	marker_close_reader(db); /* a reader's; a writer's failed to exist */
 	if (db->fd >= 0)
 		db->io->close(db->io->ctx, db->fd);
@@ -336,6 +408,8 @@ int keel_close(keel_db *db)
 		pthread_mutex_unlock(&db->mu);
 	}
 	map_release(db->map);
+	pend_gen_release(db->pend);
+	pend_gen_release(db->tail_pend);
 	if (db->flags & KEEL_RDONLY)
 		marker_close_reader(db);
 	else
@@ -383,6 +457,43 @@ int keel_recovery_info(keel_db *db, keel_recovery *out)
 	return KEEL_OK;
 }
 
+/* Makes HEAD, just accepted in map M, the reader process's state, with its
+ * pending generation (a reader's refresh): the current generation grows by
+ * the heads after the old head when HEAD's pending span continues it (the
+ * same root, the same span start), otherwise a new one is built by the
+ * bounded walk back from HEAD.  Damage, or no memory, leaves the handle
+ * where it was (marker.c, invariant (4): a reader may fall behind, never
+ * ahead).  Caller holds mu. */
+static int reader_take_head(keel_db *db, int fd, keel_map *m,
+                            const keel_head *head, pend_gen **gen)
+{
+	recovery_delta *d;
+	size_t n;
+	keel_head good;
+	uint64_t bad, bytes = 0;
+	const char *why;
+	const keel_head *old = &db->head;
+	uint64_t old_span = old->pending_heads ? old->off - old->pending_bytes
+	                                       : old->off + KEEL_HEAD_SIZE;
+	bool grow = *gen && head->pending_heads &&
+	            pend_gen_for(*gen, head->root_off, head->root_crc) &&
+	            old->root_off == head->root_off && old->off < head->off &&
+	            old_span == head->off - head->pending_bytes;
+	int rc = recovery_pending(db->io, fd, head, grow ? old : NULL, &d, &n,
+	                          &good, &bad, &why, &bytes);
+	if (rc == KEEL_OK && grow) {
+		rc = pending_index(m, *gen, d, n);
+	} else if (rc == KEEL_OK) {
+		pend_gen *g;
+		if ((rc = pending_build(m, head, d, n, &g)) == KEEL_OK) {
+			pend_gen_release(*gen);
+			*gen = g;
+		}
+	}
+	free(d);
+	return rc;
+}
+
 /* After a compaction the path names a new file: a read-only handle in
  * another process notices by the inode and moves to it. */
 static void reader_follow_rename(keel_db *db)
@@ -390,6 +501,7 @@ static void reader_follow_rename(keel_db *db)
 	struct stat at_path, ours;
 	recovery_result r;
 	keel_map *m;
+	pend_gen *g = NULL;
 
 	if (stat(db->path, &at_path) || fstat(db->fd, &ours) ||
 	    (at_path.st_ino == ours.st_ino && at_path.st_dev == ours.st_dev))
@@ -400,18 +512,35 @@ static void reader_follow_rename(keel_db *db)
 	int rc = recovery_find(db->io, fd, db->flags, UINT64_MAX, &r);
 	if (rc == KEEL_OK) {
 		uint64_t limit = marker_limit(db, fd, r.super.file_id);
-		if (r.head.txid > limit)
+		if (r.head.txid > limit) {
+			free(r.deltas);
 			rc = recovery_find(db->io, fd, db->flags, limit, &r);
+		}
 	}
 	if (rc != KEEL_OK || map_create(db->io, fd, r.file_size, &m) != KEEL_OK) {
+		if (rc == KEEL_OK)
+			free(r.deltas);
 		db->io->close(db->io->ctx, fd);
 		return; /* keep reading the old file; try again next time */
+	}
+	rc = pending_build(m, &r.head, r.deltas, r.ndeltas, &g);
+	free(r.deltas);
+	if (rc != KEEL_OK) {
+		map_release(m);
+		db->io->close(db->io->ctx, fd);
+		return;
 	}
 	db->io->close(db->io->ctx, db->fd);
 	db->fd = fd;
 	map_release(db->map);
 	db->map = m;
+	pend_gen_release(db->pend);
+	pend_gen_release(db->tail_pend);
+	db->pend = g;
+	db->tail_pend = g;
+	pend_gen_ref(g);
 	db->head = db->tail = r.head;
+	db->version = r.super.version;
 	db->file_size = r.file_size;
 	db->file_id = r.super.file_id;
 	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
@@ -440,21 +569,36 @@ static void refresh_readonly(keel_db *db)
 	                  &newest, &stop, &why, &n) != KEEL_OK ||
 	    newest.txid == db->head.txid)
 		return;
-	if (newest.off + KEEL_HEAD_SIZE > db->map->len) {
-		keel_map *m;
-		if (map_create(db->io, db->fd, size, &m) != KEEL_OK)
-			return;
+	keel_map *m = db->map;
+	if (newest.off + KEEL_HEAD_SIZE > db->map->len &&
+	    map_create(db->io, db->fd, size, &m) != KEEL_OK)
+		return;
+	pend_gen *g = db->pend;
+	pend_gen_ref(g);
+	if (reader_take_head(db, db->fd, m, &newest, &g) != KEEL_OK) {
+		pend_gen_release(g);
+		if (m != db->map)
+			map_release(m);
+		return;
+	}
+	if (m != db->map) {
 		map_release(db->map);
 		db->map = m;
 		db->file_size = size;
 	}
+	pend_gen_release(db->pend);
+	pend_gen_release(db->tail_pend);
+	db->pend = g; /* our reference becomes the handle's */
+	db->tail_pend = g;
+	pend_gen_ref(g);
 	db->head = db->tail = newest;
 	atomic_fetch_add_explicit(&db->gen, 1, memory_order_release);
 }
 
 /* ---- reading ------------------------------------------------------------- */
 
-static uint64_t db_pin(keel_db *db, keel_head *head, keel_map **map)
+static uint64_t db_pin(keel_db *db, keel_head *head, keel_map **map,
+                       pend_gen **pend)
 {
 	pthread_mutex_lock(&db->mu);
 	if (db->flags & KEEL_RDONLY)
@@ -462,6 +606,8 @@ static uint64_t db_pin(keel_db *db, keel_head *head, keel_map **map)
 	*head = db->head;
 	*map = db->map;
 	map_ref(*map);
+	*pend = db->pend;
+	pend_gen_ref(*pend);
 	uint64_t gen = atomic_load_explicit(&db->gen, memory_order_relaxed);
 	pthread_mutex_unlock(&db->mu);
 	return gen;
@@ -469,8 +615,8 @@ static uint64_t db_pin(keel_db *db, keel_head *head, keel_map **map)
 
 /* Looks KEY up in (HEAD, MAP).  On success the view owns one reference to
  * PIN (the map or a snapshot of it), which the caller took for it. */
-static int get_in(keel_map *map, const keel_head *head, const void *key,
-                  size_t klen, keel_pin *pin, keel_view *out)
+static int get_in(keel_map *map, const keel_head *head, const pend_gen *pend,
+                  const void *key, size_t klen, keel_pin *pin, keel_view *out)
 {
 	tree_leaf_entry e;
 	const uint8_t *data;
@@ -478,8 +624,19 @@ static int get_in(keel_map *map, const keel_head *head, const void *key,
 
 	if ((rc = batch_check_key(key, klen)))
 		return rc;
-	if ((rc = tree_lookup(map, head->root_off, head->root_crc, key, klen, &e)) ||
-	    (rc = tree_value(map, &e, &data)))
+	/* The pending index first (D1, D7), then the tree. */
+	const pend_ver *v = pend_lookup(pend, key, klen, head->txid);
+	if (v && v->kind == PEND_DELETE)
+		return KEEL_ENOTFOUND;
+	if (v) {
+		pend_key k = {.klen = (uint16_t)klen}; /* pend_entry reads klen */
+		if ((rc = pend_entry(map, &k, v, &e)))
+			return rc;
+	} else if ((rc = tree_lookup(map, head->root_off, head->root_crc, key,
+	                             klen, &e))) {
+		return rc;
+	}
+	if ((rc = tree_value(map, &e, &data)))
 		return rc;
 	out->data = data;
 	out->len = e.vlen;
@@ -498,8 +655,10 @@ int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out)
 	memset(out, 0, sizeof(*out));
 	if (batch_check_key(key, klen))
 		return KEEL_EKEY;
-	db_pin(db, &head, &map);
-	int rc = get_in(map, &head, key, klen, &map->pin, out); /* pin -> view */
+	pend_gen *pend;
+	db_pin(db, &head, &map, &pend);
+	int rc = get_in(map, &head, pend, key, klen, &map->pin, out); /* pin -> view */
+	pend_gen_release(pend); /* a view points into the map, never into it */
 	if (rc)
 		map_release(map);
 	return rc;
@@ -517,6 +676,7 @@ static void snapshot_destroy(keel_pin *p)
 {
 	keel_snapshot *s = (keel_snapshot *)p;
 	map_release(s->map);
+	pend_gen_release(s->pend);
 	free(s);
 }
 
@@ -530,7 +690,7 @@ int keel_snapshot_open(keel_db *db, keel_snapshot **out)
 	atomic_init(&s->pin.refs, 1);
 	s->pin.destroy = snapshot_destroy;
 	s->db = db;
-	s->gen = db_pin(db, &s->head, &s->map);
+	s->gen = db_pin(db, &s->head, &s->map, &s->pend);
 	return KEEL_OK;
 }
 
@@ -547,8 +707,10 @@ int keel_snapshot_refresh(keel_snapshot **sp)
 	if (atomic_load_explicit(&s->pin.refs, memory_order_acquire) == 1) {
 		/* Nobody else holds it: move it forward in place. */
 		keel_map *old = s->map;
-		s->gen = db_pin(db, &s->head, &s->map);
+		pend_gen *old_pend = s->pend;
+		s->gen = db_pin(db, &s->head, &s->map, &s->pend);
 		map_release(old);
+		pend_gen_release(old_pend);
 		return KEEL_OK;
 	}
 	/* Views still hold this state: leave it to them, take a new one. */
@@ -580,7 +742,7 @@ int keel_snapshot_get(keel_snapshot *s, const void *key, size_t klen,
 		return KEEL_EINVAL;
 	memset(out, 0, sizeof(*out));
 	pin_ref(&s->pin);
-	int rc = get_in(s->map, &s->head, key, klen, &s->pin, out);
+	int rc = get_in(s->map, &s->head, s->pend, key, klen, &s->pin, out);
 	if (rc)
 		pin_release(&s->pin);
 	return rc;
@@ -597,6 +759,7 @@ int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
 		return KEEL_ENOMEM;
 	it->snap = NULL;
 	it->prefix = NULL;
+	it->cur.items = NULL;
 	if (plen && !(it->prefix = malloc(plen))) {
 		free(it);
 		return KEEL_ENOMEM;
@@ -622,8 +785,9 @@ int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
 	it->snap = s;
 	pin_ref(&s->pin);
 	it->map = s->map;
-	int rc = tree_cursor_seek(&it->cur, it->map, s->head.root_off,
-	                          s->head.root_crc, seek, seeklen);
+	it->done = false;
+	int rc = merge_seek(&it->cur, it->map, &s->head, s->pend, seek, seeklen,
+	                    it->prefix, it->plen);
 	if (rc) {
 		keel_iter_close(it);
 		return rc;
@@ -640,11 +804,13 @@ int keel_iter_next(keel_iter *it, const void **key, size_t *klen,
 
 	if (!it)
 		return KEEL_EINVAL;
-	int rc = tree_cursor_next(&it->cur, &e);
+	if (it->done)
+		return KEEL_ENOTFOUND;
+	int rc = merge_next(&it->cur, &e);
 	if (rc)
 		return rc;
 	if (it->plen && (e.klen < it->plen || memcmp(e.key, it->prefix, it->plen))) {
-		it->cur.done = true; /* keys are ordered: the prefix range is over */
+		it->done = true; /* keys are ordered: the prefix range is over */
 		return KEEL_ENOTFOUND;
 	}
 	if (value) {
@@ -666,6 +832,7 @@ void keel_iter_close(keel_iter *it)
 {
 	if (!it)
 		return;
+	merge_free(&it->cur);
 	if (it->snap)
 		pin_release(&it->snap->pin);
 	free(it->prefix);
@@ -778,10 +945,14 @@ int keel_stat(keel_db *db, keel_stats *out)
 	out->commits = db->n_commits;
 	out->syncs = db->n_syncs;
 	out->compactions = db->n_compactions;
+	out->checkpoints = db->n_checkpoints;
+	out->pending_heads = db->head.pending_heads;
+	out->pending_bytes = db->head.pending_bytes;
+	out->format_version = db->version;
 	out->growths = db->n_growths;
 	out->growths_inline = db->n_growths_inline;
 	out->space_bound = (db->flags & (KEEL_NOCOMPACT | KEEL_RDONLY)) ? 0
-	                 : policy_bytes(db->head.live_bytes, POLICY_CAP_Q,
+	                 : policy_bytes(policy_live(&db->head), POLICY_CAP_Q,
 	                                db->compact_slack);
 	pthread_mutex_unlock(&db->mu);
 	return KEEL_OK;
@@ -793,10 +964,12 @@ int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
 	keel_check_result local;
 	keel_head head;
 	keel_map *map;
+	pend_gen *pend;
 
 	if (!db)
 		return KEEL_EINVAL;
-	db_pin(db, &head, &map);
+	db_pin(db, &head, &map, &pend);
+	pend_gen_release(pend); /* the check reads the file, not the index */
 	int rc = verify_tree(map->base, map->len, &head, report, arg,
 	                     out ? out : &local);
 	map_release(map);

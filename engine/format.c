@@ -35,7 +35,8 @@ int keel_super_decode(const uint8_t in[KEEL_SUPER_SIZE], keel_super *s)
 	s->data_start = keel_ld64(in + 32);
 	s->base_txid = keel_ld64(in + 40);
 	s->first_head = keel_ld64(in + 48);
-	if (s->version != 0 && s->version != KEEL_FORMAT_VERSION)
+	if (s->version != 0 && s->version != KEEL_FORMAT_VERSION &&
+	    s->version != KEEL_FORMAT_VERSION_V2)
 		return KEEL_EVERSION;
 	if (s->version == 0 || s->block_size != KEEL_BLOCK ||
 	    s->data_start != KEEL_DATA_START || s->first_head < KEEL_DATA_START ||
@@ -83,7 +84,7 @@ int keel_rec_decode(const uint8_t hdr[KEEL_REC_HDR], keel_rec_hdr *out)
 	out->len = keel_ld32(hdr + 8);
 	out->crc = keel_ld32(hdr + 12);
 	if (out->magic != KEEL_REC_MAGIC || out->type < KEEL_REC_VALUE ||
-	    out->type > KEEL_REC_PAD || out->flags != 0)
+	    out->type > KEEL_REC_DELTA || out->flags != 0)
 		return KEEL_ECORRUPT;
 	return KEEL_OK;
 }
@@ -108,6 +109,10 @@ void keel_head_encode(uint8_t out[KEEL_HEAD_SIZE], const keel_head *h)
 	keel_st64(p + 48, h->live_bytes);
 	keel_st64(p + 56, h->time_ns);
 	keel_st64(p + 64, h->file_id);
+	keel_st64(p + 72, h->delta_off);
+	keel_st32(p + 80, h->delta_crc);
+	keel_st32(p + 84, h->pending_heads);
+	keel_st64(p + 88, h->pending_bytes);
 	keel_rec_encode(out, KEEL_REC_HEAD, p, KEEL_HEAD_PAYLOAD);
 }
 
@@ -129,7 +134,56 @@ int keel_head_decode(const uint8_t in[KEEL_HEAD_SIZE], keel_head *h)
 	h->live_bytes = keel_ld64(p + 48);
 	h->time_ns = keel_ld64(p + 56);
 	h->file_id = keel_ld64(p + 64);
+	h->delta_off = keel_ld64(p + 72);
+	h->delta_crc = keel_ld32(p + 80);
+	h->pending_heads = keel_ld32(p + 84);
+	h->pending_bytes = keel_ld64(p + 88);
 	return KEEL_OK;
+}
+
+bool keel_head_pending_sane(const keel_head *h)
+{
+	if (h->pending_heads > KEEL_CKPT_HEADS ||
+	    h->pending_bytes > KEEL_PENDING_BYTES_MAX ||
+	    (h->pending_heads == 0) != (h->pending_bytes == 0))
+		return false;
+	if (h->delta_off == 0)
+		return h->delta_crc == 0 && h->pending_heads == 0;
+	/* the span holds at least this head's region, and lies in the data */
+	return h->delta_off % 8 == 0 && h->delta_off >= h->region_start &&
+	       h->delta_off < h->off && h->pending_heads >= 1 &&
+	       h->pending_bytes >= h->off - h->region_start &&
+	       h->pending_bytes <= h->off - KEEL_DATA_START;
+}
+
+bool keel_delta_valid(const uint8_t *p, uint32_t len, uint64_t txid,
+                      uint64_t below)
+{
+	if (len < KEEL_DELTA_HDR || keel_ld32(p + 4) != 0)
+		return false;
+	uint32_t count = keel_ld32(p), at = KEEL_DELTA_HDR;
+	const uint8_t *prev = NULL;
+	uint16_t prev_len = 0;
+	if (count == 0 || count > len / KEEL_LEAF_ENTRY)
+		return false;
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t size = keel_delta_ent_check(p + at, len - at);
+		if (!size)
+			return false;
+		keel_delta_ent d;
+		keel_delta_ent_decode(p + at, &d);
+		if (d.e.rev != txid ||
+		    (prev && keel_key_cmp(prev, prev_len, d.e.key, d.e.klen) >= 0))
+			return false;
+		if (!d.del && !d.e.inl &&
+		    (d.e.voff % 8 || d.e.voff < KEEL_DATA_START ||
+		     d.e.voff >= below || below - d.e.voff < KEEL_REC_HDR))
+			return false;
+		prev = d.e.key;
+		prev_len = d.e.klen;
+		at += size;
+	}
+	return at == len;
 }
 
 bool keel_node_index_valid(const uint8_t *p, uint32_t len)

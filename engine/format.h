@@ -15,7 +15,7 @@
  * SUPERBLOCK (64 bytes at offset 0; written once, when the file is created)
  *   off size  field
  *   0   8     magic       "KEELSTOR"                               FROZEN
- *   8   4     version     KEEL_FORMAT_VERSION (1)                  FROZEN
+ *   8   4     version     KEEL_FORMAT_VERSION (3), or 2            FROZEN
  *   12  4     flags       0
  *   16  4     block_size  4096
  *   20  4     reserved    0
@@ -30,7 +30,9 @@
  *   before the file gets its name (creation and compaction both write a
  *   temporary file, sync it, then rename it), so the first head is trusted
  *   without reading its region.
- *   Valid iff magic matches and crc matches.  version > 1: refuse (EVERSION).
+ *   Valid iff magic matches and crc matches.  A version but 2 or 3: refuse
+ *   (EVERSION).  Version 3 adds the DELTA record and the head's pending
+ *   fields; a version 2 store is written the version 2 way until compacted.
  *
  * HINT SLOT (32 bytes at offset 4096 + 4096 * (txid % 2))
  *   0   8     magic       "KEELHINT"                               FROZEN
@@ -116,7 +118,17 @@
  *                           itself included
  *   56  8     time_ns       wall clock at commit (informative)
  *   64  8     file_id       the superblock's file_id
- *   72  24    reserved      0
+ *   72  8     delta_off     version 3: this commit's DELTA record, 0 for none
+ *   80  4     delta_crc     that record's crc field (0 when delta_off is 0)
+ *   84  4     pending_heads heads whose DELTA entries are not in the tree at
+ *                           root_off, this one included (0: the tree is the
+ *                           whole state)
+ *   88  8     pending_bytes from the region_start of the oldest of those heads
+ *                           to this head's offset (0 when pending_heads is 0)
+ *   (Bytes 72..95 are zero in a version 2 head: nothing pending.)  In
+ *   version 3, KEYS counts the keys of the state at this head (the tree
+ *   overlaid with the pending entries) and LIVE_BYTES is the bytes reachable
+ *   from root_off + pending_bytes + this head's 112.
  *   A head is VALID iff its record is valid, prev_head/region_start/txid
  *   continue the previous valid head (the first head: prev_head 0,
  *   region_start 12288, txid base_txid, at first_head), file_id matches, and chain_crc matches
@@ -124,7 +136,31 @@
  *   before the region, so the region check is what makes one sync enough.
  *
  * PAD payload: zeros; fills space that must not hold a record (unused now,
- *   reserved so a reader skips it). *
+ *   reserved so a reader skips it).
+ *
+ * DELTA payload (version 3; record type 6; what one commit changed)
+ *   0   4     count       entries (>= 1)
+ *   4   4     reserved    0
+ *   8   ...   count entries back to back (not aligned), keys strictly
+ *             ascending, each key once
+ *   DELTA entry (16 + klen + vpart bytes): the leaf entry's layout with one
+ *   more flag:
+ *     0  2  klen   1..1024
+ *     2  2  flags  KEEL_LEAF_INLINE (bit 0), KEEL_DELTA_DELETE (bit 1), not
+ *                  both; every other bit 0
+ *     4  4  vlen   value length (0 with DELETE)
+ *     8  8  rev    the txid of the head that links this record
+ *     16 klen key
+ *     then: INLINE: vlen value bytes; DELETE: nothing; neither: voff u64 (a
+ *     VALUE record below the head), vcrc u32 (its crc)
+ *   A writer keeps a DELTA record at most KEEL_DELTA_MAX bytes; a group that
+ *   needs more is written as a checkpoint (nodes).
+ *   A version 3 head is valid as above and also: delta_off is 0 or lies in
+ *   [region_start, off); pending_heads <= KEEL_CKPT_HEADS; pending_bytes <=
+ *   KEEL_CKPT_BYTES + KEEL_DELTA_MAX; pending_heads is 0 exactly when
+ *   pending_bytes is; a head with delta_off 0 has pending_heads 0
+ *   (keel_head_pending_sane).  docs/engine.md, "the delta log", has the
+ *   invariants D1-D7. *
  * THE DURABLE MARKER (PATH.durable: a second, 4096-byte file beside the
  *   store, kept by the writer process and mapped shared by reader
  *   processes; engine/marker.c).  Memory shared between processes of one
@@ -146,7 +182,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define KEEL_FORMAT_VERSION 2u                    /* FROZEN meaning          */
+#define KEEL_FORMAT_VERSION 3u                    /* FROZEN meaning          */
+#define KEEL_FORMAT_VERSION_V2 2u /* still read, and written by its writer */
 /* Version 1 (a pre-release layout whose leaf entries had a fixed 28-byte
  * part and no inline values) is refused with KEEL_EVERSION like any other. */
 #define KEEL_SUPER_MAGIC "KEELSTOR"               /* FROZEN, 8 bytes         */
@@ -184,7 +221,17 @@ enum keel_rec_type {
 	KEEL_REC_BRANCH = 3,
 	KEEL_REC_HEAD = 4,
 	KEEL_REC_PAD = 5,
+	KEEL_REC_DELTA = 6, /* version 3 */
 };
+
+/* ---- version 3: the delta log (docs/engine.md, invariants D1-D7) ---- */
+#define KEEL_DELTA_HDR 8u           /* count u32, reserved u32            */
+#define KEEL_DELTA_DELETE 2u        /* entry flag: the key is removed     */
+#define KEEL_DELTA_MAX ((uint64_t)64 << 10) /* largest DELTA record       */
+#define KEEL_CKPT_HEADS 32768u      /* most pending heads (D3)            */
+#define KEEL_CKPT_BYTES ((uint64_t)4 << 20) /* most pending bytes a writer
+                                       lets pass before a checkpoint (D3) */
+#define KEEL_PENDING_BYTES_MAX (KEEL_CKPT_BYTES + KEEL_DELTA_MAX)
 
 /* Decoded forms (host order).  The encode/decode helpers below are the only
  * code that knows the byte offsets. */
@@ -207,6 +254,10 @@ typedef struct keel_head {
 	uint64_t txid, prev_head, region_start, root_off;
 	uint32_t root_crc, chain_crc;
 	uint64_t keys, live_bytes, time_ns, file_id;
+	uint64_t delta_off;     /* version 3: this commit's DELTA record, or 0 */
+	uint32_t delta_crc;     /* its crc                                      */
+	uint32_t pending_heads; /* heads not in the tree, this one included     */
+	uint64_t pending_bytes; /* [off - pending_bytes, off): their span        */
 	uint64_t off; /* not stored: where this head record sits */
 } keel_head;
 
@@ -455,6 +506,78 @@ static inline uint32_t keel_leaf_ent_encode(uint8_t *e, const keel_leaf_ent *in)
 	}
 	return keel_leaf_ent_size(in->klen, in->inl != NULL, in->vlen);
 }
+
+/* A delta entry, decoded.  DEL: the key is removed (no value). */
+typedef struct keel_delta_ent {
+	keel_leaf_ent e;   /* key, value (inline or reference), rev */
+	bool del;
+	uint32_t inl_at;   /* inline value: its offset in the entry */
+} keel_delta_ent;
+
+/* Bounds and flags of the delta entry at E, AVAIL bytes before the record's
+ * end: its size, or 0 when it does not fit or is malformed. */
+static inline uint32_t keel_delta_ent_check(const uint8_t *e, uint64_t avail)
+{
+	if (avail < KEEL_LEAF_ENTRY)
+		return 0;
+	uint16_t klen = keel_ld16(e), flags = keel_ld16(e + 2);
+	uint32_t vlen = keel_ld32(e + 4);
+	if (klen == 0 || klen > KEEL_FORMAT_KEY_MAX ||
+	    (flags & ~(KEEL_LEAF_INLINE | KEEL_DELTA_DELETE)) ||
+	    flags == (KEEL_LEAF_INLINE | KEEL_DELTA_DELETE) ||
+	    ((flags & KEEL_DELTA_DELETE) && vlen != 0))
+		return 0;
+	uint64_t size = (uint64_t)KEEL_LEAF_ENTRY + klen +
+	                ((flags & KEEL_DELTA_DELETE) ? 0
+	                 : (flags & KEEL_LEAF_INLINE) ? vlen : KEEL_LEAF_VREF);
+	return size <= avail ? (uint32_t)size : 0;
+}
+
+/* Decodes a delta entry that passed keel_delta_ent_check. */
+static inline void keel_delta_ent_decode(const uint8_t *e, keel_delta_ent *out)
+{
+	out->del = keel_ld16(e + 2) & KEEL_DELTA_DELETE;
+	out->inl_at = KEEL_LEAF_ENTRY + keel_ld16(e);
+	if (out->del) {
+		out->e = (keel_leaf_ent){.key = e + KEEL_LEAF_ENTRY,
+		                         .klen = keel_ld16(e), .rev = keel_ld64(e + 8)};
+		return;
+	}
+	keel_leaf_ent_decode(e, &out->e);
+}
+
+/* Bytes a delta entry takes: a delete (DEL), an inline value (INL) or a
+ * reference. */
+static inline uint32_t keel_delta_ent_size(uint16_t klen, bool del, bool inl,
+                                           uint32_t vlen)
+{
+	return KEEL_LEAF_ENTRY + klen + (del ? 0 : inl ? vlen : KEEL_LEAF_VREF);
+}
+
+/* Encodes a delta entry at E: a delete when DEL, otherwise as the leaf
+ * entry IN; returns its size. */
+static inline uint32_t keel_delta_ent_encode(uint8_t *e, const keel_leaf_ent *in,
+                                             bool del)
+{
+	if (!del)
+		return keel_leaf_ent_encode(e, in);
+	keel_st16(e, in->klen);
+	keel_st16(e + 2, KEEL_DELTA_DELETE);
+	keel_st32(e + 4, 0);
+	keel_st64(e + 8, in->rev);
+	memcpy(e + KEEL_LEAF_ENTRY, in->key, in->klen);
+	return KEEL_LEAF_ENTRY + in->klen;
+}
+
+/* Checks a DELTA payload P of LEN bytes: count >= 1, reserved 0, every
+ * entry inside and well formed, keys strictly ascending, every rev equal to
+ * TXID, every value reference below BELOW (the record's own offset) and at
+ * or after the data start.  True when valid. */
+bool keel_delta_valid(const uint8_t *p, uint32_t len, uint64_t txid,
+                      uint64_t below);
+
+/* The version 3 rules a head must follow on its own (format.h, DELTA). */
+bool keel_head_pending_sane(const keel_head *h);
 
 /* Encoders write the whole structure, CRC included.  Decoders return 0 when
  * the bytes are a valid structure and a negative keel_err otherwise; for

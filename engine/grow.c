@@ -285,7 +285,7 @@ static uint64_t ahead_target(const keel_db *db)
 		return 0; /* small: the commit grows it (top of this file) */
 	if (db->file_size > end && db->file_size - end > step / 2)
 		return 0; /* room enough */
-	uint64_t to = target_size(db, end, db->tail.live_bytes);
+	uint64_t to = target_size(db, end, policy_live(&db->tail));
 	return to > db->file_size ? to : 0;
 }
 

@@ -52,6 +52,17 @@ static inline uint64_t policy_bytes(uint64_t live, unsigned q, uint64_t slack)
 	return share > floor ? share : floor;
 }
 
+/* The live bytes the policy bounds: those of the head's checkpointed tree
+ * (and the head), without its pending span.  A checkpoint turns the whole
+ * span from live into dead bytes at once, so a bound on the live bytes
+ * with the span in them would fall at every checkpoint, below a file that
+ * was within it; the span is carried by the slack instead (at least twice
+ * the checkpoint bound, db.c), as the compaction carries dead bytes. */
+static inline uint64_t policy_live(const keel_head *h)
+{
+	return h->live_bytes - h->pending_bytes;
+}
+
 /* ---- mappings (map.c) ------------------------------------------------------
  * A keel_map is one read-only MAP_SHARED mapping of a data file.  The db holds
  * one reference to its current map; every snapshot, view, iterator and commit
@@ -151,6 +162,75 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out);
 static inline uint16_t node_count(const uint8_t *p) { return keel_ld16(p); }
 static inline uint8_t node_level(const uint8_t *p) { return p[2]; }
 
+/* ---- the pending index (pending.c) -----------------------------------------
+ * Version 3's DELTA entries not yet in the tree, per checkpointed root (a
+ * generation); invariants P1-P3 at the top of pending.c. */
+enum { PEND_INLINE = 1, PEND_REF = 2, PEND_DELETE = 3 };
+typedef struct pend_ver {
+	struct pend_ver *older; /* the key's previous version, or NULL       */
+	uint64_t txid;          /* the head whose DELTA record holds it       */
+	uint64_t voff;          /* INLINE: the value bytes' file offset;
+	                           REF: the VALUE record; DELETE: 0           */
+	uint32_t vlen, vcrc;
+	uint8_t kind;           /* PEND_INLINE, PEND_REF, PEND_DELETE         */
+} pend_ver;
+typedef struct pend_key {
+	struct pend_key *next;  /* the bucket's next key                      */
+	struct pend_key *all;   /* the next key of the generation's list      */
+	_Atomic(pend_ver *) newest;
+	uint32_t hash;
+	uint16_t klen;
+	uint8_t key[];
+} pend_key;
+typedef struct pend_gen pend_gen;
+typedef struct pend_item {
+	const pend_key *k;
+	const pend_ver *v;      /* its newest version visible to the reader   */
+} pend_item;
+
+int pend_gen_new(uint64_t root_off, uint32_t root_crc, pend_gen **out);
+void pend_gen_ref(pend_gen *g);
+void pend_gen_release(pend_gen *g);  /* NULL: nothing */
+bool pend_gen_empty(const pend_gen *g);
+/* Does G overlay the tree at ROOT? */
+bool pend_gen_for(const pend_gen *g, uint64_t root_off, uint32_t root_crc);
+uint64_t pend_gen_last_txid(const pend_gen *g);
+/* The newest version of KEY with txid at most TXID, or NULL. */
+const pend_ver *pend_lookup(const pend_gen *g, const void *key, size_t klen,
+                            uint64_t txid);
+const pend_ver *pend_visible(const pend_key *k, uint64_t txid);
+/* Adds one version (the single writer, P1).  KEEL_OK or KEEL_ENOMEM. */
+int pend_add(pend_gen *g, const uint8_t *key, uint16_t klen, uint64_t txid,
+             uint8_t kind, uint64_t voff, uint32_t vlen, uint32_t vcrc);
+/* Adds every entry of the DELTA payload P (LEN bytes, checked with
+ * keel_delta_valid) found at file offset PAYLOAD_OFF, for head TXID. */
+int pend_add_delta(pend_gen *g, const uint8_t *p, uint32_t len,
+                   uint64_t payload_off, uint64_t txid);
+/* A version as a leaf entry of map M (an inline value resolved into M). */
+int pend_entry(keel_map *m, const pend_key *k, const pend_ver *v,
+               tree_leaf_entry *out);
+/* The keys with a version visible at TXID, at or after LO (may be NULL)
+ * and starting with PREFIX (PLEN 0: any), sorted; *OUT is malloc'd. */
+int pend_collect(const pend_gen *g, uint64_t txid, const void *lo, size_t lolen,
+                 const void *prefix, size_t plen, pend_item **out, size_t *n);
+
+/* The state at a head (D1): its tree overlaid with its generation, in key
+ * order, deletes applied. */
+typedef struct merge_cursor {
+	tree_cursor tc;
+	keel_map *m;
+	pend_item *items;
+	size_t n, i;
+	tree_leaf_entry te;     /* the tree's next entry, when have_tree     */
+	bool have_tree;
+	int tree_rc;
+} merge_cursor;
+int merge_seek(merge_cursor *c, keel_map *m, const keel_head *h,
+               const pend_gen *g, const void *start, size_t slen,
+               const void *prefix, size_t plen);
+int merge_next(merge_cursor *c, tree_leaf_entry *out);
+void merge_free(merge_cursor *c);
+
 /* ---- building a commit (tree.c) --------------------------------------------
  * A tree_builder turns a sequence of puts and deletes into dirty in-memory
  * nodes (copied on write from the mapping), then serializes values, nodes
@@ -166,6 +246,12 @@ typedef struct tree_op {
 	size_t vlen;
 	uint64_t expect;
 	uint64_t rev;       /* 0: the commit's txid; compaction keeps the old */
+	/* A checkpoint applies pending entries (docs/engine.md, D2): */
+	uint64_t voff;      /* non-zero: the value is the VALUE record here,
+	                       referenced where it is, not copied (VAL unused) */
+	uint32_t vcrc;      /* that record's crc                              */
+	bool uncond;        /* no expectation checked; deleting a missing key
+	                       is a no-op                                     */
 } tree_op;
 
 int tree_builder_new(keel_map *m, const keel_head *base, uint64_t txid,
@@ -186,6 +272,25 @@ typedef struct tree_region {
 int tree_serialize(tree_builder *b, keel_head *head, tree_region *out);
 bool tree_builder_empty(const tree_builder *b);
 void tree_builder_free(tree_builder *b);
+
+/* ---- building a version 3 group (delta.c) ----------------------------------
+ * What a group changed, as a DELTA record, or past a bound a checkpoint
+ * (invariants D1-D5 at the top of delta.c). */
+typedef struct dgroup dgroup;
+/* A group on top of BASE (the tail), whose generation is G, in map M.
+ * CKPT_BYTES: the writer's pending-bytes bound (D3). */
+int dgroup_new(keel_map *m, const keel_head *base, const pend_gen *g,
+               uint64_t ckpt_bytes, unsigned flags, dgroup **out);
+/* As tree_apply: a batch whose expectation fails changes nothing. */
+int dgroup_apply(dgroup *d, const tree_op *ops, size_t n, size_t *failed);
+bool dgroup_empty(const dgroup *d);
+/* Lays out the region and fills HEAD (all but prev_head, file_id,
+ * time_ns); *CHECKPOINT tells which way. */
+int dgroup_finish(dgroup *d, keel_head *head, tree_region *out,
+                  bool *checkpoint);
+/* Adds a DELTA group's entries to G, tagged with HEAD's txid (D7). */
+int dgroup_index(dgroup *d, pend_gen *g, const keel_head *head);
+void dgroup_free(dgroup *d);
 
 /* ---- batches (batch.c) -------------------------------------------------- */
 struct keel_batch {
@@ -218,7 +323,12 @@ struct keel_db {
 	unsigned flags;
 	uint64_t file_id;
 	uint64_t grow_step;
-	uint64_t compact_slack; /* keel_options.compact_slack, default applied */
+	uint64_t compact_slack; /* keel_options.compact_slack, default applied,
+	                         * and for version 3 at least twice the
+	                         * pending span a checkpoint frees at once */
+	uint32_t version;     /* the data file's format version (2 or 3)     */
+	uint64_t ckpt_bytes;  /* pending bytes that make the next group a
+	                         checkpoint (D3; keel_options.checkpoint_bytes) */
 	/* The durable marker (marker.c): the writer's mapping, read-write, set
 	 * at open; a reader process's, read-only, (re)mapped under mu. */
 	char *marker_path;    /* PATH.durable                                */
@@ -229,6 +339,7 @@ struct keel_db {
 	pthread_mutex_t mu;   /* guards everything below                     */
 	keel_map *map;        /* current mapping (db's reference)            */
 	keel_head head;       /* newest published (durable) head             */
+	pend_gen *pend;       /* head's generation of the pending index      */
 	_Atomic uint64_t gen; /* bumped whenever head or map change: a
 	                         snapshot refresh compares it without the lock */
 	uint64_t file_size;   /* allocated size of the data file; growth
@@ -250,6 +361,7 @@ struct keel_db {
 	uint64_t inflight_peak; /* most in flight since the last group began */
 	uint64_t sync_ns_avg; /* moving average of a sync's duration         */
 	keel_head tail;       /* state after the newest APPENDED group       */
+	pend_gen *tail_pend;  /* tail's generation (the building leader's)   */
 	uint64_t append_end;  /* end of the newest append ATTEMPTED: what a
 	                       * failed handle erases (commit_erase_unacked)
 	                       * reaches this far; written by the building
@@ -276,7 +388,9 @@ struct keel_db {
 	uint64_t n_growths, n_growths_inline;
 
 	keel_recovery recovery;
-	uint64_t n_commits, n_syncs, n_compactions;
+	struct recovery_delta *open_deltas; /* recovery's, until indexed at open */
+	size_t open_ndeltas;
+	uint64_t n_commits, n_syncs, n_compactions, n_checkpoints;
 };
 
 /* Submits OPS[0..n) (pointers resolved).  CB NULL: waits and returns the

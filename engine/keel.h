@@ -4,12 +4,18 @@
  *
  * WHAT IT IS
  *   One data file holds every value, every tree node and a chain of head
- *   records.  Nothing is ever overwritten in place: a commit appends the new
- *   values, the copied tree path and a head record that names the new root,
- *   then issues exactly ONE fdatasync (fsync when the commit grew the file).
- *   The head carries a CRC32C over the commit's whole byte region chained with
- *   the previous head's, so recovery accepts a head only when everything it
- *   depends on reached the disk.  The file format is in docs/format.md.
+ *   records.  Nothing is ever overwritten in place: a commit appends its
+ *   new values, a DELTA record of what it changed and a head record that
+ *   links it (format 3), then issues exactly ONE fdatasync (fsync when the
+ *   commit grew the file).  Once the changes not yet in the tree pass a
+ *   bound (keel_options.checkpoint_bytes, 4 MiB), the commit that passes it
+ *   is a checkpoint: it appends the copied tree paths and a head naming the
+ *   new root instead.  The head carries a CRC32C over the commit's whole
+ *   byte region chained with the previous head's, so recovery accepts a
+ *   head only when everything it depends on reached the disk; open reads
+ *   the changes since the last checkpoint once, a bounded span.  A format 2
+ *   store (every commit a checkpoint) opens, and keel_compact converts it.
+ *   The file format is in docs/format.md.
  *
  * CALLING SEQUENCE
  *     keel_db *db;
@@ -137,6 +143,8 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
 #define KEEL_UNSAFE_NO_SYNC     0x100u /* commits skip their sync              */
 #define KEEL_UNSAFE_TRUST_HEAD  0x200u /* recovery skips region verification  */
 #define KEEL_UNSAFE_RETRY_FSYNC 0x400u /* a failed sync is retried, then acked */
+#define KEEL_UNSAFE_CKPT_DROP   0x800u /* a checkpoint leaves out the key of the
+                                          oldest pending entry (format 3)    */
 
 typedef struct keel_options {
 	unsigned flags;              /* KEEL_RDONLY | ...                         */
@@ -158,7 +166,17 @@ typedef struct keel_options {
 	                                less disk, more compactions (each rewrites
 	                                the live tree and syncs four times).
 	                                docs/engine.md, "Compaction"            */
+	uint64_t checkpoint_bytes;   /* format 3: the pending span (commits whose
+	                                changes are only in the delta log) that
+	                                makes the next commit a checkpoint; 0 =
+	                                KEEL_CHECKPOINT_BYTES_DEFAULT, which is
+	                                also the most.  Smaller: more checkpoints
+	                                (more bytes written), a shorter open.
+	                                docs/engine.md, "the delta log"         */
 } keel_options;
+
+/* The default and largest checkpoint_bytes: 4 MiB. */
+#define KEEL_CHECKPOINT_BYTES_DEFAULT ((uint64_t)4 << 20)
 
 /* The default compact_slack: a small store grows by tens of MiB between
  * compactions instead of compacting every few hundred commits. */
@@ -396,9 +414,19 @@ typedef struct keel_stats {
 	                         thread, and a commit grows it only when that
 	                         thread is behind or failed (docs/engine.md) */
 	uint64_t space_bound; /* the file size the automatic policy keeps this
-	                         store within: max(2.5 x live_bytes,
-	                         live_bytes + compact_slack); 0 when the policy
-	                         is off (KEEL_NOCOMPACT, KEEL_RDONLY)        */
+	                         store within: max(2.5 x L, L + compact_slack)
+	                         where L = live_bytes - pending_bytes (the
+	                         checkpointed tree's live bytes: a format 3
+	                         store's slack carries its pending span, and
+	                         is at least twice checkpoint_bytes); 0 when
+	                         the policy is off (KEEL_NOCOMPACT,
+	                         KEEL_RDONLY)                                */
+	uint64_t checkpoints; /* format 3: checkpoints written by this handle    */
+	uint64_t pending_heads; /* format 3: commits of the newest head whose
+	                         changes are only in the delta log (0 on a
+	                         format 2 store)                             */
+	uint64_t pending_bytes; /* format 3: the bytes those commits span        */
+	uint32_t format_version; /* the data file's format version (2 or 3)    */
 } keel_stats;
 
 int keel_stat(keel_db *db, keel_stats *out);

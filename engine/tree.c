@@ -852,6 +852,13 @@ static int value_add(tree_builder *b, const tree_op *op, new_value *v)
 
 	v->vlen = (uint32_t)op->vlen;
 	v->rev = op->rev ? op->rev : b->txid;
+	if (op->voff) { /* a pending entry's record, referenced where it is */
+		v->inl = NULL;
+		v->voff = op->voff;
+		v->vcrc = op->vcrc;
+		b->live_delta += (int64_t)keel_rec_size(op->vlen);
+		return KEEL_OK;
+	}
 	if (op->vlen <= KEEL_INLINE_MAX) {
 		v->inl = op->vlen ? op->val : zeros;
 		v->voff = 0;
@@ -925,6 +932,8 @@ static int batch_check(tree_builder *b, const tree_op *ops, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t rev;
+		if (ops[i].uncond)
+			continue;
 		if (!overlay_find(&o, ops, i, b->txid, &rev) &&
 		    (rc = builder_rev(b, ops[i].key, ops[i].klen, &rev)))
 			break;
@@ -975,6 +984,12 @@ int tree_apply(tree_builder *b, const tree_op *ops, size_t n, size_t *failed)
 			}
 		} else {
 			bool empty;
+			uint64_t rev = 1;
+			if (op->uncond &&
+			    (rc = builder_rev(b, op->key, op->klen, &rev)))
+				goto out_broken;
+			if (rev == 0)
+				continue; /* uncond: already absent */
 			if ((rc = node_del(b, &b->root, -1, op->key, op->klen,
 			                   &empty)))
 				goto out_broken;

@@ -149,7 +149,8 @@ static bool head_follows(const keel_head *h, const keel_head *prev)
 	return h->txid > prev->txid && h->prev_head == prev->off &&
 	       h->region_start == prev->off + KEEL_HEAD_SIZE &&
 	       h->file_id == prev->file_id && h->off >= h->region_start &&
-	       (h->root_off == 0 || h->root_off < h->off);
+	       (h->root_off == 0 || h->root_off < h->off) &&
+	       keel_head_pending_sane(h); /* D3: a bounded pending span */
 }
 
 int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
@@ -443,8 +444,207 @@ out_free:
 	return rc;
 }
 
+/* Checks the DELTA record at OFF inside BUF (the span read from SPAN_AT)
+ * against HEAD: its crc and its entries.  NULL when fine, else why. */
+static const char *delta_check(const uint8_t *buf, uint64_t span_at,
+                               uint64_t len, const keel_head *head,
+                               uint64_t delta_off, uint32_t delta_len)
+{
+	if (delta_off < span_at || delta_off - span_at + KEEL_REC_HDR > len)
+		return "DELTA record outside the pending span";
+	const uint8_t *rec = buf + (delta_off - span_at);
+	keel_rec_hdr h;
+	if (keel_rec_decode(rec, &h) != KEEL_OK || h.type != KEEL_REC_DELTA ||
+	    h.len != delta_len || keel_rec_crc(rec, h.len) != h.crc ||
+	    h.crc != head->delta_crc)
+		return "DELTA record fails its checksum or its head's delta_crc";
+	if (!keel_delta_valid(rec + KEEL_REC_HDR, h.len, head->txid, delta_off))
+		return "DELTA record entries malformed";
+	return NULL;
+}
+
+int recovery_pending(const keel_io *io, int fd, const keel_head *head,
+                     const keel_head *from, recovery_delta **out, size_t *n,
+                     keel_head *good, uint64_t *bad, const char **why,
+                     uint64_t *bytes_read)
+{
+	*out = NULL;
+	*n = 0;
+	*why = NULL;
+	*good = *head;
+	if (head->pending_heads == 0)
+		return KEEL_OK;
+	if (!keel_head_pending_sane(head) ||
+	    head->pending_bytes + KEEL_HEAD_SIZE + KEEL_DATA_START > head->off) {
+		*bad = head->off;
+		*why = "head claims a pending span past the bounds";
+		return KEEL_ECORRUPT;
+	}
+	uint64_t span = head->off - head->pending_bytes;
+	keel_head prev = {.off = span - KEEL_HEAD_SIZE, .root_off = head->root_off,
+	                  .root_crc = head->root_crc, .file_id = head->file_id};
+	if (from) {
+		uint64_t from_span = from->pending_heads
+		                     ? from->off - from->pending_bytes
+		                     : from->off + KEEL_HEAD_SIZE;
+		if (from_span != span || from->root_off != head->root_off ||
+		    from->root_crc != head->root_crc || from->off >= head->off)
+			from = NULL; /* not the same span: walk all of it */
+		else
+			prev = *from;
+	}
+	uint64_t at = prev.off + KEEL_HEAD_SIZE, end = head->off + KEEL_HEAD_SIZE;
+	uint64_t len = end - at; /* <= KEEL_PENDING_BYTES_MAX + a head */
+	uint8_t *buf = malloc(len);
+	recovery_delta *list = calloc(head->pending_heads, sizeof(*list));
+	int rc = KEEL_OK;
+	if (!buf || !list) {
+		rc = KEEL_ENOMEM;
+		goto out_free;
+	}
+	int e = keel_io_pread_all(io, fd, buf, len, at);
+	if (e) {
+		rc = e == -ENODATA ? KEEL_ECORRUPT : KEEL_EIO;
+		*bad = at;
+		*why = "pending span runs past the end of the file";
+		goto out_free;
+	}
+	*bytes_read += len;
+	size_t count = 0;
+	uint64_t pos = at, delta_off = 0;
+	uint32_t delta_len = 0;
+	bool have_prev = from != NULL; /* is PREV a head with a txid? */
+	while (pos < end && !*why) {
+		keel_rec_hdr h;
+		const uint8_t *p = buf + (pos - at);
+		if (end - pos < KEEL_REC_HDR || keel_rec_decode(p, &h) != KEEL_OK ||
+		    keel_rec_size(h.len) > end - pos) {
+			*why = "bad record in the pending span";
+			break;
+		}
+		uint64_t size = keel_rec_size(h.len);
+		if (h.type == KEEL_REC_DELTA) {
+			if (delta_off) {
+				*why = "two DELTA records in one commit";
+				break;
+			}
+			delta_off = pos;
+			delta_len = h.len;
+		} else if (h.type == KEEL_REC_HEAD) {
+			keel_head nh;
+			if (h.len != KEEL_HEAD_PAYLOAD ||
+			    keel_head_decode(p, &nh) != KEEL_OK) {
+				*why = "pending head fails its checksum";
+				break;
+			}
+			nh.off = pos;
+			if (nh.prev_head != prev.off ||
+			    nh.region_start != prev.off + KEEL_HEAD_SIZE ||
+			    nh.file_id != head->file_id ||
+			    (have_prev && nh.txid <= prev.txid) ||
+			    nh.root_off != head->root_off ||
+			    nh.root_crc != head->root_crc ||
+			    nh.pending_heads != prev.pending_heads + 1 ||
+			    nh.off - nh.pending_bytes != span ||
+			    nh.delta_off != delta_off || !delta_off ||
+			    count >= head->pending_heads ||
+			    !keel_head_pending_sane(&nh)) {
+				*why = "pending head does not continue the span";
+				break;
+			}
+			if ((*why = delta_check(buf, at, len, &nh, delta_off,
+			                        delta_len))) {
+				pos = delta_off;
+				break;
+			}
+			list[count++] = (recovery_delta){.off = delta_off,
+			                                 .txid = nh.txid,
+			                                 .crc = nh.delta_crc};
+			prev = nh;
+			have_prev = true;
+			*good = nh;
+			delta_off = 0;
+		} else if (h.type != KEEL_REC_VALUE && h.type != KEEL_REC_PAD) {
+			*why = "tree node in the pending span";
+			break;
+		}
+		pos += size;
+	}
+	if (!*why && (prev.off != head->off || prev.txid != head->txid))
+		*why = "pending span does not end at its head";
+	if (*why) {
+		rc = KEEL_ECORRUPT;
+		*bad = pos;
+		if (count == 0 && !from) { /* settle on the head before the span */
+			keel_head c;
+			int hr = recovery_read_head(io, fd, span - KEEL_HEAD_SIZE, &c);
+			if (hr == KEEL_EIO) {
+				rc = hr;
+				goto out_free;
+			}
+			if (hr || c.pending_heads || c.root_off != head->root_off ||
+			    c.file_id != head->file_id)
+				*good = (keel_head){0}; /* nothing to settle on */
+			else
+				*good = c;
+		} else if (count == 0) {
+			*good = *from;
+		}
+	}
+	*out = list;
+	*n = count;
+	list = NULL;
+out_free:
+	free(buf);
+	free(list);
+	return rc;
+}
+
+/* Step 5 for the head recovery settled on: its pending DELTA records.
+ * Damage there is behind a durable head: KEEL_ECORRUPT, or under
+ * KEEL_SALVAGE the newest head before it whose own span checks out. */
+static int find_pending(const keel_io *io, int fd, unsigned flags,
+                        recovery_result *out)
+{
+	keel_head good;
+	uint64_t bad = 0;
+	const char *why;
+	int rc = recovery_pending(io, fd, &out->head, NULL, &out->deltas,
+	                          &out->ndeltas, &good, &bad, &why,
+	                          &out->bytes_read);
+	if (rc != KEEL_ECORRUPT)
+		return rc;
+	out->status = KEEL_RECOVERY_CORRUPT;
+	out->offset = bad;
+	snprintf(out->reason, sizeof(out->reason), "%s (behind the durable "
+	         "head at %llu)", why, (unsigned long long)out->head.off);
+	if (!(flags & KEEL_SALVAGE) || good.off == 0) {
+		free(out->deltas);
+		out->deltas = NULL;
+		out->ndeltas = 0;
+		return KEEL_ECORRUPT;
+	}
+	out->head = good;
+	return KEEL_OK;
+}
+
+static int find_newest(const keel_io *io, int fd, unsigned flags,
+                       uint64_t max_txid, recovery_result *out);
+
 int recovery_find(const keel_io *io, int fd, unsigned flags,
                   uint64_t max_txid, recovery_result *out)
+{
+	int rc = find_newest(io, fd, flags, max_txid, out);
+	if (rc != KEEL_OK) { /* the pending list belongs to a success only */
+		free(out->deltas);
+		out->deltas = NULL;
+		out->ndeltas = 0;
+	}
+	return rc;
+}
+
+static int find_newest(const keel_io *io, int fd, unsigned flags,
+                       uint64_t max_txid, recovery_result *out)
 {
 	uint8_t sb[KEEL_SUPER_SIZE];
 	int is_reg, rc;
@@ -529,8 +729,22 @@ int recovery_find(const keel_io *io, int fd, unsigned flags,
 		else
 			snprintf(out->reason, sizeof(out->reason),
 			         "%s, with a valid later head beyond it", why);
-		return (flags & KEEL_SALVAGE) ? KEEL_OK : KEEL_ECORRUPT;
+		if (!(flags & KEEL_SALVAGE))
+			return KEEL_ECORRUPT;
+		/* salvage: the head it settles on needs its pending span too */
+		recovery_result keep = *out;
+		rc = find_pending(io, fd, flags, out);
+		if (rc == KEEL_OK && out->head.off == keep.head.off) {
+			out->status = keep.status; /* report the first damage */
+			out->offset = keep.offset;
+			memcpy(out->reason, keep.reason, sizeof(out->reason));
+		}
+		return rc;
 	}
+	if ((rc = find_pending(io, fd, flags, out)))
+		return rc;
+	if (out->status == KEEL_RECOVERY_CORRUPT)
+		return KEEL_OK; /* salvaged inside the pending span */
 	if (!why && (flags & RECOVERY_READ_DEVICE) &&
 	    (rc = cache_holds_more(io, fd, out->file_size, stop)) != 0) {
 		if (rc < 0)

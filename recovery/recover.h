@@ -26,8 +26,19 @@
 #include "io.h"
 #include "keel.h"
 
+/* One pending head's DELTA record (format version 3), found by
+ * recovery_pending. */
+typedef struct recovery_delta {
+	uint64_t off;   /* the DELTA record                                 */
+	uint64_t txid;  /* the head that links it                           */
+	uint32_t crc;   /* its crc (the head's delta_crc)                   */
+} recovery_delta;
+
 typedef struct recovery_result {
 	keel_head head;          /* the newest valid head                       */
+	recovery_delta *deltas;  /* version 3: its pending DELTA records, oldest
+	                            first (malloc'd; the caller frees it)      */
+	size_t ndeltas;
 	keel_super super;
 	uint64_t file_size;
 	keel_recovery_status status;
@@ -53,6 +64,9 @@ typedef struct recovery_result {
  * limit: engine/marker.c).  Returns KEEL_OK
  * (status OK, TRUNCATED, or CORRUPT under KEEL_SALVAGE), KEEL_ENOTKEEL,
  * KEEL_EVERSION, KEEL_ECORRUPT or KEEL_EIO. */
+/* Version 3: after the newest head is found, step 5 (recovery_pending)
+ * fills out->deltas; damage there is damage behind a durable head
+ * (KEEL_ECORRUPT, or under KEEL_SALVAGE the newest head before it). */
 int recovery_find(const keel_io *io, int fd, unsigned flags,
                   uint64_t max_txid, recovery_result *out);
 
@@ -66,6 +80,24 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
                   const keel_head *from, uint64_t max_txid, unsigned flags,
                   keel_head *newest,
                   uint64_t *stop, const char **why, uint64_t *bytes_read);
+
+/* Step 5 (format version 3): the pending span of HEAD.  Walks forward
+ * through [span start, HEAD) -- at most KEEL_PENDING_BYTES_MAX bytes, one
+ * read -- checking each pending head (a valid head record of this file,
+ * continuing the previous one, the same root, pending_heads and
+ * pending_bytes counting up to HEAD's) and its DELTA record (its crc is
+ * the head's delta_crc; entries well formed, keys ascending, rev the
+ * head's txid, value references below it).  FROM: a head already indexed
+ * with the same root (a reader's refresh), or NULL to walk the whole span.
+ * *OUT (malloc'd, oldest first) and *N: the DELTA records after FROM.
+ * On damage: KEEL_ECORRUPT, *BAD its offset and *WHY the reason, and
+ * *GOOD the newest head before it whose own span checked out (what
+ * KEEL_SALVAGE settles on), with its records in *OUT and *N.
+ * KEEL_OK, KEEL_ECORRUPT, KEEL_EIO or KEEL_ENOMEM. */
+int recovery_pending(const keel_io *io, int fd, const keel_head *head,
+                     const keel_head *from, recovery_delta **out, size_t *n,
+                     keel_head *good, uint64_t *bad, const char **why,
+                     uint64_t *bytes_read);
 
 /* Cuts the file at AT (truncate, then fsync).  Returns 0 or a keel error. */
 int recovery_cut(const keel_io *io, int fd, uint64_t at);

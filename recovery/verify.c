@@ -20,7 +20,18 @@ typedef struct verifier {
 	uint64_t *seen;            /* one bit per 8 bytes: within a record
 	                              already checked (each is referenced once
 	                              in a tree, and none overlap) */
+	struct pfin *pend;         /* version 3: the newest pending entry of
+	                              each key, in key order */
+	size_t npend, pi;          /* entries; the leaf walk's place in them */
 } verifier;
+
+/* A pending DELTA entry (version 3), for the merged key count. */
+typedef struct pfin {
+	const uint8_t *key;
+	uint64_t txid;
+	uint16_t klen;
+	bool del, in_tree;
+} pfin;
 
 /* The keys a subtree may hold: [lo, hi), where a NULL end is open.  A
  * branch entry's key is the lower end of its child's range and the next
@@ -183,6 +194,15 @@ static void leaf_entries(verifier *v, uint64_t off, const uint8_t *p)
 		v->last_key = key;
 		v->last_klen = klen;
 		v->out->keys++;
+		/* the leaf walk is in key order: so is the pending list */
+		while (v->pi < v->npend &&
+		       keel_key_cmp(v->pend[v->pi].key, v->pend[v->pi].klen, key,
+		                    klen) < 0)
+			v->pi++;
+		if (v->pi < v->npend &&
+		    keel_key_cmp(v->pend[v->pi].key, v->pend[v->pi].klen, key,
+		                 klen) == 0)
+			v->pend[v->pi].in_tree = true;
 		keel_leaf_ent le;
 		uint32_t vplen;
 		keel_leaf_ent_decode(e, &le);
@@ -233,6 +253,125 @@ static void node(verifier *v, uint64_t off, uint32_t crc, int level,
 	}
 }
 
+static int pfin_cmp(const void *a, const void *b)
+{
+	const pfin *x = a, *y = b;
+	int c = keel_key_cmp(x->key, x->klen, y->key, y->klen);
+	if (c)
+		return c;
+	return x->txid < y->txid ? 1 : x->txid > y->txid ? -1 : 0; /* newest first */
+}
+
+/* Adds the entries of the DELTA record of pending head H to V's list,
+ * after checking the record and its value references. */
+static bool pending_delta(verifier *v, const keel_head *h, size_t *cap)
+{
+	keel_rec_hdr rh;
+	uint64_t off = h->delta_off;
+	if (off % 8 || off < KEEL_DATA_START || off + KEEL_REC_HDR > v->len ||
+	    off >= h->off) {
+		problem(v, h->off, "pending head's DELTA reference out of range");
+		return false;
+	}
+	const uint8_t *rec = v->base + off;
+	if (keel_rec_decode(rec, &rh) != KEEL_OK || rh.type != KEEL_REC_DELTA ||
+	    rh.len > h->off - off - KEEL_REC_HDR ||
+	    keel_rec_crc(rec, rh.len) != rh.crc || rh.crc != h->delta_crc) {
+		problem(v, off, "DELTA record: bad header or checksum");
+		return false;
+	}
+	const uint8_t *p = rec + KEEL_REC_HDR;
+	if (!keel_delta_valid(p, rh.len, h->txid, off)) {
+		problem(v, off, "DELTA record: entries malformed, out of order, "
+		        "or with a revision other than its head's txid");
+		return false;
+	}
+	v->out->records++;
+	uint32_t count = keel_ld32(p), at = KEEL_DELTA_HDR;
+	for (uint32_t i = 0; i < count; i++) {
+		keel_delta_ent d;
+		uint32_t size = keel_delta_ent_check(p + at, rh.len - at);
+		keel_delta_ent_decode(p + at, &d);
+		at += size;
+		if (!d.del && !d.e.inl) { /* keel_delta_valid: a header below OFF */
+			keel_rec_hdr vh;
+			const uint8_t *vr = v->base + d.e.voff;
+			if (keel_rec_decode(vr, &vh) != KEEL_OK ||
+			    vh.type != KEEL_REC_VALUE ||
+			    vh.len > off - d.e.voff - KEEL_REC_HDR)
+				problem(v, d.e.voff, "value: bad record header");
+			else if (keel_rec_crc(vr, vh.len) != vh.crc)
+				problem(v, d.e.voff, "value: checksum mismatch");
+			else if (vh.crc != d.e.vcrc)
+				problem(v, d.e.voff, "value: checksum differs from its "
+				        "reference");
+			else if (vh.len != d.e.vlen)
+				problem(v, d.e.voff, "value length %u, DELTA entry says %u",
+				        vh.len, d.e.vlen);
+		}
+		if (v->npend == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 256;
+			pfin *np = realloc(v->pend, ncap * sizeof(*np));
+			if (!np)
+				return false;
+			v->pend = np;
+			*cap = ncap;
+		}
+		v->pend[v->npend++] = (pfin){.key = d.e.key, .klen = d.e.klen,
+		                             .txid = h->txid, .del = d.del};
+	}
+	return true;
+}
+
+/* Version 3: the pending heads of HEAD and their DELTA records, walked
+ * back along prev_head (at most pending_heads of them, inside the span);
+ * leaves the newest entry of each key in V's list, in key order. */
+static void pending_span(verifier *v, const keel_head *head)
+{
+	size_t cap = 0;
+	keel_head cur = *head;
+	if (head->pending_heads == 0)
+		return;
+	if (!keel_head_pending_sane(head) || head->pending_bytes > head->off) {
+		problem(v, head->off, "head claims a pending span past the bounds");
+		return;
+	}
+	uint64_t span = head->off - head->pending_bytes;
+	for (uint32_t i = 0; i < head->pending_heads; i++) {
+		if (!pending_delta(v, &cur, &cap))
+			return;
+		if (i + 1 == head->pending_heads) {
+			if (cur.region_start != span)
+				problem(v, cur.off, "oldest pending head does not start "
+				        "the pending span");
+			break;
+		}
+		keel_head prev;
+		uint64_t po = cur.prev_head;
+		if (po < span || po + KEEL_HEAD_SIZE > cur.off ||
+		    keel_head_decode(v->base + po, &prev) != KEEL_OK) {
+			problem(v, cur.off, "pending head's predecessor unreadable");
+			return;
+		}
+		prev.off = po;
+		if (prev.txid >= cur.txid || prev.file_id != cur.file_id ||
+		    prev.root_off != head->root_off ||
+		    prev.pending_heads + 1 != cur.pending_heads ||
+		    po + KEEL_HEAD_SIZE != cur.region_start) {
+			problem(v, po, "pending head does not continue the span");
+			return;
+		}
+		cur = prev;
+	}
+	qsort(v->pend, v->npend, sizeof(*v->pend), pfin_cmp);
+	size_t w = 0;
+	for (size_t i = 0; i < v->npend; i++)
+		if (w == 0 || keel_key_cmp(v->pend[w - 1].key, v->pend[w - 1].klen,
+		                           v->pend[i].key, v->pend[i].klen) != 0)
+			v->pend[w++] = v->pend[i];
+	v->npend = w;
+}
+
 int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
                 keel_check_report_fn report, void *arg, keel_check_result *out)
 {
@@ -244,6 +383,7 @@ int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
 	if (!v.seen)
 		return KEEL_ENOMEM;
 	v.live = KEEL_HEAD_SIZE;
+	pending_span(&v, head);
 	if (head->root_off) {
 		static const key_range all;
 		keel_rec_hdr h;
@@ -256,6 +396,9 @@ int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
 		else
 			problem(&v, head->root_off, "root: bad record header");
 	}
+	for (size_t i = 0; i < v.npend; i++) /* D1: the merged state's keys */
+		out->keys += !v.pend[i].del - v.pend[i].in_tree;
+	v.live += head->pending_bytes; /* D5 */
 	if (out->problems == 0 && out->keys != head->keys)
 		problem(&v, head->off, "head counts %llu keys, tree has %llu",
 		        (unsigned long long)head->keys, (unsigned long long)out->keys);
@@ -269,5 +412,6 @@ int verify_tree(const uint8_t *base, size_t len, const keel_head *head,
 		report(arg, head->off, what);
 	}
 	free(v.seen);
+	free(v.pend);
 	return out->problems ? KEEL_ECORRUPT : KEEL_OK;
 }

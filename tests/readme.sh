@@ -58,8 +58,8 @@ inc=$T/root$prefix/include
 [ -f "$inc/keel.h" ] && ok "keel.h at the top of include/" || bad "no include/keel.h"
 [ -f "$inc/keel/io.h" ] && ok "io.h under include/keel/" || bad "no include/keel/io.h"
 [ ! -e "$inc/io.h" ] && ok "no io.h in include/ itself" || bad "io.h in include/"
-[ -L "$T/root$prefix/lib/libkeel.so" ] && [ -f "$T/root$prefix/lib/libkeel.so.0" ] &&
-	ok "libkeel.so -> libkeel.so.0" || bad "shared library not installed"
+[ -L "$T/root$prefix/lib/libkeel.so" ] && [ -f "$T/root$prefix/lib/libkeel.so.1" ] &&
+	ok "libkeel.so -> libkeel.so.1" || bad "shared library not installed"
 flags=$(PKG_CONFIG_SYSROOT_DIR="$T/root" \
 	PKG_CONFIG_PATH="$T/root$prefix/lib/pkgconfig" \
 	pkg-config --cflags --libs keel 2>"$T/pc.err") &&

@@ -28,6 +28,15 @@
  * tests of its space bound and backpressure compact as often as before the
  * slack existed. */
 #define SMALL_SLACK ((uint64_t)64 << 10)
+/* A format 3 store's slack is at least twice its checkpoint bound (a
+ * checkpoint frees the whole pending span at once), so these tests set a
+ * small checkpoint bound, which keeps the policy where they want it.  It
+ * is also small enough that a checkpoint of the 10,000-key store (the
+ * leaves its ~45 pending commits touched, written in one group) stays
+ * under the quarter of the live bytes between the point where writers
+ * wait for compaction and the cap: a checkpoint cannot be held halfway
+ * (docs/engine.md, "The space bound across a checkpoint"). */
+#define SMALL_CKPT ((uint64_t)8 << 10)
 
 /* ---- compaction --------------------------------------------------------- */
 
@@ -253,7 +262,8 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	io.open = compact_open;
 	io.pwrite = gate_pwrite;
 	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT,
-	                  .compact_slack = SMALL_SLACK};
+	                  .compact_slack = SMALL_SLACK,
+	                  .checkpoint_bytes = SMALL_CKPT};
 	keel_db *db;
 	pthread_t t;
 	void *crc;
@@ -311,7 +321,8 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 static void an_async_flood_keeps_the_file_bounded(void **state)
 {
 	fixture *f = *state;
-	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK};
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK,
+	                  .checkpoint_bytes = SMALL_CKPT};
 	enum { KEYS = 20000, COMMITS = 60000, INFLIGHT = 64 };
 	async_state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	keel_batch **b = calloc(COMMITS, sizeof(*b));
@@ -368,7 +379,8 @@ static void an_async_flood_keeps_the_file_bounded(void **state)
 static void the_automatic_policy_bounds_the_file(void **state)
 {
 	fixture *f = *state;
-	keel_options o = {.compact_slack = SMALL_SLACK};
+	keel_options o = {.compact_slack = SMALL_SLACK,
+	                  .checkpoint_bytes = SMALL_CKPT};
 	keel_stats st;
 	reopen_with(f, &o);
 	fill_versions(f->db, 200, 60); /* 12,000 overwrites of 200 keys */
@@ -393,7 +405,8 @@ static void the_automatic_policy_bounds_the_file(void **state)
 static void the_file_stays_within_the_space_bound(void **state)
 {
 	fixture *f = *state;
-	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK};
+	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC, .compact_slack = SMALL_SLACK,
+	                  .checkpoint_bytes = SMALL_CKPT};
 	enum { KEYS = 10000, PUTS = 150000 };
 	keel_stats st;
 	double peak = 0;
@@ -407,6 +420,14 @@ static void the_file_stays_within_the_space_bound(void **state)
 			assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
 			double r = (double)st.file_size / (double)st.live_bytes;
 			peak = r > peak ? r : peak;
+			if (st.file_size > st.space_bound)
+				print_message("put %d: file %llu > bound %llu (live %llu, "
+				              "pending %llu, %llu compactions)\n", i,
+				              (unsigned long long)st.file_size,
+				              (unsigned long long)st.space_bound,
+				              (unsigned long long)st.live_bytes,
+				              (unsigned long long)st.pending_bytes,
+				              (unsigned long long)st.compactions);
 			assert_true(st.file_size <= st.space_bound);
 		}
 	}
@@ -428,7 +449,9 @@ static void the_default_slack_spares_a_small_store(void **state)
 {
 	fixture *f = *state;
 	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC};
-	enum { KEYS = 10000, PUTS = 60000 };
+	/* 300,000 puts: about 200 bytes each in format 3, checkpoints
+	 * included (60,000 of 5 KB did in format 2) */
+	enum { KEYS = 10000, PUTS = 300000 };
 	keel_stats st;
 	uint64_t end_before_first = 0, n_at_first = 0;
 	uint32_t x = 4242;
@@ -440,8 +463,8 @@ static void the_default_slack_spares_a_small_store(void **state)
 		if (i % 25)
 			continue;
 		assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
-		assert_int_equal(st.space_bound,
-		                 st.live_bytes + KEEL_COMPACT_SLACK_DEFAULT);
+		assert_int_equal(st.space_bound, st.live_bytes - st.pending_bytes +
+		                                 KEEL_COMPACT_SLACK_DEFAULT);
 		assert_true(st.file_size <= st.space_bound);
 		if (st.compactions == 0)
 			end_before_first = st.end_offset;

@@ -471,7 +471,9 @@ static void failing_compactions_do_not_make_the_file_grow_in_small_steps(void **
 	/* a small slack: the policy compacts this 500 KB store as it did
 	 * before the slack, every ~120 commits */
 	keel_options o = {.flags = KEEL_UNSAFE_NO_SYNC,
-	                  .compact_slack = (uint64_t)64 << 10};
+	                  .compact_slack = (uint64_t)64 << 10,
+	                  /* format 3: the slack is at least twice this */
+	                  .checkpoint_bytes = (uint64_t)32 << 10};
 	enum { KEYS = 10000, PUTS = 60000 };
 	keel_stats st;
 	unsigned growths = 0;

@@ -26,7 +26,8 @@
 #include "testutil.h"
 
 #define COMMITS 3000
-#define VALUE 2000 /* a commit appends about 5 KiB */
+#define VALUE 2000 /* a commit appends about 2.2 KiB (format 3: the value,
+                      a DELTA record, a head; 5 KiB in format 2) */
 
 enum fail_mode { FAIL_NONE, FAIL_OPEN, FAIL_PWRITE, FAIL_SYNC };
 
@@ -305,8 +306,8 @@ static void load_numbered(keel_db *db, int from, int to)
 
 /* A compaction of a large store takes seconds, and commits go on meanwhile:
  * the grower keeps growing the file for them, so none grows it itself.
- * The compaction is held in its first sync of the new file while 2,000
- * commits (about 14 MiB, seven 2 MiB steps) run; then it finishes, and
+ * The compaction is held in its first sync of the new file while 4,000
+ * commits (about 10 MiB with their checkpoints, five 2 MiB steps) run; then it finishes, and
  * everything is there.  (The store is 20 MiB live, so the used part stays
  * under the 2.25x at which commits would wait for the compaction.) */
 static void a_growth_runs_beside_a_compaction(void **state)
@@ -323,9 +324,18 @@ static void a_growth_runs_beside_a_compaction(void **state)
 	for (int i = 0; i < 1000 && !atomic_load(&compaction_held); i++)
 		usleep(10000);
 	assert_true(atomic_load(&compaction_held));
-	for (int i = 10000; i < 12000; i++)
+	/* 4,000 synced commits: enough for four growths of 2 MiB (the used
+	 * part ends near 30 MB, the live bytes 29 MB: far from where commits
+	 * would wait for the held compaction).  6,000 ran past make asan's
+	 * 600 s on a loaded disk. */
+	for (int i = 10000; i < 14000; i++)
 		put_numbered(db, i);
 	assert_int_equal(keel_stat(db, &after), KEEL_OK);
+	print_message("held compaction: used %llu, live %llu (pending %llu), "
+	              "%llu growths\n", (unsigned long long)after.end_offset,
+	              (unsigned long long)after.live_bytes,
+	              (unsigned long long)after.pending_bytes,
+	              (unsigned long long)(after.growths - before.growths));
 	assert_int_equal(after.compactions, 0); /* it is still held */
 	atomic_store(&hold_compaction, false);
 	void *rc;
@@ -338,7 +348,7 @@ static void a_growth_runs_beside_a_compaction(void **state)
 	assert_int_equal(after.compactions, 1);
 	assert_int_equal(keel_close(db), KEEL_OK);
 	db = open_counted(f, FAIL_NONE);
-	check_numbered(db, 12000);
+	check_numbered(db, 14000);
 	assert_int_equal(keel_close(db), KEEL_OK);
 }
 

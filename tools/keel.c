@@ -438,7 +438,8 @@ static int cmd_stat(int argc, char **argv)
 	       status[r.status]);
 	if (r.status != KEEL_RECOVERY_OK)
 		printf(" at offset %" PRIu64 " (%s)", r.offset, r.reason);
-	printf("\n");
+	printf("\nformat      %u\npending     %" PRIu64 " commits, %" PRIu64
+	       " bytes\n", st.format_version, st.pending_heads, st.pending_bytes);
 	keel_close(db);
 	return 0;
 }
@@ -495,6 +496,7 @@ static int cmd_heads(int argc, char **argv)
 		h = prev;
 	}
 	io->close(io->ctx, fd);
+	free(r.deltas);
 	return bad ? 1 : 0;
 }
 

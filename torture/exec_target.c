@@ -964,10 +964,10 @@ static int check_options(const torture_options *o)
 		return setup_error("--target exec needs --checker CMD (see "
 		                   "docs/targets.md)");
 	if (o->unsafe || o->compact_every_ns || o->grow_step || o->cache_lives ||
-	    o->threads_given)
+	    o->threads_given || o->checkpoint_bytes)
 		return setup_error("--target exec runs your program: --unsafe, "
-		                   "--compact-every, --grow-step, --cache-lives "
-		                   "and --threads do not apply");
+		                   "--compact-every, --grow-step, --cache-lives, "
+		                   "--checkpoint-kib and --threads do not apply");
 	for (unsigned i = 0; i < o->nfail; i++) {
 		int ok = 0;
 		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)

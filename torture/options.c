@@ -121,6 +121,16 @@ static int f_grow_step(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_checkpoint_kib(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, 4096, &v) < 0)
+		return -1;
+	o->checkpoint_bytes = v << 10;
+	return 0;
+}
+
 static int f_seed(torture_options *o, const char *f, const char *a)
 {
 	if (parse_u64(a, &o->seed) < 0)
@@ -195,6 +205,7 @@ static const struct {
 	{"no-sync", TORTURE_UNSAFE_NO_SYNC},
 	{"trust-head", TORTURE_UNSAFE_TRUST_HEAD},
 	{"retry-fsync", TORTURE_UNSAFE_RETRY_FSYNC},
+	{"ckpt-drop", TORTURE_UNSAFE_CKPT_DROP},
 };
 #define NUNSAFE (sizeof(unsafe_modes) / sizeof(unsafe_modes[0]))
 
@@ -206,7 +217,7 @@ static int f_unsafe(torture_options *o, const char *f, const char *a)
 			return 0;
 		}
 	return bad(f, a, "unknown unsafe mode (known: ack-before-commit, "
-	           "no-sync, trust-head, retry-fsync)");
+	           "no-sync, trust-head, retry-fsync, ckpt-drop)");
 }
 
 void options_unsafe_names(const torture_options *o, char *buf, unsigned cap)
@@ -450,6 +461,10 @@ static const flag_def flags[] = {
 	 "grow the store in steps of MIB MiB (1 to 1024); steps of 1 MiB\n"
 	 "                        and more are grown ahead by the engine's grower\n"
 	 "                        thread (default: the engine's own steps)"},
+	{"--checkpoint-kib", "KIB", f_checkpoint_kib,
+	 "the writer checkpoints its delta log past KIB KiB (1 to\n"
+	 "                        4096; default 64: a checkpoint every few dozen\n"
+	 "                        commits)"},
 	{"--power-loss", NULL, f_power_loss,
 	 "each kill is also a power cut (fault simulator)"},
 	{"--cache-lives", NULL, f_cache_lives,
@@ -499,8 +514,9 @@ static const flag_def flags[] = {
 	{"--unsafe", "MODE", f_unsafe,
 	 "deliberately unsafe writer, to prove torture catches it:\n"
 	 "                        ack-before-commit (acknowledge, then commit),"
-	 "\n                        no-sync, trust-head, retry-fsync (engine "
-	 "flags)"},
+	 "\n                        no-sync, trust-head, retry-fsync, ckpt-drop\n"
+	 "                        (engine flags; ckpt-drop: a checkpoint leaves\n"
+	 "                        out the oldest pending change)"},
 	{"--target", "WHAT", f_target,
 	 "what is killed: embedded (a writer embedding keel; default),\n"
 	 "                        http (keel-serve, written to over HTTP) or\n"
@@ -619,10 +635,11 @@ static int check_faults(torture_options *o)
 		return refuse("--readers and --snapshots run inside the embedded "
 		              "writer: not with --target http");
 	if (o->target_http && (options_faultsim(o) || o->compact_every_ns ||
+	                       o->checkpoint_bytes ||
 	                       (o->unsafe & ~TORTURE_UNSAFE_ACK_BEFORE_COMMIT)))
 		return refuse("--target http runs keel-serve, which does not "
-		              "take the fault simulator, --compact-every or "
-		              "engine --unsafe modes");
+		              "take the fault simulator, --compact-every, "
+		              "--checkpoint-kib or engine --unsafe modes");
 	/* A process kill leaves unsynced commits in the page cache, so a
 	 * writer that skips its sync cannot fail there: only a power cut
 	 * loses them.  A control that cannot fail would mislead. */
@@ -659,6 +676,8 @@ static int check_faults(torture_options *o)
 		o->engine_flags |= KEEL_UNSAFE_TRUST_HEAD;
 	if (o->unsafe & TORTURE_UNSAFE_RETRY_FSYNC)
 		o->engine_flags |= KEEL_UNSAFE_RETRY_FSYNC;
+	if (o->unsafe & TORTURE_UNSAFE_CKPT_DROP)
+		o->engine_flags |= KEEL_UNSAFE_CKPT_DROP;
 	if (o->enumerate) /* compaction would make the steps vary */
 		o->engine_flags |= KEEL_NOCOMPACT;
 	return 0;
@@ -776,6 +795,9 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 	}
 	if (o->grow_step)
 		n = append(buf, n, cap, " --grow-step %" PRIu64, o->grow_step >> 20);
+	if (o->checkpoint_bytes)
+		n = append(buf, n, cap, " --checkpoint-kib %" PRIu64,
+		           o->checkpoint_bytes >> 10);
 	if (o->power_loss)
 		n = append(buf, n, cap, " --power-loss");
 	if (o->mixed)

@@ -25,6 +25,11 @@ struct torture_faults;
 #define TORTURE_UNSAFE_TRUST_HEAD 0x4u  /* KEEL_UNSAFE_TRUST_HEAD, also on
                                            the verifying open             */
 #define TORTURE_UNSAFE_RETRY_FSYNC 0x8u /* KEEL_UNSAFE_RETRY_FSYNC         */
+#define TORTURE_UNSAFE_CKPT_DROP 0x10u  /* KEEL_UNSAFE_CKPT_DROP           */
+/* The writer's checkpoint bound (keel_options.checkpoint_bytes) unless
+ * --checkpoint-kib says otherwise: small, so checkpoints come every few
+ * dozen commits and kills and power cuts land inside them. */
+#define TORTURE_CHECKPOINT_DEFAULT ((uint64_t)64 << 10)
 
 #define TORTURE_FAIL_MAX 16u /* --fail specs (FAULTSIM_MAX_SPECS)         */
 #define TORTURE_ENUMERATE_OPS 40u /* operations of the --enumerate workload */
@@ -77,6 +82,8 @@ typedef struct torture_options {
 	int threads_given;       /* --threads was on the command line        */
 	uint64_t compact_every_ns; /* --compact-every: keel_compact period; 0 off */
 	uint64_t grow_step;      /* --grow-step: keel_options.grow_step; 0 = default */
+	uint64_t checkpoint_bytes; /* --checkpoint-kib: keel_options.checkpoint_bytes;
+	                            0 = TORTURE_CHECKPOINT_DEFAULT             */
 	/* Seams for the fault simulator: engine flags and I/O backend the
 	 * writer opens the store with (writer_open_store). */
 	unsigned engine_flags;   /* extra keel_options.flags                  */

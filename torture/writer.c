@@ -61,6 +61,8 @@ int writer_open_store(const torture_options *opt, const char *path,
 	 * few hundred commits, as it did before the default slack, so kills
 	 * and power cuts keep landing inside compactions. */
 	ko.compact_slack = (uint64_t)1 << 20;
+	ko.checkpoint_bytes = opt->checkpoint_bytes ? opt->checkpoint_bytes
+	                                            : TORTURE_CHECKPOINT_DEFAULT;
 	return keel_open(path, &ko, out);
 }
 
