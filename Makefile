@@ -147,8 +147,9 @@ $(B)/libkeel.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/libkeel.so: $(LIB_OBJS)
-	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.1 -o $@ $^ $(LDLIBS_ALL)
+# (the soname is written here: a build made before it changed relinks)
+$(B)/libkeel.so: $(LIB_OBJS) Makefile
+	$(CC) $(CFLAGS_ALL) -shared -Wl,-soname,libkeel.so.1 -o $@ $(LIB_OBJS) $(LDLIBS_ALL)
 
 $(B)/obj-shim/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
