@@ -321,7 +321,7 @@ static void run(h2conn *c)
 		}
 		if (!nghttp2_session_want_read(c->s)) {
 			rc = -1; /* GOAWAY and nothing left in flight */
-			why = "the server ended the session (GOAWAY)";
+			why = "the session ended (GOAWAY sent or received)";
 			break;
 		}
 		if (now_ms() - last > HTTP_CONN_TIMEOUT_S * 1000u) {
