@@ -1,8 +1,11 @@
 #!/bin/sh
 # torture_http.sh BUILD_DIR -- `torture --target http` end to end: a 5-second
-# run against keel-serve that must pass, the positive control that must fail,
-# a server that dies on its own (must fail), and bad input that must exit 2
-# and touch nothing.  Loopback only; bounded: about 10 seconds.
+# run against keel-serve that must pass, short runs over TLS, h2c and h2+TLS
+# that must pass, the positive control that must fail (in each mode), a
+# server that dies on its own (must fail), bad input that must exit 2 and
+# touch nothing, servers that cannot speak TLS or HTTP/2 (exit 2) and one
+# that sends garbage frames (reported, no hang).  Loopback only; bounded:
+# about 30 seconds.
 set -u
 B=${1:-build}
 TORTURE=$B/torture
@@ -45,6 +48,44 @@ done
 expect "temporary store removed" "" "$(ls -A "$T/tmp")"
 no_server_left "after a pass"
 
+# ---- over TLS 1.3 and HTTP/2: short runs pass with acknowledged writes -------
+# 8 writers: over HTTP/2 two connections of four concurrent streams each.
+# Bounded by cycles; a loaded machine (or ASan) that acknowledges too little
+# in 15 cycles of 50 ms gets longer lives, not a failure (lib.sh).
+mode_flags() { # mode_flags MODE
+	case $1 in
+	tls) echo --http-tls ;;
+	h2c) echo --http2 ;;
+	h2tls) echo --http-tls --http2 ;;
+	esac
+}
+for mode in tls h2c h2tls; do
+	for k in 50 100 200 400; do
+		rm -rf "$T/$mode"
+		TMPDIR=$T/tmp "$TORTURE" --target http $(mode_flags $mode) \
+			--threads 8 --kill-every ${k}ms --cycles 15 --quiet \
+			--dir "$T/$mode" --json "$T/$mode.json" >"$T/$mode.out" 2>&1
+		rc=$?
+		[ $rc = 0 ] && ! reached "$T/$mode.json" acked_writes=50 || break
+	done
+	expect "$mode: 15 cycles at ${k}ms exit 0" 0 $rc
+	contains "$mode: json says pass" "$T/$mode.json" '"result": "pass"'
+	expect "$mode: every cycle killed the server" 15 \
+		"$(json_num "$T/$mode.json" kills)"
+	acked=$(json_num "$T/$mode.json" acked_writes)
+	[ "${acked:-0}" -ge 50 ] && ok "$mode: acked $acked writes" ||
+		bad "$mode: only ${acked:-0} acked"
+	for f in lost phantom holes order structure_errors writer_errors; do
+		expect "$mode: json $f 0" 0 "$(json_num "$T/$mode.json" $f)"
+	done
+	no_server_left "after a $mode pass"
+done
+# The certificate and key were made beside the store, the key for its
+# owner only (keel-serve refuses anything else).
+expect "tls: key mode 600" 600 "$(stat -c %a "$T/tls/torture.keel.tls-key.pem")"
+contains "tls: a certificate" "$T/tls/torture.keel.tls-cert.pem" \
+	'BEGIN CERTIFICATE'
+
 # ---- the positive control: acknowledging before the PUT is sent -------------
 TMPDIR=$T/tmp "$TORTURE" --target http --duration 10s --quiet --seed 1 \
 	--unsafe ack-before-commit >"$T/fail.out" 2>&1
@@ -54,6 +95,18 @@ contains "first violation is a lost write" "$T/fail.out" \
 contains "reproducer names the target" "$T/fail.out" \
 	'reproduce with .*--target http.*--unsafe ack-before-commit'
 no_server_left "after a failure"
+# ... and over TLS and HTTP/2, whose acknowledgements are the same oracle's.
+for mode in tls h2c h2tls; do
+	TMPDIR=$T/tmp "$TORTURE" --target http $(mode_flags $mode) --threads 8 \
+		--duration 10s --quiet --seed 1 --unsafe ack-before-commit \
+		>"$T/fail-$mode.out" 2>&1
+	expect "$mode: ack-before-commit exits 1" 1 $?
+	contains "$mode: first violation is a lost write" "$T/fail-$mode.out" \
+		'first violation +cycle [0-9]+: lost: key'
+	contains "$mode: reproducer names the mode" "$T/fail-$mode.out" \
+		"reproduce with .*--target http $(mode_flags $mode)"
+	no_server_left "after a $mode failure"
+done
 
 # ---- a server that dies before torture kills it is a violation ---------------
 # The first start is a plain keel-serve; the second kills itself 0.3 s after
@@ -94,12 +147,49 @@ bad_input "--serve without --target http" "--serve names keel-serve" \
 	--serve "$B/keel-serve" --cycles 1
 bad_input "fault flags with http" "--target http.*keel-serve" \
 	--target http --power-loss --cycles 1
+bad_input "--http-tls without --target http" \
+	"--http-tls and --http2 .*need --target http" --http-tls --cycles 1
+bad_input "--http2 without --target http" \
+	"--http-tls and --http2 .*need --target http" --http2 --cycles 1
 expect "nothing made in TMPDIR" "" "$(ls -A "$T/empty")"
 TMPDIR=$T/tmp "$TORTURE" --target http --serve /bin/true --cycles 1 \
 	>"$T/notserve.out" 2>&1
 expect "a server that never listens exits 2" 2 $?
 contains "it is named" "$T/notserve.out" \
 	'keel-serve \(/bin/true\) did not start: it exited before it listened'
+
+# ---- a server that cannot speak what was asked: a set-up failure ------------
+# fake_serve.py prints keel-serve's "listening" line and answers HTTP/1.1.
+fake() { # fake MODE -- a --serve wrapper around fake_serve.py MODE
+	printf '#!/bin/sh\nexec python3 %s/fake_serve.py %s "$@"\n' \
+		"$(cd "$(dirname "$0")" && pwd)" "$1" >"$T/fake-$1.sh"
+	chmod +x "$T/fake-$1.sh"
+	echo "$T/fake-$1.sh"
+}
+TMPDIR=$T/tmp "$TORTURE" --target http --http2 --serve "$(fake http1)" \
+	--cycles 1 >"$T/noh2.out" 2>&1
+expect "--http2 to a server without HTTP/2 exits 2" 2 $?
+contains "it is named" "$T/noh2.out" 'does not speak HTTP/2'
+TMPDIR=$T/tmp "$TORTURE" --target http --http-tls --serve "$(fake http1)" \
+	--cycles 1 >"$T/notls.out" 2>&1
+expect "--http-tls to a server without TLS exits 2" 2 $?
+contains "it is named" "$T/notls.out" 'the TLS handshake failed'
+
+# ---- garbage frames: a violation reported, no crash, no hang -----------------
+# The fake answers the preface with SETTINGS, then a frame claiming 16 MiB and
+# random bytes; each client connection must give up on its own (the outer
+# timeout is only a guard against a hang, far above the normal second).
+timeout 120 env TMPDIR=$T/tmp "$TORTURE" --target http --http2 \
+	--serve "$(fake h2garbage)" --threads 8 --kill-every 1s --cycles 2 \
+	--quiet >"$T/garbage.out" 2>&1
+expect "garbage frames exit 1 (not a crash, not a hang)" 1 $?
+contains "they are reported" "$T/garbage.out" \
+	'cycle 1: writer: thread [0-9]+ op seq [0-9]+: commit failed: I/O error'
+if ps -eo args | grep -v grep | grep -q "fake_serve.py .*--db $T/"; then
+	bad "no fake server left running"
+else
+	ok "no fake server left running"
+fi
 
 echo "torture_http.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

@@ -4,58 +4,22 @@
  */
 #include "http_client.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "http_writer.h"
 #include "proto.h"
 #include "value.h"
 
-/* No answer in this long is a hung server, not a slow disk; the harness
- * normally kills the server long before. */
-#define CLIENT_ANSWER_TIMEOUT_S 30
-#define CLIENT_RX_MAX 8192 /* an answer's head; keel-serve's are ~200 bytes */
-#define CLIENT_PATH_MAX (1 + 3 * VALUE_KEY_MAX)
-
-/* What one request came to. */
-enum {
-	REQ_ANSWERED = 0, /* a whole answer arrived: see status       */
-	REQ_GONE = 1,     /* the connection broke first (server dead)  */
-};
-
-typedef struct hthread {
-	const writer_plan *plan;
-	uint16_t port;     /* keel-serve on 127.0.0.1                   */
-	int fd;            /* record pipe                               */
-	int sock;          /* keep-alive connection, -1 when none       */
-	uint32_t t;        /* thread number                             */
-	uint32_t nkeys;    /* keys owned: t, t + T, t + 2T, ...         */
-	uint64_t seq;      /* next operation number                     */
-	uint64_t rng;      /* workload generator state                  */
-	uint8_t *present;  /* per owned key: it exists                  */
-	uint64_t *rev;     /* per owned key: its revision (the ETag)     */
-	uint8_t *buf;      /* one value                                  */
-	char rx[CLIENT_RX_MAX]; /* the answer being read                */
-	size_t rx_len;     /* bytes in rx                               */
-} hthread;
-
-/* The parts of an answer the client looks at. */
-typedef struct answer {
-	int status;        /* 201, 204, 412, ...                        */
-	uint64_t etag;     /* the ETag's number; 0 when none            */
-	int close;         /* Connection: close                         */
-} answer;
+#define CLIENT_PATH_MAX HTTP_WRITER_PATH_MAX
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -67,7 +31,7 @@ static uint64_t rnd(uint64_t *s)
 
 /* One change per operation: a delete of a present key about one time in
  * five, a put otherwise -- the embedded writer's mix without the batches. */
-static void choose(hthread *h, proto_rec *rec)
+void http_writer_choose(hthread *h, proto_rec *rec)
 {
 	const torture_options *o = h->plan->opt;
 	uint32_t span = o->value_max - o->value_min + 1;
@@ -81,7 +45,7 @@ static void choose(hthread *h, proto_rec *rec)
 
 /* "/" and the key, every byte outside the unreserved set escaped: the key
  * holds a '/', which must reach the server as part of the key. */
-static void key_path(uint32_t k, char out[CLIENT_PATH_MAX])
+void http_writer_key_path(uint32_t k, char out[HTTP_WRITER_PATH_MAX])
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char key[VALUE_KEY_MAX];
@@ -105,60 +69,8 @@ static void key_path(uint32_t k, char out[CLIENT_PATH_MAX])
 
 static void conn_close(hthread *h)
 {
-	if (h->sock >= 0)
-		close(h->sock);
-	h->sock = -1;
+	http_conn_close(&h->conn);
 	h->rx_len = 0;
-}
-
-/* Connects to the server.  0, or -1 when it is not there (killed). */
-static int conn_open(hthread *h)
-{
-	struct sockaddr_in a;
-	struct timeval tv = {.tv_sec = CLIENT_ANSWER_TIMEOUT_S};
-	int one = 1;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_port = htons(h->port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	h->sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (h->sock < 0)
-		return -1;
-	h->rx_len = 0;
-	/* Nodelay: head and body leave in one writev, nothing to coalesce. */
-	setsockopt(h->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(h->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(h->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(h->sock, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		conn_close(h);
-		return -1;
-	}
-	return 0;
-}
-
-/* Sends the IOV in full.  0, or -1 when the connection broke. */
-static int send_all(int sock, struct iovec *iov, int n)
-{
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-
-	while (m.msg_iovlen) {
-		ssize_t w = sendmsg(sock, &m, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		while (m.msg_iovlen && (size_t)w >= m.msg_iov->iov_len) {
-			w -= (ssize_t)m.msg_iov->iov_len;
-			m.msg_iov++;
-			m.msg_iovlen--;
-		}
-		if (m.msg_iovlen) {
-			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + w;
-			m.msg_iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
 }
 
 /* Reads more of the answer into rx.  >0 bytes, 0 at end of file, -1 on an
@@ -167,10 +79,8 @@ static ssize_t rx_more(hthread *h)
 {
 	ssize_t n;
 
-	do
-		n = recv(h->sock, h->rx + h->rx_len,
-		         sizeof(h->rx) - 1 - h->rx_len, 0);
-	while (n < 0 && errno == EINTR);
+	n = http_conn_recv(&h->conn, h->rx + h->rx_len,
+	                   sizeof(h->rx) - 1 - h->rx_len);
 	if (n > 0) {
 		h->rx_len += (size_t)n;
 		h->rx[h->rx_len] = '\0';
@@ -199,7 +109,7 @@ static int header_is(const char *p, size_t len, const char *name,
 }
 
 /* A decimal number of LEN bytes, nothing else.  0, or -1. */
-static int parse_number(const char *p, size_t len, uint64_t *v)
+int http_writer_number(const char *p, size_t len, uint64_t *v)
 {
 	*v = 0;
 	if (len == 0 || len > 18)
@@ -230,7 +140,7 @@ static int parse_head(const hthread *h, size_t head, answer *a,
 	memset(a, 0, sizeof(*a));
 	*clen = 0;
 	if (head < 14 || strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' ||
-	    parse_number(p + 9, 3, &v) < 0 || (p[12] != ' ' && p[12] != '\r')) {
+	    http_writer_number(p + 9, 3, &v) < 0 || (p[12] != ' ' && p[12] != '\r')) {
 		*why = "malformed status line";
 		return -1;
 	}
@@ -240,7 +150,7 @@ static int parse_head(const hthread *h, size_t head, answer *a,
 	for (p = line_end(p, end) + 2; p < end; p = line_end(p, end) + 2) {
 		size_t len = (size_t)(line_end(p, end) - p);
 		if (header_is(p, len, "Content-Length", &val, &vlen) &&
-		    parse_number(val, vlen, clen) < 0) {
+		    http_writer_number(val, vlen, clen) < 0) {
 			*why = "malformed Content-Length";
 			return -1;
 		}
@@ -253,7 +163,7 @@ static int parse_head(const hthread *h, size_t head, answer *a,
 			a->close = 1;
 		if (header_is(p, len, "ETag", &val, &vlen) &&
 		    (vlen < 3 || val[0] != '"' || val[vlen - 1] != '"' ||
-		     parse_number(val + 1, vlen - 2, &a->etag) < 0 ||
+		     http_writer_number(val + 1, vlen - 2, &a->etag) < 0 ||
 		     a->etag == 0)) {
 			*why = "malformed ETag (want \"<revision>\")";
 			return -1;
@@ -277,6 +187,10 @@ static ssize_t read_head(hthread *h, const char **why)
 		n = rx_more(h);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			*why = "no answer within 30 s";
+			return -1;
+		}
+		if (n < 0 && errno == EPROTO) {
+			*why = "a TLS record torture cannot accept";
 			return -1;
 		}
 		if (n <= 0)
@@ -327,9 +241,9 @@ static int read_answer(hthread *h, answer *a, const char **why)
 	}
 }
 
-/* Sends the request for C -- a PUT of a fresh value or a DELETE, naming the
- * key's revision (or its absence) -- and reads the answer into A.
- * REQ_ANSWERED, REQ_GONE, or -1 with *WHY. */
+/* Sends the request for C -- a PUT of the value in h->buf or a DELETE,
+ * naming the key's revision (or its absence) -- and reads the answer into
+ * A.  REQ_ANSWERED, REQ_GONE, or -1 with *WHY. */
 static int request(hthread *h, const proto_change *c, answer *a,
                    const char **why)
 {
@@ -338,35 +252,36 @@ static int request(hthread *h, const proto_change *c, answer *a,
 	struct iovec iov[2];
 	int n;
 
-	key_path(c->key, path);
+	http_writer_key_path(c->key, path);
 	if (h->present[i])
 		snprintf(cond, sizeof(cond), "If-Match: \"%" PRIu64 "\"",
 		         h->rev[i]);
 	else
 		snprintf(cond, sizeof(cond), "If-None-Match: *");
-	if (c->len == 0) {
+	if (c->len == 0)
 		n = snprintf(head, sizeof(head), "DELETE %s HTTP/1.1\r\n"
 		             "Host: 127.0.0.1\r\n%s\r\n\r\n", path, cond);
-	} else {
-		value_id id = {
-			.key = c->key, .thread = h->t, .seq = h->seq,
-			.nonce = oracle_nonce(h->plan->model), .len = c->len,
-		};
-		value_encode(&id, h->buf);
+	else
 		n = snprintf(head, sizeof(head), "PUT %s HTTP/1.1\r\n"
 		             "Host: 127.0.0.1\r\nContent-Length: %u\r\n"
 		             "%s\r\n\r\n", path, c->len, cond);
-	}
 	iov[0].iov_base = head;
 	iov[0].iov_len = (size_t)n;
 	iov[1].iov_base = h->buf;
 	iov[1].iov_len = c->len;
-	if (h->sock < 0 && conn_open(h) < 0)
-		return REQ_GONE;
-	if (send_all(h->sock, iov, c->len ? 2 : 1) < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+	if (h->conn.sock < 0) {
+		h->rx_len = 0;
+		n = http_conn_open(&h->conn, h->port, h->tls, why);
+		if (n == -2)
+			return -1;
+		if (n < 0)
 			return REQ_GONE;
-		*why = "the request could not be sent within 30 s";
+	}
+	if (http_conn_sendv(&h->conn, iov, c->len ? 2 : 1) < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EPROTO)
+			return REQ_GONE;
+		*why = errno == EPROTO ? "TLS failed while sending" :
+		       "the request could not be sent within 30 s";
 		return -1;
 	}
 	n = read_answer(h, a, why);
@@ -404,7 +319,7 @@ static int judge(const hthread *h, const proto_change *c, const answer *a,
 	*txid = a->etag; /* a DELETE's 204 carries none: txid unknown (0) */
 	if (!what)
 		return KEEL_OK;
-	key_path(c->key, path);
+	http_writer_key_path(c->key, path);
 	fprintf(stderr, "torture: http thread %u op seq %" PRIu64 ": %s %s "
 	        "with %s: answered %d (%s; want %d%s)\n", h->t, h->seq,
 	        put ? "PUT" : "DELETE", path, h->present[i] ? "If-Match" :
@@ -414,62 +329,88 @@ static int judge(const hthread *h, const proto_change *c, const answer *a,
 	                                             status_err(a->status);
 }
 
+int http_writer_begin(hthread *h, proto_rec *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->kind = PROTO_INTENT;
+	rec->thread = h->t;
+	rec->seq = h->seq;
+	http_writer_choose(h, rec);
+	if (rec->change[0].len) {
+		value_id id = {
+			.key = rec->change[0].key, .thread = h->t,
+			.seq = h->seq, .nonce = oracle_nonce(h->plan->model),
+			.len = rec->change[0].len,
+		};
+		value_encode(&id, h->buf);
+	}
+	if (proto_send(h->fd, rec) < 0)
+		return -1;
+	if (h->plan->opt->unsafe & TORTURE_UNSAFE_ACK_BEFORE_COMMIT) {
+		/* the deliberate bug: say "stored" too soon */
+		rec->kind = PROTO_ACK;
+		if (proto_send(h->fd, rec) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int http_writer_finish(hthread *h, proto_rec *rec, int n, const answer *a,
+                       const char *why)
+{
+	uint32_t i = rec->change[0].key / h->plan->opt->threads;
+
+	rec->kind = PROTO_DONE;
+	if (n < 0) {
+		fprintf(stderr, "torture: http thread %u op seq %" PRIu64
+		        ": %s\n", h->t, h->seq, why);
+		rec->rc = KEEL_EIO;
+	} else {
+		rec->rc = judge(h, &rec->change[0], a, &rec->rev);
+	}
+	if (proto_send(h->fd, rec) < 0 || rec->rc != KEEL_OK)
+		return -1;
+	h->present[i] = rec->change[0].len != 0;
+	h->rev[i] = rec->rev;
+	h->seq++;
+	return 0;
+}
+
 /* One thread: an operation at a time until the server goes away. */
 static void *client_thread(void *arg)
 {
 	hthread *h = arg;
-	int ack_first = (h->plan->opt->unsafe &
-	                 TORTURE_UNSAFE_ACK_BEFORE_COMMIT) != 0;
 
-	for (;; h->seq++) {
+	for (;;) {
 		proto_rec rec;
 		const char *why = NULL;
 		answer a;
 		int n;
 
-		memset(&rec, 0, sizeof(rec));
-		rec.kind = PROTO_INTENT;
-		rec.thread = h->t;
-		rec.seq = h->seq;
-		choose(h, &rec);
-		if (proto_send(h->fd, &rec) < 0)
+		if (http_writer_begin(h, &rec) < 0)
 			break;
-		if (ack_first) { /* the deliberate bug: say "stored" too soon */
-			rec.kind = PROTO_ACK;
-			if (proto_send(h->fd, &rec) < 0)
-				break;
-		}
 		n = request(h, &rec.change[0], &a, &why);
 		if (n == REQ_GONE) /* no answer: unacknowledged, no DONE */
 			break;
-		rec.kind = PROTO_DONE;
-		if (n < 0) {
-			fprintf(stderr, "torture: http thread %u op seq %"
-			        PRIu64 ": %s\n", h->t, h->seq, why);
-			rec.rc = KEEL_EIO;
-		} else {
-			rec.rc = judge(h, &rec.change[0], &a, &rec.rev);
-		}
-		if (proto_send(h->fd, &rec) < 0 || rec.rc != KEEL_OK)
+		if (http_writer_finish(h, &rec, n, &a, why) < 0)
 			break;
-		h->present[rec.change[0].key / h->plan->opt->threads] =
-			rec.change[0].len != 0;
-		h->rev[rec.change[0].key / h->plan->opt->threads] = rec.rev;
 	}
 	conn_close(h);
 	return NULL;
 }
 
-/* Sets thread T up from the inherited model; -1 when memory ran out. */
+/* Sets writer T up from the inherited model; -1 when memory ran out. */
 static int thread_init(hthread *h, const writer_plan *p, uint16_t port,
-                       int fd, uint32_t t)
+                       SSL_CTX *tls, int fd, uint32_t t)
 {
 	uint32_t T = p->opt->threads;
 
 	h->plan = p;
 	h->port = port;
+	h->tls = tls;
 	h->fd = fd;
-	h->sock = -1;
+	h->conn.sock = -1;
+	h->conn.ssl = NULL;
 	h->t = t;
 	h->nkeys = (p->opt->keys - t + T - 1) / T;
 	h->seq = oracle_next_seq(p->model, t);
@@ -488,30 +429,53 @@ static int thread_init(hthread *h, const writer_plan *p, uint16_t port,
 	return 0;
 }
 
-void http_client_main(const writer_plan *plan, uint16_t port,
+void http_client_main(const writer_plan *plan, uint16_t port, SSL_CTX *tls,
                       uint64_t start_ns, int fd)
 {
-	uint32_t T = plan->opt->threads;
+	uint32_t T = plan->opt->threads, h2 = plan->opt->http2;
+	/* HTTP/1.1: a thread per writer; HTTP/2: one per connection, each
+	 * carrying up to HTTP2_STREAMS writers' streams at once. */
+	uint32_t nthreads = h2 ? (T + HTTP2_STREAMS - 1) / HTTP2_STREAMS : T;
 	hthread *h = calloc(T, sizeof(*h));
-	pthread_t *tid = calloc(T, sizeof(*tid));
+	http2_group *g = calloc(nthreads, sizeof(*g));
+	pthread_t *tid = calloc(nthreads, sizeof(*tid));
 	proto_rec rec;
 
+	/* OpenSSL writes with write(2): a dead server must break the
+	 * connection (EPIPE), not end this process. */
+	signal(SIGPIPE, SIG_IGN);
 	/* The server opened the store; this says how long its start took
 	 * (exec, keel_open with recovery, listen). */
 	memset(&rec, 0, sizeof(rec));
 	rec.kind = PROTO_OPENED;
 	rec.ns = start_ns;
-	if (proto_send(fd, &rec) < 0 || !h || !tid)
+	if (proto_send(fd, &rec) < 0 || !h || !g || !tid)
 		_exit(3);
 	for (uint32_t t = 0; t < T; t++)
-		if (thread_init(&h[t], plan, port, fd, t) < 0 ||
-		    pthread_create(&tid[t], NULL, client_thread, &h[t]) != 0) {
-			fprintf(stderr, "torture: http client: cannot start "
-			        "thread %u\n", t);
+		if (thread_init(&h[t], plan, port, tls, fd, t) < 0) {
+			fprintf(stderr, "torture: http client: out of memory\n");
 			_exit(4);
 		}
-	for (uint32_t t = 0; t < T; t++)
-		pthread_join(tid[t], NULL);
+	for (uint32_t i = 0; i < nthreads; i++) {
+		int rc;
+		if (h2) {
+			g[i].w = &h[i * HTTP2_STREAMS];
+			g[i].n = T - i * HTTP2_STREAMS < HTTP2_STREAMS ?
+			         T - i * HTTP2_STREAMS : HTTP2_STREAMS;
+			rc = pthread_create(&tid[i], NULL,
+			                    http2_connection_thread, &g[i]);
+		} else {
+			rc = pthread_create(&tid[i], NULL, client_thread,
+			                    &h[i]);
+		}
+		if (rc != 0) {
+			fprintf(stderr, "torture: http client: cannot start "
+			        "thread %u\n", i);
+			_exit(4);
+		}
+	}
+	for (uint32_t i = 0; i < nthreads; i++)
+		pthread_join(tid[i], NULL);
 	/* Every thread ended: the server went away, or an answer broke the
 	 * contract (said on stderr and in a DONE record). */
 	_exit(0);

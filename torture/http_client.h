@@ -2,7 +2,8 @@
  * http_client.h -- the writer of `torture --target http`: a process of
  * --threads client threads that change the store through keel-serve.
  *
- * It is the embedded writer (writer.h) with the engine replaced by HTTP/1.1:
+ * It is the embedded writer (writer.h) with the engine replaced by HTTP/1.1
+ * (over TLS 1.3 with --http-tls; HTTP/2 with --http2, see below):
  * thread t owns the keys K % threads == t, issues one request at a time on
  * its own keep-alive connection, and reports over the same record pipe
  * (proto.h): INTENT before the request is sent, DONE after the answer
@@ -25,12 +26,17 @@
 
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include "writer.h"
 
 /* The client process's whole life; never returns.  PORT: keel-serve on
- * 127.0.0.1; START_NS: how long the server took to start (sent as the
+ * 127.0.0.1; TLS: the client context for --http-tls (http_conn.h), else
+ * NULL; with --http2 the writers speak HTTP/2 (h2 by ALPN over TLS, h2c
+ * by prior knowledge without), HTTP2_STREAMS of them sharing each
+ * connection (http_writer.h); START_NS: how long the server took to start (sent as the
  * OPENED record's time); FD: the record pipe's write end. */
-void http_client_main(const writer_plan *plan, uint16_t port,
+void http_client_main(const writer_plan *plan, uint16_t port, SSL_CTX *tls,
                       uint64_t start_ns, int fd)
 	__attribute__((noreturn));
 

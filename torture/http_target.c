@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "http_client.h"
+#include "http_conn.h"
 
 /* A server that has not printed its port by then is not coming up: its
  * start is exec, keel_open (recovery) and a bind. */
@@ -29,6 +30,10 @@
 
 static char serve_bin[PATH_MAX]; /* keel-serve, resolved in the first cycle */
 static pid_t client_pid = -1;    /* this cycle's client process, or -1      */
+/* --http-tls: the certificate and key made at set-up, and the client's
+ * context that pins the certificate; made in the first cycle. */
+static char tls_cert[PATH_MAX + 64], tls_key[PATH_MAX + 64];
+static SSL_CTX *tls_ctx;
 
 static uint64_t now_ns(void)
 {
@@ -98,7 +103,9 @@ static void __attribute__((noreturn)) exec_server(const writer_plan *plan,
 	char *argv[] = {
 		serve_bin, "--db", (char *)plan->path, "--listen",
 		"127.0.0.1:0", "--threads", "1", "--max-conns", conns,
-		"--max-body", body, "--idle-timeout", "3600", NULL,
+		"--max-body", body, "--idle-timeout", "3600",
+		tls_ctx ? "--tls-cert" : NULL, tls_cert, "--tls-key", tls_key,
+		NULL,
 	};
 
 	/* Die with the harness (an orphaned server would hold the store);
@@ -209,7 +216,7 @@ static int start_client(const writer_plan *plan, uint16_t port, uint64_t ns,
 		if (getppid() != parent)
 			_exit(1);
 		close(p[0]);
-		http_client_main(plan, port, ns, p[1]);
+		http_client_main(plan, port, tls_ctx, ns, p[1]);
 	}
 	close(p[1]);
 	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
@@ -239,6 +246,82 @@ static void kill_and_reap(pid_t pid)
 		;
 }
 
+/* Reads exactly LEN bytes.  0, or -1 (end of file, error, timeout). */
+static int read_exact(http_conn *c, void *buf, size_t len)
+{
+	size_t have = 0;
+
+	while (have < len) {
+		ssize_t n = http_conn_recv(c, (char *)buf + have, len - have);
+		if (n <= 0)
+			return -1;
+		have += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The first cycle's check that the server speaks what the client will:
+ * the TLS handshake against the pinned certificate (--http-tls), ALPN h2
+ * and the server's first frame being SETTINGS (--http2).  Without it a
+ * server that cannot would show as a run with no acknowledged writes, or
+ * as violations, instead of a set-up problem.  0, or -1 with *WHY.
+ */
+static int probe(const torture_options *o, uint16_t port, const char **why)
+{
+	static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	                              "\0\0\0\4\0\0\0\0\0"; /* SETTINGS */
+	struct iovec iov = {.iov_base = (void *)preface,
+	                    .iov_len = sizeof(preface) - 1};
+	unsigned char hd[9];
+	char alpn[16];
+	http_conn c;
+	int rc = 0;
+
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+
+	if (!o->http_tls && !o->http2)
+		return 0;
+	/* OpenSSL writes with write(2): a server that hangs up must not
+	 * end torture with SIGPIPE. */
+	sigaction(SIGPIPE, &ign, &old);
+	rc = http_conn_open(&c, port, tls_ctx, why);
+	if (rc < 0) {
+		if (rc == -1)
+			*why = o->http_tls ? "the TLS handshake failed (does it "
+			       "take --tls-cert?)" : strerror(errno);
+		sigaction(SIGPIPE, &old, NULL);
+		return -1;
+	}
+	if (o->http2 && tls_ctx &&
+	    strcmp(http_conn_alpn(&c, alpn, sizeof(alpn)), "h2") != 0) {
+		*why = "it did not choose h2 by ALPN: it does not speak HTTP/2";
+		rc = -1;
+	} else if (o->http2 && (http_conn_sendv(&c, &iov, 1) < 0 ||
+	                        read_exact(&c, hd, sizeof(hd)) < 0 ||
+	                        hd[3] != 4 /* SETTINGS */ || hd[5] || hd[6] ||
+	                        hd[7] || hd[8])) {
+		*why = "its answer to the HTTP/2 connection preface is not a "
+		       "SETTINGS frame: it does not speak HTTP/2";
+		rc = -1;
+	}
+	http_conn_close(&c);
+	sigaction(SIGPIPE, &old, NULL);
+	return rc;
+}
+
+/* The first cycle's set-up for --http-tls: certificate, key, context. */
+static int tls_setup(const writer_plan *plan)
+{
+	if (!plan->opt->http_tls || tls_ctx)
+		return 0;
+	if (http_conn_make_cert(plan->path, tls_cert, tls_key,
+	                        sizeof(tls_cert)) < 0)
+		return -1;
+	tls_ctx = http_conn_tls_context(plan->opt->http2);
+	return tls_ctx ? 0 : -1;
+}
+
 int http_target_spawn(const writer_plan *plan, int first, pid_t *pid,
                       int *fd)
 {
@@ -246,9 +329,16 @@ int http_target_spawn(const writer_plan *plan, int first, pid_t *pid,
 	uint16_t port = 0;
 	uint64_t ns = 0;
 
-	if (start_server(plan, pid, &port, &ns, &why) < 0) {
-		fprintf(stderr, "torture: keel-serve (%s) did not start: %s\n",
-		        serve_bin, why);
+	*pid = -1;
+	if (first && tls_setup(plan) < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (start_server(plan, pid, &port, &ns, &why) < 0 ||
+	    (first && probe(plan->opt, port, &why) < 0)) {
+		fprintf(stderr, "torture: keel-serve (%s) %s: %s\n", serve_bin,
+		        port ? "cannot be written to as asked" :
+		               "did not start", why);
 		if (!first && *pid > 0) /* the harness reports it */
 			return empty_pipe(fd);
 		kill_and_reap(*pid);

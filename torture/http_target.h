@@ -15,6 +15,12 @@
  *      read and reported, not lost with the client -- then reaps it.  Only
  *      then is the pipe drained: every acknowledgement the client received
  *      is in it, and nothing more can arrive.
+ *   With --http-tls the first cycle first makes a throwaway certificate and
+ *   key beside the store (http_conn.h) and every server gets --tls-cert and
+ *   --tls-key; with --http-tls or --http2 the first cycle probes the server
+ *   before the client starts (handshake against the pinned certificate,
+ *   ALPN h2, SETTINGS in answer to the HTTP/2 preface), so a server that
+ *   cannot speak what was asked is a set-up failure.
  *   4. Verification opens the store file read-only, as for the embedded
  *      writer; the oracle is the same.  The next cycle starts a new server
  *      on the same store, whose keel_open runs recovery.
@@ -41,9 +47,9 @@ int http_target_check(const torture_options *o);
  * Returns 0 with *PID (the server) and *FD (the client's record pipe, read
  * end, non-blocking, close-on-exec).
  *
- * FIRST: this is the run's first cycle.  A server that does not start then
- * is a set-up problem (not keel-serve, no port, flags it refuses): -1 with
- * a message.  In a
+ * FIRST: this is the run's first cycle.  A server that does not start then,
+ * or fails the probe, is a set-up problem (not keel-serve, no port, flags
+ * it refuses, no TLS or HTTP/2): -1 with a message.  In a
  * later cycle it is the store's recovery failing after a crash: the call
  * returns 0 with the server's pid (unreaped; it exited or is killed next)
  * and a pipe already at end of file, so the harness reports a writer that

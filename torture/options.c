@@ -437,6 +437,22 @@ static int f_serve(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_http_tls(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->http_tls = 1;
+	return 0;
+}
+
+static int f_http2(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->http2 = 1;
+	return 0;
+}
+
 static const flag_def flags[] = {
 	{"--kill-every", "DUR", f_kill_every,
 	 "SIGKILL each writer after DUR (50ms, 1s, ...); default 50ms"},
@@ -525,6 +541,13 @@ static const flag_def flags[] = {
 	 "                        ...; docs/claims.md; an unknown one lists all)"},
 	{"--serve", "PATH", f_serve,
 	 "keel-serve for --target http; default the one beside torture"},
+	{"--http-tls", NULL, f_http_tls,
+	 "--target http over TLS 1.3: a throwaway certificate made at\n"
+	 "                        set-up, pinned by the client"},
+	{"--http2", NULL, f_http2,
+	 "--target http over HTTP/2 (h2 by ALPN with --http-tls, else\n"
+	 "                        h2c by prior knowledge), 4 writers' streams\n"
+	 "                        in flight per connection"},
 	{"--workload", "CMD", f_workload,
 	 "--target exec: the program to torture (/bin/sh -c; {dir} is\n"
 	 "                        the watched directory; docs/targets.md)"},
@@ -705,6 +728,12 @@ static int check_together(torture_options *o)
 		        "are for --target exec, which is not given\n");
 		return -1;
 	}
+	if ((o->http_tls || o->http2) && !o->target_http) {
+		fprintf(stderr, "torture: --http-tls and --http2 say how to "
+		        "speak to keel-serve: they need --target http, which is "
+		        "not given\n");
+		return -1;
+	}
 	if (o->serve && !o->target_http) {
 		fprintf(stderr, "torture: --serve names keel-serve for "
 		        "--target http, which is not given\n");
@@ -844,8 +873,10 @@ void options_reproducer(const torture_options *o, char *buf, unsigned cap)
 	if (o->bit_rot)
 		n = append(buf, n, cap, " --bit-rot");
 	if (o->target_http)
-		n = append(buf, n, cap, " --target http%s%s",
-		           o->serve ? " --serve " : "", o->serve ? o->serve : "");
+		n = append(buf, n, cap, " --target http%s%s%s%s",
+		           o->serve ? " --serve " : "", o->serve ? o->serve : "",
+		           o->http_tls ? " --http-tls" : "",
+		           o->http2 ? " --http2" : "");
 	for (size_t i = 0; i < NUNSAFE; i++)
 		if (o->unsafe & unsafe_modes[i].bit)
 			n = append(buf, n, cap, " --unsafe %s",

@@ -92,6 +92,8 @@ typedef struct torture_options {
 	/* --target http (http_target.h): kill keel-serve, write over HTTP. */
 	int target_http;        /* --target http                              */
 	const char *serve;       /* --serve PATH; NULL = beside this program   */
+	int http_tls;            /* --http-tls: over TLS 1.3, cert pinned      */
+	int http2;               /* --http2: HTTP/2 (h2 over TLS, else h2c)    */
 	/* --target exec (exec_target.h): any program, under the shim. */
 	int target_exec;         /* --target exec                              */
 	const char *workload;    /* --workload CMD                             */
