@@ -68,7 +68,7 @@
 extern "C" {
 #endif
 
-#define KEEL_VERSION_STRING "0.1.0"
+#define KEEL_VERSION_STRING "0.2.0" /* format 3; libkeel.so.1 */
 
 /* ---- limits ------------------------------------------------------------ */
 #define KEEL_KEY_MAX 1024u                  /* keys are 1..1024 bytes, any value */
