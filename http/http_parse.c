@@ -49,7 +49,7 @@ static int lit_eq(const char *s, size_t n, const char *lit)
 	return 1;
 }
 
-static enum http_method method_of(const char *s, size_t n)
+enum http_method http_method_of(const char *s, size_t n)
 {
 	/* Methods are case-sensitive (RFC 9110 section 9.1). */
 	static const struct {
@@ -104,7 +104,7 @@ static int parse_request_line(const char *buf, size_t len, size_t i,
 		return -400;
 	req->method_name.p = buf + start;
 	req->method_name.n = i - start;
-	req->method = method_of(buf + start, i - start);
+	req->method = http_method_of(buf + start, i - start);
 
 	t = ++i;
 	while (i < len && buf[i] != ' ') {

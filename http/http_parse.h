@@ -104,6 +104,11 @@ struct http_request {
  */
 int http_parse_request(const char *buf, size_t len, struct http_request *req);
 
+/* The method named by the N bytes at S (case-sensitive, RFC 9110 9.1);
+ * HTTP_METHOD_OTHER for any other.  HTTP/2's :method comes through here
+ * too (serve_h2.c). */
+enum http_method http_method_of(const char *s, size_t n);
+
 /*
  * Entity tags.  keel's tags are decimal revisions in quotes: "17".  A weak
  * tag W/"17" is accepted in lists.  http_etag_match - does the list

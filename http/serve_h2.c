@@ -395,25 +395,6 @@ static struct http_slice field(const struct h2_stream *st, enum h2_field f)
 	return s;
 }
 
-static enum http_method method_of(struct http_slice m)
-{
-	static const struct {
-		const char *name;
-		enum http_method m;
-	} known[] = {
-		{"GET", HTTP_METHOD_GET},         {"HEAD", HTTP_METHOD_HEAD},
-		{"PUT", HTTP_METHOD_PUT},         {"DELETE", HTTP_METHOD_DELETE},
-		{"POST", HTTP_METHOD_POST},       {"OPTIONS", HTTP_METHOD_OPTIONS},
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof known / sizeof known[0]; i++)
-		if (m.n == strlen(known[i].name) &&
-		    memcmp(m.p, known[i].name, m.n) == 0)
-			return known[i].m;
-	return HTTP_METHOD_OTHER;
-}
-
 /*
  * Fills ST->req from the kept fields, with the HTTP/1.1 parser's checks
  * that nghttp2 does not make (it checks the pseudo-headers, field
@@ -436,7 +417,7 @@ static int stream_request_fill(struct h2_stream *st)
 	if (!st->have[H2F_METHOD] || !st->have[H2F_PATH] || path.n == 0)
 		return 400; /* nghttp2 checks this too */
 	r->method_name = field(st, H2F_METHOD);
-	r->method = method_of(r->method_name);
+	r->method = http_method_of(r->method_name.p, r->method_name.n);
 	r->target = path;
 	q = memchr(path.p, '?', path.n);
 	r->path.p = path.p;
