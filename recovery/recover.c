@@ -169,22 +169,28 @@ int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
 	return rc;
 }
 
-/* Was the commit that failed at FROM durable?  Commit groups append only
- * after the previous group's sync returned (engine/commit.c, invariant (3)),
- * so a valid head H2 whose predecessor H1 lies at or beyond FROM proves that
- * H1's commit -- the one holding the damage, or a later one -- had been
- * durable: that is damage behind a durable head.  A head alone beyond FROM
- * proves nothing: under power loss a commit's own head may reach the disk
- * while part of its region does not (a torn tail).  The search ends at the
- * written data's end (a zero 4 KiB block).  Returns 1 (damage behind a
- * durable head), 0 (a torn tail) or KEEL_EIO: a failed read never leads to
- * a cut. */
-static int later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
+/* Was the commit whose region starts at FROM, the one the walk failed in,
+ * durable?  Commit groups append only after the previous group's sync
+ * returned (engine/commit.c, invariant (3)), so a valid head H2 whose
+ * predecessor H1 lies at or beyond FROM proves that H1's commit -- the one
+ * holding the damage, or a later one -- had been durable: that is damage
+ * behind a durable head, whether H1 itself reads back or is the damage (H2,
+ * checksummed, is then two txids or more past AFTER).  A head alone beyond
+ * FROM, whose predecessor is AFTER, proves nothing: under
+ * power loss a commit's own head may reach the disk while part of its
+ * region does not (a torn tail).  The search starts at FROM, not where the
+ * walk stopped (STOP): a damaged record length can carry the walk past the
+ * later heads.  It ends at the written data's end, a zero 4 KiB block at
+ * or past STOP (one before STOP may be a value's bytes).  Returns 1
+ * (damage behind a durable head), 0 (a torn tail) or KEEL_EIO: a failed
+ * read never leads to a cut. */
+static int later_head_exists(rbuf *r, uint64_t from, uint64_t stop,
+                             const keel_head *after)
 {
 	int err = 0;
 	for (uint64_t off = KEEL_ALIGN8(from); off + KEEL_HEAD_SIZE <= r->file_size;
 	     off += 8) {
-		if (off % KEEL_BLOCK == 0) {
+		if (off % KEEL_BLOCK == 0 && off >= stop) {
 			const uint8_t *blk = rbuf_get(r, off, KEEL_BLOCK, &err);
 			if (err)
 				return err; /* unsure: never cut on a failed read */
@@ -210,8 +216,17 @@ static int later_head_exists(rbuf *r, uint64_t from, const keel_head *after)
 		int e = rbuf_read_aside(r, h2.prev_head, prev, sizeof(prev));
 		if (e && e != -ENODATA)
 			return KEEL_EIO; /* unsure: never cut on a failed read */
-		if (!e && keel_head_decode(prev, &h1) == KEEL_OK && h1.txid < h2.txid &&
-		    h1.txid > after->txid && h1.file_id == after->file_id)
+		if (e || keel_head_decode(prev, &h1) != KEEL_OK) {
+			/* H1 itself damaged: H2 still names a head at or past
+			 * FROM, right before its own region, so one more
+			 * commit came between */
+			if (h2.txid >= after->txid + 2 &&
+			    h2.region_start == h2.prev_head + KEEL_HEAD_SIZE)
+				return 1;
+			continue;
+		}
+		if (h1.txid < h2.txid && h1.txid > after->txid &&
+		    h1.file_id == after->file_id)
 			return 1;
 	}
 	return 0;
@@ -321,7 +336,8 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 		*why = NULL;
 	}
 	if (rc == KEEL_OK && *why) {
-		int later = later_head_exists(&r, pos, &cur);
+		int later = later_head_exists(&r, cur.off + KEEL_HEAD_SIZE, pos,
+		                              &cur);
 		if (later < 0)
 			rc = later;
 		else if (later)

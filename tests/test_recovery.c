@@ -299,6 +299,87 @@ static void damage_behind_a_durable_head_refuses_unless_salvaged(void **state)
 	free(img);
 }
 
+/* A flipped bit in a record's length, in a commit with later durable heads,
+ * sends the walk past those heads; it stops in the zeros beyond the last
+ * commit, where no head follows.  Damage all the same: the search for a
+ * later head starts at the failed commit's region, not where the walk
+ * stopped, and the open refuses, never cuts durable commits as a torn
+ * tail. */
+static void a_damaged_record_length_behind_a_durable_head_refuses(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_recovery r;
+	keel_options o = {.report = &r};
+	keel_head last, prev;
+	unsigned char *img = malloc(f->len + 4096);
+	memcpy(img, f->img, f->len);
+	memset(img + f->len, 0, 4096);
+	assert_int_equal(keel_head_decode(img + f->last_head, &last), KEEL_OK);
+	assert_int_equal(keel_head_decode(img + last.prev_head, &prev), KEEL_OK);
+	/* the first record of the commit before the last */
+	uint64_t rec = prev.region_start;
+	assert_int_equal(keel_ld32(img + rec), KEEL_REC_MAGIC);
+	uint32_t len = keel_ld32(img + rec + 8), bad_len = 0;
+	for (unsigned bit = 0; bit < 32 && !bad_len; bit++) {
+		uint32_t l = len ^ (1u << bit);
+		uint64_t end = rec + keel_rec_size(l);
+		if (end > f->len && end + KEEL_REC_HDR <= f->len + 4096)
+			bad_len = l; /* lands in the zeros past the last head */
+	}
+	assert_true(bad_len != 0);
+	keel_st32(img + rec + 8, bad_len);
+	memset(img + KEEL_HINT_OFF(0), 0, KEEL_HINT_SIZE);
+	memset(img + KEEL_HINT_OFF(1), 0, KEEL_HINT_SIZE);
+	write_copy(f, img, f->len + 4096, f->len + 4096);
+	int rc = keel_open(f->copy, &o, &db);
+	if (rc == KEEL_OK) {
+		fprintf(stderr, "opened at txid %llu of %llu: %s\n",
+		        (unsigned long long)r.txid, (unsigned long long)f->txid,
+		        r.reason);
+		keel_close(db);
+	}
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_true(strstr(r.reason, "later head") != NULL);
+	o.flags = KEEL_SALVAGE | KEEL_RDONLY;
+	assert_int_equal(keel_open(f->copy, &o, &db), KEEL_OK);
+	assert_true(r.txid < f->txid - 1);
+	keel_close(db);
+	free(img);
+}
+
+/* A flipped bit in the head of a commit that a later durable head follows:
+ * the later head names it as its predecessor, so it was durable (the later
+ * commit was appended only after its sync), and the open refuses rather
+ * than cut both as a torn tail. */
+static void a_damaged_head_behind_a_durable_head_refuses(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_recovery r;
+	keel_options o = {.report = &r};
+	keel_head last;
+	unsigned char *img = malloc(f->len);
+	memcpy(img, f->img, f->len);
+	assert_int_equal(keel_head_decode(img + f->last_head, &last), KEEL_OK);
+	img[last.prev_head + KEEL_REC_HDR + 3] ^= 0x04; /* in its txid */
+	memset(img + KEEL_HINT_OFF(0), 0, KEEL_HINT_SIZE);
+	memset(img + KEEL_HINT_OFF(1), 0, KEEL_HINT_SIZE);
+	write_copy(f, img, f->len, f->len + 4096);
+	int rc = keel_open(f->copy, &o, &db);
+	if (rc == KEEL_OK) {
+		fprintf(stderr, "opened at txid %llu of %llu: %s\n",
+		        (unsigned long long)r.txid, (unsigned long long)f->txid,
+		        r.reason);
+		keel_close(db);
+	}
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_true(strstr(r.reason, "later head") != NULL);
+	free(img);
+}
+
 /* Open starts from the newest hint and reads only the commits after it, so
  * the hinted commit's own region is the one older region open still
  * checks: a head's CRCs say nothing of the bytes before it.  Damage there
@@ -350,6 +431,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(damaged_hints_fall_back_to_a_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_behind_a_durable_head_refuses_unless_salvaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_in_the_hinted_commit_is_found_at_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_damaged_record_length_behind_a_durable_head_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_damaged_head_behind_a_durable_head_refuses, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
