@@ -335,6 +335,69 @@ static void a_head_claiming_a_span_past_the_bounds_is_refused(void **state)
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_ECORRUPT);
 }
 
+/* Recovery checks the chained CRC of the regions from the newest hint on;
+ * a pending DELTA record older than the hinted head is covered by nothing
+ * but its own CRC and the head's delta_crc.  A bit flipped in a value
+ * there must make the open refuse the store, never hand out the wrong
+ * bytes (tests/mutants/21-delta-crc-unchecked.patch). */
+static void damage_in_a_pending_delta_before_the_hint_is_found_at_open(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	char key[16], val[16];
+	reopen_with(f, &o);
+	for (int i = 0; i < 300; i++) {
+		snprintf(key, sizeof(key), "k%03d", i);
+		snprintf(val, sizeof(val), "value-%05d", i);
+		put_str(f->db, key, val);
+	}
+	uint64_t txid = stats(f->db).txid;
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	size_t len = 0;
+	unsigned char *img = tu_read_file(f->path, &len);
+	assert_non_null(img);
+	keel_head h = {0}, c;
+	keel_hint hint = {0}, hh;
+	h.off = newest_head(img, len, &h); /* decode leaves off alone */
+	assert_true(h.off >= KEEL_DATA_START);
+	assert_int_equal(h.txid, txid);
+	assert_true(h.pending_heads >= 300); /* no checkpoint among them */
+	for (unsigned slot = 0; slot < 2; slot++)
+		if (keel_hint_decode(img + KEEL_HINT_OFF(slot), &hh) == KEEL_OK &&
+		    hh.txid > hint.txid)
+			hint = hh;
+	assert_true(hint.txid > 64 && hint.txid < txid); /* 300 commits */
+	/* the pending head halfway back to the span's start, whose region
+	 * is below the hinted head's */
+	uint64_t span = h.off - h.pending_bytes, at = h.off, victim = 0;
+	assert_int_equal(keel_head_decode(img + at, &c), KEEL_OK);
+	while (c.pending_heads > h.pending_heads / 2 + 1) {
+		at = c.prev_head;
+		assert_true(at >= span && at < len);
+		assert_int_equal(keel_head_decode(img + at, &c), KEEL_OK);
+	}
+	c.off = at;
+	assert_true(c.off < hint.head_off && c.delta_off >= span);
+	/* the first entry's first value byte (klen 4: "kNNN") */
+	victim = c.delta_off + KEEL_REC_HDR + KEEL_DELTA_HDR + KEEL_LEAF_ENTRY + 4;
+	assert_int_equal(img[victim], 'v');
+	img[victim] ^= 0x20; /* 'v' -> 'V': still a well-formed entry */
+	assert_int_equal(tu_write_file(f->path, img, len), 0);
+	free(img);
+	keel_recovery rep;
+	keel_options ro = {.flags = KEEL_RDONLY, .report = &rep};
+	keel_db *r = NULL;
+	int rc = keel_open(f->path, &ro, &r);
+	if (rc == KEEL_OK)
+		keel_close(r);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_int_equal(rep.status, KEEL_RECOVERY_CORRUPT);
+	assert_true(rep.offset <= victim);
+	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_ECORRUPT);
+	f->db = NULL;
+}
+
 /* The worst point of the checkpoint cycle: a writer killed with the
  * pending span just under the bound.  Every acknowledged write is there
  * after the reopen, which reads no more than the bound. */
@@ -575,6 +638,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_snapshot_keeps_its_state_across_a_checkpoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_follows_the_writer_across_checkpoints, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_head_claiming_a_span_past_the_bounds_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(damage_in_a_pending_delta_before_the_hint_is_found_at_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_store_killed_at_the_worst_point_reopens_within_the_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(format_2_stores_open_and_compaction_converts_them, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_ckpt_drop_control_loses_acknowledged_writes, setup, teardown),

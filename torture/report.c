@@ -120,9 +120,10 @@ static void summary_faults(const report *r, const torture_options *o,
 		        "unchanged across snapshot refreshes\n", r->view_checks);
 	if (o->bit_rot)
 		fprintf(out, "  bit rot                %" PRIu64 " damaged copies "
-		        "read (%" PRIu64 " in a hinted commit), %" PRIu64
+		        "read (%" PRIu64 " in a hinted commit, %" PRIu64
+		        " in a pending DELTA record), %" PRIu64
 		        " answered with an error\n", r->rot_checks,
-		        r->rot_hinted, r->rot_errors);
+		        r->rot_hinted, r->rot_pending, r->rot_errors);
 	if (o->nfail)
 		fprintf(out, "  faults injected        %" PRIu64 " (commits that "
 		        "reported one %" PRIu64 ", writer opens %" PRIu64 ")\n",
@@ -211,7 +212,7 @@ static void json_faults(FILE *f, const report *r, const torture_options *o)
 	        ",\n  \"device_views\": %" PRIu64 ",\n  \"cuts_deferred\": %"
 	        PRIu64 ",\n  \"reader_seen\": %" PRIu64 ",\n  \"rot_checks\": %"
 	        PRIu64 ",\n  \"rot_errors\": %" PRIu64 ",\n  \"rot_hinted\": %" PRIu64
-	        ",\n  \"view_checks\": %"
+	        ",\n  \"rot_pending\": %" PRIu64 ",\n  \"view_checks\": %"
 	        PRIu64 ",\n  \"early_kills\": %" PRIu64 ",\n  \"sync_crashes\": %"
 	        PRIu64 ",\n", o->power_loss ? "true" : "false",
 	        o->enumerate ? "true" : "false", o->nfail, r->power_cuts,
@@ -219,7 +220,7 @@ static void json_faults(FILE *f, const report *r, const torture_options *o)
 	        r->failed_commits, r->failed_opens, o->compact_every_ns / 1e6,
 	        r->compact_kills, r->device_views, r->cuts_deferred,
 	        r->reader_seen, r->rot_checks, r->rot_errors, r->rot_hinted,
-	        r->view_checks,
+	        r->rot_pending, r->view_checks,
 	        r->early_kills, r->sync_crashes);
 }
 

@@ -48,6 +48,8 @@ typedef struct report {
 	uint64_t rot_errors;    /* those that answered with an error       */
 	uint64_t rot_hinted;    /* those damaged in a hinted commit's region,
 	                           which the open must refuse             */
+	uint64_t rot_pending;   /* those damaged in a pending DELTA record
+	                           (format 3), which the open must refuse */
 	uint64_t view_checks;   /* --snapshots: held views checked         */
 	uint64_t device_views;  /* verifies of a copy holding the device's
 	                           bytes (a failed sync's pages still cached) */

@@ -49,16 +49,23 @@ static int copy_file(const char *from, const char *to)
 	return rc;
 }
 
+/* The head at OFF in FD into *H (its off set): 0, or -1. */
+static int read_head(int fd, uint64_t off, keel_head *h)
+{
+	uint8_t buf[KEEL_HEAD_SIZE];
+
+	if (pread(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf) ||
+	    keel_head_decode(buf, h) != KEEL_OK)
+		return -1;
+	h->off = off;
+	return 0;
+}
+
 /* The region start of the head at OFF in FD, or 0. */
 static uint64_t head_region(int fd, uint64_t off)
 {
-	uint8_t buf[KEEL_HEAD_SIZE];
 	keel_head h;
-
-	if (pread(fd, buf, sizeof(buf), (off_t)off) != (ssize_t)sizeof(buf) ||
-	    keel_head_decode(buf, &h) != KEEL_OK)
-		return 0;
-	return h.region_start;
+	return read_head(fd, off, &h) == 0 ? h.region_start : 0;
 }
 
 /*
@@ -75,14 +82,53 @@ static uint64_t head_region(int fd, uint64_t off)
  *    any other starting point the walk crosses that region, finds its
  *    chained CRC broken, and a valid head beyond it.  Empty (from == to)
  *    when there is no such hint.
- * Both 0 when unknown.
+ *  - PENDING: one DELTA record (format 3) of a pending head older than the
+ *    newest commit's region, picked by SEED among all of them.  Recovery
+ *    reads the whole pending span and checks every DELTA record's CRC and
+ *    its head's delta_crc, wherever the hint points, so damage there must
+ *    make the open refuse the store too.  Empty when nothing is pending
+ *    behind the newest commit.
+ * All 0 when unknown.
  */
 typedef struct rot_zones {
 	uint64_t below_end;
 	uint64_t hinted_from, hinted_to;
+	uint64_t pending_from, pending_to;
 } rot_zones;
 
-static void find_zones(const char *path, rot_zones *z)
+/* PENDING (above): the newest head is NEWEST; its region starts at START. */
+static void find_pending(int fd, const keel_head *newest, uint64_t start,
+                         uint64_t seed, rot_zones *z)
+{
+	keel_head h;
+	uint64_t span, at, seen = 0;
+
+	if (newest->pending_heads < 2 || newest->pending_heads > KEEL_CKPT_HEADS ||
+	    newest->pending_bytes > newest->off)
+		return;
+	span = newest->off - newest->pending_bytes;
+	/* one step per pending head: bounded by KEEL_CKPT_HEADS (D3) */
+	for (at = newest->prev_head, h = *newest; h.pending_heads > 1;
+	     at = h.prev_head) {
+		uint8_t rh[KEEL_REC_HDR];
+		keel_rec_hdr r;
+		if (at < span || at >= h.off || read_head(fd, at, &h) < 0)
+			return; /* not the span recovery took: leave it */
+		if (h.delta_off < span || h.delta_off >= h.off || h.off >= start ||
+		    pread(fd, rh, sizeof(rh), (off_t)h.delta_off) !=
+		    (ssize_t)sizeof(rh) || keel_rec_decode(rh, &r) != KEEL_OK ||
+		    r.type != KEEL_REC_DELTA)
+			continue;
+		/* reservoir: each DELTA record picked with chance 1/seen */
+		seen++;
+		if (mix(seed ^ (2 + seen)) % seen == 0) {
+			z->pending_from = h.delta_off;
+			z->pending_to = h.delta_off + keel_rec_size(r.len);
+		}
+	}
+}
+
+static void find_zones(const char *path, uint64_t seed, rot_zones *z)
 {
 	keel_options ko = {.flags = KEEL_RDONLY | KEEL_RDONLY_UNSYNCED |
 	                   KEEL_NOCREATE};
@@ -96,7 +142,12 @@ static void find_zones(const char *path, rot_zones *z)
 	if (keel_recovery_info(db, &rec) == KEEL_OK &&
 	    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		keel_hint best = {0, 0}, hint;
-		uint64_t start = head_region(fd, rec.head_offset);
+		keel_head newest;
+		uint64_t start = 0;
+		if (read_head(fd, rec.head_offset, &newest) == 0) {
+			start = newest.region_start;
+			find_pending(fd, &newest, start, seed, z);
+		}
 		for (unsigned slot = 0; slot < 2; slot++) {
 			uint8_t hb[KEEL_HINT_SIZE];
 			if (pread(fd, hb, sizeof(hb), (off_t)KEEL_HINT_OFF(slot)) ==
@@ -208,15 +259,33 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
               report *r)
 {
 	char copy[4200];
+	enum { BELOW, HINTED, PENDING } zone[3];
 	rot_zones z;
-	uint64_t off;
-	int bad = 0, hinted;
+	uint64_t off, from = 0, to = 0;
+	unsigned nzones = 0, pick;
+	int bad = 0;
 
-	find_zones(path, &z);
-	/* every other check, when there is one, goes to the hinted zone */
-	hinted = z.hinted_to > z.hinted_from && (mix(seed ^ 2) & 1);
-	if (!hinted && z.below_end <= KEEL_DATA_START)
+	find_zones(path, seed, &z);
+	/* the zones there are, each as likely */
+	if (z.below_end > KEEL_DATA_START)
+		zone[nzones++] = BELOW;
+	if (z.hinted_to > z.hinted_from)
+		zone[nzones++] = HINTED;
+	if (z.pending_to > z.pending_from)
+		zone[nzones++] = PENDING;
+	if (nzones == 0)
 		return 0; /* nothing synced before the newest region yet */
+	pick = zone[mix(seed ^ 2) % nzones];
+	if (pick == BELOW) {
+		from = KEEL_DATA_START;
+		to = z.below_end;
+	} else if (pick == HINTED) {
+		from = z.hinted_from;
+		to = z.hinted_to;
+	} else {
+		from = z.pending_from;
+		to = z.pending_to;
+	}
 	snprintf(copy, sizeof(copy), "%s.rot", path);
 	if (copy_file(path, copy) < 0) {
 		fprintf(stderr, "torture: --bit-rot: cannot copy %s to %s: %s\n",
@@ -224,9 +293,7 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 		(void)unlink(copy);
 		return -1;
 	}
-	off = hinted ? z.hinted_from + mix(seed) % (z.hinted_to - z.hinted_from)
-	             : KEEL_DATA_START + mix(seed) % (z.below_end -
-	                                              KEEL_DATA_START);
+	off = from + mix(seed) % (to - from);
 	if (flip(copy, off, (unsigned)(mix(seed ^ 1) % 8)) < 0) {
 		fprintf(stderr, "torture: --bit-rot: cannot damage %s: %s\n",
 		        copy, strerror(errno));
@@ -234,19 +301,23 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 		return -1;
 	}
 	r->rot_checks++;
-	if (hinted) {
+	if (pick != BELOW) {
 		keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
 		keel_db *db = NULL;
 		int rc = keel_open(copy, &ko, &db);
-		r->rot_hinted++;
+		if (pick == HINTED)
+			r->rot_hinted++;
+		else
+			r->rot_pending++;
 		r->rot_errors += rc != KEEL_OK;
 		if (rc == KEEL_OK) {
 			char what[300];
 			snprintf(what, sizeof(what), "bit rot at offset %" PRIu64
-			         ", in the region of the commit a hint names "
-			         "(%" PRIu64 "-%" PRIu64 "), which recovery "
-			         "checks: the open must refuse the store, and "
-			         "it opened", off, z.hinted_from, z.hinted_to);
+			         ", in %s (%" PRIu64 "-%" PRIu64 "), which "
+			         "recovery checks: the open must refuse the "
+			         "store, and it opened", off, pick == HINTED ?
+			         "the region of the commit a hint names" :
+			         "a pending DELTA record", from, to);
 			r->structure++;
 			report_violation(r, "structure", what);
 			bad = 1;
