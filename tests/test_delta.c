@@ -344,7 +344,7 @@ static void damage_in_a_pending_delta_before_the_hint_is_found_at_open(void **st
 {
 	fixture *f = *state;
 	keel_options o = {.flags = KEEL_NOCOMPACT};
-	char key[16], val[16];
+	char key[16], val[24];
 	reopen_with(f, &o);
 	for (int i = 0; i < 300; i++) {
 		snprintf(key, sizeof(key), "k%03d", i);
