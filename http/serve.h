@@ -247,6 +247,9 @@ struct serve_shard {
 	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
+	int accept_paused;            /* accept4 failed (out of descriptors,
+	                                 memory): the level-triggered listener
+	                                 is out of epoll until the next sweep */
 	int pending_commits;          /* commits queued, not yet answered   */
 	int64_t commit_us_avg;        /* moving average of a commit's time,
 	                                 submission to answer (auto polling) */
