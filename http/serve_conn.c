@@ -1195,6 +1195,7 @@ void *serve_shard_run(void *arg)
 		snapshot_drop(sh);
 		if (sh->now_ms >= next_sweep) {
 			shard_sweep(sh);
+			h2_sweep(sh);
 			next_sweep = sh->now_ms + 250;
 		}
 		if (stopping) {
