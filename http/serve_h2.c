@@ -113,10 +113,10 @@ struct h2_conn {
  * in memory that other connections' TLS handshakes touched and freed, and
  * is resident in full while the connection idles.  Blocks from
  * H2_PAGED_MIN up get pages of their own instead: only the pages written
- * are resident, a freed block goes back to the system at once, and when
- * the connection is idle (h2_idle_pages) the frame buffer's pages are
- * dropped: it holds nothing between frames, and a dropped page comes back
- * zeroed when the next frame is built.  The frame buffer is told apart as
+ * are resident, a freed block goes back to the system at once, and once
+ * the connection has been idle a while (h2_sweep) the frame buffer's pages
+ * are dropped: it holds nothing between frames, and a dropped page comes
+ * back zeroed when the next frame is built.  The frame buffer is told apart as
  * the block of H2_FRAMEBUF_MIN or more made with the session (it must hold
  * a whole frame of 16 KB); nothing else of that size is made then.
  * Smaller blocks come from malloc as before (the session's other 9 KB is
