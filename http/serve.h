@@ -247,6 +247,13 @@ struct serve_shard {
 	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
+	struct h2_conn *h2_idle_first, *h2_idle_last; /* HTTP/2 connections
+	                                 gone idle with frame-buffer pages
+	                                 resident, oldest first (serve_h2.c,
+	                                 h2_sweep)                          */
+	int accept_paused;            /* accept4 failed (out of descriptors,
+	                                 memory): the level-triggered listener
+	                                 is out of epoll until the next sweep */
 	int pending_commits;          /* commits queued, not yet answered   */
 	int64_t commit_us_avg;        /* moving average of a commit's time,
 	                                 submission to answer (auto polling) */

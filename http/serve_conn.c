@@ -888,59 +888,72 @@ static void refuse_busy(int fd, struct serve_shard *sh)
 	close(fd);
 }
 
+/*
+ * Accepts one connection.  The listener is level-triggered: while more
+ * wait, the next epoll_wait reports it again, together with whatever else
+ * is ready, so accepting interleaves with serving.  Accepting until EAGAIN
+ * instead would cost a failed accept4 for every connection that arrives
+ * alone (new TLS connections, one at a time: 1.7 accept4 calls each).
+ */
 static void shard_accept(struct serve_shard *sh)
 {
 	struct serve_server *srv = sh->srv;
-	/* kept only for this loop turn (serve.h, TLS); each SSL takes its own
+	/* kept only for this call (serve.h, TLS); each SSL takes its own
 	 * reference */
 	SSL_CTX *tls_ctx = atomic_load(&srv->tls);
+	struct epoll_event ev;
+	struct serve_conn *c;
+	int fd;
 
-	while (sh->lfd >= 0) {
-		struct epoll_event ev;
-		struct serve_conn *c;
-		int fd = accept4(sh->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
-				fprintf(stderr, "keel-serve: accept: %s\n", strerror(errno));
+	if (sh->lfd < 0)
+		return;
+	do
+		fd = accept4(sh->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
+	if (fd < 0) {
+		if (errno == EAGAIN)
 			return;
-		}
-		if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns) {
-			atomic_fetch_sub(&srv->conns, 1);
-			refuse_busy(fd, sh);
-			continue;
-		}
-		c = calloc(1, sizeof *c);
-		if (c == NULL) {
-			atomic_fetch_sub(&srv->conns, 1);
-			refuse_busy(fd, sh);
-			continue;
-		}
-		c->shard = sh;
-		c->fd = fd;
-		if (tls_ctx && (c->ssl = serve_tls_new(tls_ctx, fd)) == NULL) {
-			atomic_fetch_sub(&srv->conns, 1);
-			close(fd);
-			free(c);
-			continue;
-		}
-		/* TCP_NODELAY comes from the listener (serve_main.c) */
-		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-		ev.data.ptr = c;
-		if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			atomic_fetch_sub(&srv->conns, 1);
-			if (c->ssl)
-				serve_tls_free(c->ssl);
-			close(fd);
-			free(c);
-			continue;
-		}
-		/* a TLS handshake must finish within --header-timeout */
-		timer_set(c, c->ssl ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
-		sh->nconns++;
+		/* out of descriptors or memory: the listener would report the
+		 * same connection at once, again and again; shard_sweep puts it
+		 * back */
+		fprintf(stderr, "keel-serve: accept: %s\n", strerror(errno));
+		epoll_ctl(sh->epfd, EPOLL_CTL_DEL, sh->lfd, NULL);
+		sh->accept_paused = 1;
+		return;
 	}
+	if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns) {
+		atomic_fetch_sub(&srv->conns, 1);
+		refuse_busy(fd, sh);
+		return;
+	}
+	c = calloc(1, sizeof *c);
+	if (c == NULL) {
+		atomic_fetch_sub(&srv->conns, 1);
+		refuse_busy(fd, sh);
+		return;
+	}
+	c->shard = sh;
+	c->fd = fd;
+	if (tls_ctx && (c->ssl = serve_tls_new(tls_ctx, fd)) == NULL) {
+		atomic_fetch_sub(&srv->conns, 1);
+		close(fd);
+		free(c);
+		return;
+	}
+	/* TCP_NODELAY comes from the listener (serve_main.c) */
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	ev.data.ptr = c;
+	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		atomic_fetch_sub(&srv->conns, 1);
+		if (c->ssl)
+			serve_tls_free(c->ssl);
+		close(fd);
+		free(c);
+		return;
+	}
+	/* a TLS handshake must finish within --header-timeout */
+	timer_set(c, c->ssl ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
+	sh->nconns++;
 }
 
 /* ---- completions, timeouts, shutdown -------------------------------------- */
@@ -1026,6 +1039,12 @@ static void conn_expire(struct serve_conn *c)
 static void shard_sweep(struct serve_shard *sh)
 {
 	int t;
+
+	if (sh->accept_paused && sh->lfd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &sh->lfd};
+		if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->lfd, &ev) == 0)
+			sh->accept_paused = 0;
+	}
 
 	for (t = 0; t < SERVE_TIMERS; t++) {
 		struct serve_link *head = &sh->timers[t];
@@ -1140,8 +1159,10 @@ static int shard_wait(struct serve_shard *sh, struct epoll_event *evs, int max,
 		                serve_now_us() - sh->last_done_us < sh->commit_us_avg)
 		           ? (int)sh->commit_us_avg
 		           : 0;
+	if (spin <= 0) /* no poll first: it would cost a system call a sleep */
+		return epoll_wait(sh->epfd, evs, max, timeout_ms);
 	int n = epoll_wait(sh->epfd, evs, max, 0);
-	if (n == 0 && spin > 0) {
+	if (n == 0) {
 		int64_t until = serve_now_us() + spin;
 		do {
 			sched_yield();
@@ -1174,6 +1195,7 @@ void *serve_shard_run(void *arg)
 		snapshot_drop(sh);
 		if (sh->now_ms >= next_sweep) {
 			shard_sweep(sh);
+			h2_sweep(sh);
 			next_sweep = sh->now_ms + 250;
 		}
 		if (stopping) {
@@ -1221,7 +1243,7 @@ int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
 	sh->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sh->epfd < 0 || sh->evfd < 0)
 		return -1;
-	ev.events = EPOLLIN | EPOLLET;
+	ev.events = EPOLLIN; /* level-triggered: shard_accept takes one */
 	ev.data.ptr = &sh->lfd;
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, lfd, &ev) < 0)
 		return -1;

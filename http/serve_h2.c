@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <nghttp2/nghttp2.h>
@@ -63,8 +64,28 @@ struct h2_stream {
 	uint64_t dropped;   /* body bytes dropped after an early answer     */
 };
 
+/* A block of nghttp2's in pages of its own (H2_PAGED_MIN and up). */
+struct h2_paged {
+	void *p;        /* the mapping; NULL when the slot is free          */
+	size_t len;     /* its length, whole pages                          */
+	uint8_t frames; /* the frame buffer: its pages are dropped when the
+	                   connection is idle                               */
+};
+
+#define H2_PAGED_SLOTS 6 /* the frame buffer's chunks (nghttp2 keeps
+                            one, chains up to five for a large frame),
+                            and one for a large header value          */
+
 struct h2_conn {
 	nghttp2_session *session;
+	struct h2_paged paged[H2_PAGED_SLOTS]; /* nghttp2's large blocks */
+	uint8_t making;             /* inside nghttp2_session_server_new3   */
+	uint8_t frames_dirty;       /* frames were built since the frame
+	                               buffer's pages were last dropped     */
+	uint8_t idle_listed;        /* on the shard's idle list             */
+	struct h2_conn *idle_prev, *idle_next; /* the shard's idle list     */
+	int64_t idle_listed_ms;     /* when it was put on that list         */
+	int64_t idle_ms;            /* when it last went idle               */
 	struct h2_stream *streams;  /* every stream held                   */
 	struct h2_stream *current;  /* the stream serve_handle answers     */
 	int nstreams;               /* entries in streams                  */
@@ -82,6 +103,172 @@ struct h2_conn {
 	double tokens;              /* the control-frame bucket            */
 	int64_t tokens_ms;          /* when it was last refilled           */
 };
+
+/* ---- nghttp2's memory ------------------------------------------------------ */
+
+/*
+ * nghttp2 allocates about 25 KB for each session (1.52, measured): 16 KB
+ * of it the buffer it builds outgoing frames in (one frame's header and
+ * payload), kept for the session's life.  From the heap that buffer lands
+ * in memory that other connections' TLS handshakes touched and freed, and
+ * is resident in full while the connection idles.  Blocks from
+ * H2_PAGED_MIN up get pages of their own instead: only the pages written
+ * are resident, a freed block goes back to the system at once, and once
+ * the connection has been idle a while (h2_sweep) the frame buffer's pages
+ * are dropped: it holds nothing between frames, and a dropped page comes
+ * back zeroed when the next frame is built.  The frame buffer is told apart as
+ * the block of H2_FRAMEBUF_MIN or more made with the session (it must hold
+ * a whole frame of 16 KB); nothing else of that size is made then.
+ * Smaller blocks come from malloc as before (the session's other 9 KB is
+ * written as it is made, so pages of its own would save nothing).
+ */
+#define H2_PAGED_MIN 8192
+#define H2_FRAMEBUF_MIN 16384
+
+static struct h2_paged *paged_slot(struct h2_conn *h, const void *p)
+{
+	for (int i = 0; i < H2_PAGED_SLOTS; i++)
+		if (h->paged[i].p == p)
+			return &h->paged[i];
+	return NULL;
+}
+
+static void *h2_mem_malloc(size_t n, void *arg)
+{
+	struct h2_conn *h = arg;
+	struct h2_paged *slot;
+	size_t len;
+	void *p;
+
+	if (n < H2_PAGED_MIN || (slot = paged_slot(h, NULL)) == NULL)
+		return malloc(n);
+	len = (n + 4095) & ~(size_t)4095;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	         -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*slot = (struct h2_paged){p, len, h->making && n >= H2_FRAMEBUF_MIN};
+	return p;
+}
+
+static void h2_mem_free(void *p, void *arg)
+{
+	struct h2_paged *slot;
+
+	if (p == NULL)
+		return;
+	if ((slot = paged_slot(arg, p)) == NULL) {
+		free(p);
+		return;
+	}
+	munmap(slot->p, slot->len);
+	slot->p = NULL;
+}
+
+static void *h2_mem_calloc(size_t nmemb, size_t size, void *arg)
+{
+	void *p;
+
+	if (size && nmemb > SIZE_MAX / size)
+		return NULL;
+	if (nmemb * size < H2_PAGED_MIN)
+		return calloc(nmemb, size);
+	p = h2_mem_malloc(nmemb * size, arg);
+	if (p && paged_slot(arg, p) == NULL)
+		memset(p, 0, nmemb * size); /* no slot left: from malloc */
+	return p;
+}
+
+static void *h2_mem_realloc(void *p, size_t n, void *arg)
+{
+	struct h2_paged *slot = p ? paged_slot(arg, p) : NULL;
+	void *q;
+
+	/* a block from malloc stays there, whatever it grows to */
+	if (slot == NULL && (p != NULL || n < H2_PAGED_MIN))
+		return realloc(p, n);
+	q = h2_mem_malloc(n, arg);
+	if (q && p) {
+		memcpy(q, p, slot->len < n ? slot->len : n);
+		h2_mem_free(p, arg);
+	}
+	return q;
+}
+
+/*
+ * Dropping the pages at once each time a connection goes idle would cost a
+ * madvise and a page fault for every burst of requests (3x the CPU per
+ * request of h2load's GETs on this machine's virtual CPUs): connections go
+ * on the shard's idle list instead, oldest first, and h2_sweep drops the
+ * pages of those still idle H2_IDLE_PAGES_MS later.
+ */
+static void idle_unlink(struct serve_shard *sh, struct h2_conn *h)
+{
+	if (!h->idle_listed)
+		return;
+	if (h->idle_prev)
+		h->idle_prev->idle_next = h->idle_next;
+	else
+		sh->h2_idle_first = h->idle_next;
+	if (h->idle_next)
+		h->idle_next->idle_prev = h->idle_prev;
+	else
+		sh->h2_idle_last = h->idle_prev;
+	h->idle_prev = h->idle_next = NULL;
+	h->idle_listed = 0;
+}
+
+static void idle_append(struct serve_shard *sh, struct h2_conn *h,
+                        int64_t since_ms)
+{
+	h->idle_prev = sh->h2_idle_last;
+	h->idle_next = NULL;
+	if (sh->h2_idle_last)
+		sh->h2_idle_last->idle_next = h;
+	else
+		sh->h2_idle_first = h;
+	sh->h2_idle_last = h;
+	h->idle_listed = 1;
+	h->idle_listed_ms = since_ms;
+}
+
+/* C went idle (no stream, nothing to write). */
+static void h2_went_idle(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+
+	h->idle_ms = c->shard->now_ms;
+	if (h->frames_dirty && !h->idle_listed)
+		idle_append(c->shard, h, h->idle_ms);
+}
+
+/* Is H idle now, with nothing queued or being built? */
+static int h2_is_idle(struct h2_conn *h)
+{
+	return h->wlen == 0 && h->nstreams == 0 &&
+	       !nghttp2_session_want_write(h->session);
+}
+
+void h2_sweep(struct serve_shard *sh)
+{
+	struct h2_conn *h;
+
+	while ((h = sh->h2_idle_first) != NULL &&
+	       sh->now_ms - h->idle_listed_ms >= H2_IDLE_PAGES_MS) {
+		idle_unlink(sh, h);
+		if (!h->frames_dirty || !h2_is_idle(h))
+			continue; /* busy: listed again when it goes idle */
+		if (sh->now_ms - h->idle_ms < H2_IDLE_PAGES_MS) {
+			idle_append(sh, h, h->idle_ms); /* idle again since */
+			continue;
+		}
+		for (int i = 0; i < H2_PAGED_SLOTS; i++)
+			if (h->paged[i].p && h->paged[i].frames)
+				madvise(h->paged[i].p, h->paged[i].len,
+				        MADV_DONTNEED);
+		h->frames_dirty = 0;
+	}
+}
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -206,6 +393,7 @@ static ssize_t on_send(nghttp2_session *s, const uint8_t *data, size_t len,
 
 	(void)s;
 	(void)flags;
+	h->frames_dirty = 1;
 	if (len > H2_WBUF)
 		return NGHTTP2_ERR_CALLBACK_FAILURE; /* no frame of ours is */
 	if (!wbuf_room(c, len)) {
@@ -238,6 +426,7 @@ static int on_send_data(nghttp2_session *s, nghttp2_frame *frame,
 	ssize_t n;
 
 	(void)s;
+	h->frames_dirty = 1; /* FRAMEHD was built in the frame buffer */
 	if (frame->data.padlen)
 		return NGHTTP2_ERR_CALLBACK_FAILURE; /* never asked for */
 	if (!wbuf_room(c, 9 + length)) {
@@ -810,9 +999,13 @@ int h2_start(struct serve_conn *c)
 	h = calloc(1, sizeof *h);
 	if (h == NULL)
 		return -1;
-	if (nghttp2_session_server_new2(&h->session, h2_callbacks, c,
-	                                h2_options) != 0)
+	nghttp2_mem mem = {h, h2_mem_malloc, h2_mem_free, h2_mem_calloc,
+	                   h2_mem_realloc};
+	h->making = 1;
+	if (nghttp2_session_server_new3(&h->session, h2_callbacks, c,
+	                                h2_options, &mem) != 0)
 		goto out_free;
+	h->making = 0;
 	h->tokens = H2_CALM_BURST;
 	h->tokens_ms = c->shard->now_ms;
 	c->h2 = h;
@@ -835,6 +1028,7 @@ void h2_free(struct serve_conn *c)
 
 	if (h == NULL)
 		return;
+	idle_unlink(c->shard, h);
 	/* the session first: it calls nothing back while freeing */
 	nghttp2_session_del(h->session);
 	h->session = NULL;
@@ -961,9 +1155,11 @@ void h2_flush(struct serve_conn *c)
 			break; /* all sent, or the socket is full */
 	}
 	if (h->wlen == 0 && h->nstreams == 0) {
-		/* idle: an h2 connection holds no output buffer then */
+		/* idle: an h2 connection holds no output buffer then, and no
+		 * pages of nghttp2's frame buffer */
 		free(h->wbuf);
 		h->wbuf = NULL;
+		h2_went_idle(c);
 	}
 	if (h->wlen || nghttp2_session_want_write(h->session))
 		return;

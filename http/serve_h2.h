@@ -82,6 +82,8 @@
 #define H2_CALM_RATE 50             /* control frames a second after that   */
 #define H2_NOCOPY_MIN 4096          /* DATA from the mapping from this size  */
 #define H2_WBUF (32 * 1024)         /* a connection's output buffer         */
+#define H2_IDLE_PAGES_MS 500        /* idle this long: the frame buffer's
+                                       pages are dropped (h2_sweep)        */
 #define H2_DROP_MAX (16u << 20)     /* body bytes dropped after a refusal
                                        before RST_STREAM(NO_ERROR)          */
 
@@ -103,6 +105,10 @@ void h2_feed(struct serve_conn *c, const char *buf, size_t len);
 void h2_flush(struct serve_conn *c);
 /* Must C stop reading (output cannot drain, GOAWAY decided)? */
 int h2_input_blocked(const struct serve_conn *c);
+/* From the shard's sweep: drops the frame-buffer pages of the HTTP/2
+ * connections of SH idle for H2_IDLE_PAGES_MS. */
+struct serve_shard;
+void h2_sweep(struct serve_shard *sh);
 /* SIGTERM: GOAWAY once, then C closes when its streams are done. */
 void h2_stop(struct serve_conn *c);
 /* Takes O as the answer to the stream being handled.  Returns 0, or -1

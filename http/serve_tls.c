@@ -36,6 +36,10 @@ static struct {
 	int ready;                /* keys made at least once                 */
 	time_t made;              /* when current was made (CLOCK_MONOTONIC) */
 	struct ticket_key current, previous;
+	/* AES-256-CBC, fetched from the provider once, at the first load:
+	 * handing OpenSSL 3 the built-in EVP_aes_256_cbc() instead makes it
+	 * look the algorithm up again (names, locks) at every ticket */
+	EVP_CIPHER *cipher;
 } tickets = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static time_t mono_sec(void)
@@ -127,10 +131,10 @@ static int ticket_cb(SSL *s, unsigned char name[16], unsigned char *iv,
 	if (enc) {
 		memcpy(name, k.name, 16);
 		if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1 ||
-		    EVP_EncryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes, iv) != 1)
+		    EVP_EncryptInit_ex2(cctx, tickets.cipher, k.aes, iv, NULL) != 1)
 			rc = -1;
-	} else if (EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes,
-	                              iv) != 1) {
+	} else if (EVP_DecryptInit_ex2(cctx, tickets.cipher, k.aes, iv,
+	                               NULL) != 1) {
 		rc = -1;
 	}
 	if (rc > 0 && ticket_mac_init(hctx, k.hmac) < 0)
@@ -230,6 +234,12 @@ static int ctx_settings(SSL_CTX *ctx)
 	SSL_CTX_set_timeout(ctx, SERVE_TLS_TICKET_ROTATE_S);
 	SSL_CTX_set_num_tickets(ctx, 1);
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
+	/* read ahead: one read(2) takes whatever the socket holds, where
+	 * OpenSSL would otherwise read each record's 5-byte header and then
+	 * its body apart -- a TLS 1.3 handshake and one request cost ten
+	 * reads that way.  Callers read until EAGAIN (serve_tls.h), so bytes
+	 * read ahead are never left waiting for an edge. */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
 	    SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1) != 1 ||
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb) != 1)
@@ -252,7 +262,11 @@ int serve_tls_load(const char *cert, const char *key, SSL_CTX **out,
 		pthread_mutex_unlock(&tickets.lock);
 		return fail(why, cap, "no randomness for ticket keys");
 	}
+	if (tickets.cipher == NULL)
+		tickets.cipher = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
 	pthread_mutex_unlock(&tickets.lock);
+	if (tickets.cipher == NULL) /* kept for the process's life */
+		return fail(why, cap, "no AES-256-CBC for session tickets");
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (ctx == NULL || ctx_settings(ctx) < 0) {
 		SSL_CTX_free(ctx);

@@ -203,6 +203,16 @@ expect "the PUT was answered once durable: its value is there" "2 200 v" \
 expect "over h2+TLS too" "3 5 7 1" \
 	"$(timeout 30 $CLIENT put-get "$TPORT" "$T/a.crt")"
 
+# an idle connection's frame buffer pages are dropped (H2_IDLE_PAGES_MS):
+# the next answers on it are whole, small and large, with a large header
+c2 -X PUT --data-binary hello "http://127.0.0.1:$CPORT/idle" >/dev/null
+expect "h2c: three answers on one connection, each after it sat idle, whole" \
+	"1:5 3:1048576 5:5" "$(timeout 30 $CLIENT idle "$CPORT" /idle /big)"
+curl -s -m 20 --cacert "$T/a.crt" -X PUT --data-binary hello \
+	"https://127.0.0.1:$TPORT/idle" >/dev/null
+expect "h2+TLS: the same" "1:5 3:1048576 5:5" \
+	"$(timeout 30 $CLIENT idle "$TPORT" /idle /big "$T/a.crt")"
+
 # ---- limits --------------------------------------------------------------------
 r=$(timeout 30 $CLIENT streams "$CPORT")
 refused=${r##*refused }

@@ -40,6 +40,12 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
       /?limit=1000 at once; prints how many answers were 200 and how many
       something else ("ok A other B"), from each HEADERS' first field
       (nghttp2 sends :status 200 as static index 8, byte 0x88)
+  h2_client.py idle PORT SMALL BIG [CAFILE]
+      three GETs on one connection, each after the one before was answered
+      and the connection sat idle for 1.5 s (past H2_IDLE_PAGES_MS and a
+      sweep: the server has dropped its frame buffer's pages): GET SMALL,
+      GET BIG, then GET SMALL with a 12000-byte header field; prints each
+      answer's stream and DATA bytes, e.g. "1:5 3:1048576 5:5"
   h2_client.py term PORT [CAFILE]
       HEADERS of a PUT /term (no END_STREAM), then a PING; once its ACK
       is back (the server has the stream) prints "ready" and waits for a
@@ -177,6 +183,42 @@ def put_get(s):
     print(" ".join(order))
 
 
+def answer(s, sid, buf):
+    """Reads until stream SID ends; returns (DATA bytes, the rest)."""
+    got_bytes, deadline = 0, time.time() + 20
+    while time.time() < deadline:
+        got, buf, eof = frames(s, buf)
+        for ftype, flags, fsid, payload in got:
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+            if fsid != sid:
+                continue
+            if ftype == DATA and payload:
+                got_bytes += len(payload)
+                credit = struct.pack(">I", len(payload))
+                s.sendall(frame(WINDOW, 0, sid, credit) +
+                          frame(WINDOW, 0, 0, credit))
+            if ftype in (DATA, HEADERS) and flags & END_STREAM:
+                return got_bytes, buf
+        if eof:
+            break
+    return -1, buf
+
+
+def idle(s, small, big):
+    out, buf = [], b""
+    gets = ((1, small, b""), (3, big, b""),
+            (5, small, literal(b"x-big", b"b" * 12000)))
+    for i, (sid, p, extra) in enumerate(gets):
+        if i:
+            time.sleep(1.5)
+        s.sendall(frame(HEADERS, END_STREAM | END_HEADERS, sid,
+                        request(p, extra=extra)))
+        n, buf = answer(s, sid, buf)
+        out.append("%d:%d" % (sid, n))
+    print(" ".join(out))
+
+
 def term(s):
     put = request(b"/term", b"PUT", literal(b"content-length", b"1"))
     s.sendall(frame(HEADERS, END_HEADERS, 1, put) + frame(PING, 0, 0, b"p" * 8))
@@ -204,7 +246,10 @@ def term(s):
 
 def main():
     name, port = sys.argv[1], int(sys.argv[2])
-    cafile = sys.argv[3] if len(sys.argv) > 3 and name != "listings" else None
+    if name == "idle":
+        cafile = sys.argv[5] if len(sys.argv) > 5 else None
+    else:
+        cafile = sys.argv[3] if len(sys.argv) > 3 and name != "listings" else None
     s = connect(port, cafile)
     if name == "listings":
         n = int(sys.argv[3])
@@ -245,6 +290,8 @@ def main():
         return put_get(s)
     if name == "term":
         return term(s)
+    if name == "idle":
+        return idle(s, sys.argv[3].encode(), sys.argv[4].encode())
     try:
         s.sendall(attack(name))
     except OSError:
