@@ -398,6 +398,61 @@ static void damage_in_a_pending_delta_before_the_hint_is_found_at_open(void **st
 	f->db = NULL;
 }
 
+/* Open checks the chained CRC of the hinted commit's region before it
+ * starts from the hint: the pending span's own checks cover its DELTA
+ * record but not a VALUE record beside it.  A bit flipped in such a value
+ * must make the open refuse the store (later heads follow), not leave it to
+ * the read (tests/mutants/18-hint-without-region-check.patch). */
+static void damage_in_a_value_of_the_hinted_commit_is_found_at_open(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	char key[16], val[201];
+	reopen_with(f, &o);
+	memset(val, 'x', 200);
+	val[200] = 0;
+	for (int i = 0; i < 100; i++) { /* 200 bytes: a VALUE record each */
+		snprintf(key, sizeof(key), "k%03d", i);
+		val[0] = (char)('a' + i % 26);
+		put_str(f->db, key, val);
+	}
+	uint64_t txid = stats(f->db).txid;
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	size_t len = 0;
+	unsigned char *img = tu_read_file(f->path, &len);
+	assert_non_null(img);
+	keel_hint hint = {0}, hh;
+	for (unsigned slot = 0; slot < 2; slot++)
+		if (keel_hint_decode(img + KEEL_HINT_OFF(slot), &hh) == KEEL_OK &&
+		    hh.txid > hint.txid)
+			hint = hh;
+	assert_true(hint.txid > 1 && hint.txid < txid); /* later heads follow */
+	keel_head h;
+	assert_int_equal(keel_head_decode(img + hint.head_off, &h), KEEL_OK);
+	uint64_t victim = 0;
+	for (uint64_t at = h.region_start; at < hint.head_off && !victim;) {
+		keel_rec_hdr r;
+		assert_int_equal(keel_rec_decode(img + at, &r), KEEL_OK);
+		if (r.type == KEEL_REC_VALUE)
+			victim = at + KEEL_REC_HDR + r.len / 2;
+		at += keel_rec_size(r.len);
+	}
+	assert_true(victim != 0);
+	img[victim] ^= 0x01;
+	assert_int_equal(tu_write_file(f->path, img, len), 0);
+	free(img);
+	keel_recovery rep;
+	keel_options ro = {.flags = KEEL_RDONLY, .report = &rep};
+	keel_db *r = NULL;
+	int rc = keel_open(f->path, &ro, &r);
+	if (rc == KEEL_OK)
+		keel_close(r);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_int_equal(rep.status, KEEL_RECOVERY_CORRUPT);
+	assert_true(rep.offset <= victim);
+}
+
 /* The worst point of the checkpoint cycle: a writer killed with the
  * pending span just under the bound.  Every acknowledged write is there
  * after the reopen, which reads no more than the bound. */
@@ -639,6 +694,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_process_follows_the_writer_across_checkpoints, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_head_claiming_a_span_past_the_bounds_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_in_a_pending_delta_before_the_hint_is_found_at_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(damage_in_a_value_of_the_hinted_commit_is_found_at_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_store_killed_at_the_worst_point_reopens_within_the_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(format_2_stores_open_and_compaction_converts_them, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_ckpt_drop_control_loses_acknowledged_writes, setup, teardown),

@@ -82,12 +82,13 @@ static uint64_t head_region(int fd, uint64_t off)
  *    any other starting point the walk crosses that region, finds its
  *    chained CRC broken, and a valid head beyond it.  Empty (from == to)
  *    when there is no such hint.
- *  - PENDING: one DELTA record (format 3) of a pending head older than the
- *    newest commit's region, picked by SEED among all of them.  Recovery
+ *  - PENDING: one DELTA record (format 3) of a pending head whose region
+ *    lies below BELOW's end, picked by SEED among all of them.  Recovery
  *    reads the whole pending span and checks every DELTA record's CRC and
  *    its head's delta_crc, wherever the hint points, so damage there must
- *    make the open refuse the store too.  Empty when nothing is pending
- *    behind the newest commit.
+ *    make the open refuse the store too -- below the hinted commit, where
+ *    no chained CRC is checked at open, that check is the only one.  Empty
+ *    when nothing is pending there.
  * All 0 when unknown.
  */
 typedef struct rot_zones {
@@ -96,8 +97,8 @@ typedef struct rot_zones {
 	uint64_t pending_from, pending_to;
 } rot_zones;
 
-/* PENDING (above): the newest head is NEWEST; its region starts at START. */
-static void find_pending(int fd, const keel_head *newest, uint64_t start,
+/* PENDING (above): the newest head is NEWEST; BELOW is BELOW's end. */
+static void find_pending(int fd, const keel_head *newest, uint64_t below,
                          uint64_t seed, rot_zones *z)
 {
 	keel_head h;
@@ -114,7 +115,7 @@ static void find_pending(int fd, const keel_head *newest, uint64_t start,
 		keel_rec_hdr r;
 		if (at < span || at >= h.off || read_head(fd, at, &h) < 0)
 			return; /* not the span recovery took: leave it */
-		if (h.delta_off < span || h.delta_off >= h.off || h.off >= start ||
+		if (h.delta_off < span || h.delta_off >= h.off || h.off >= below ||
 		    pread(fd, rh, sizeof(rh), (off_t)h.delta_off) !=
 		    (ssize_t)sizeof(rh) || keel_rec_decode(rh, &r) != KEEL_OK ||
 		    r.type != KEEL_REC_DELTA)
@@ -144,10 +145,8 @@ static void find_zones(const char *path, uint64_t seed, rot_zones *z)
 		keel_hint best = {0, 0}, hint;
 		keel_head newest;
 		uint64_t start = 0;
-		if (read_head(fd, rec.head_offset, &newest) == 0) {
+		if (read_head(fd, rec.head_offset, &newest) == 0)
 			start = newest.region_start;
-			find_pending(fd, &newest, start, seed, z);
-		}
 		for (unsigned slot = 0; slot < 2; slot++) {
 			uint8_t hb[KEEL_HINT_SIZE];
 			if (pread(fd, hb, sizeof(hb), (off_t)KEEL_HINT_OFF(slot)) ==
@@ -164,6 +163,8 @@ static void find_zones(const char *path, uint64_t seed, rot_zones *z)
 			z->hinted_from = below;
 			z->hinted_to = best.head_off + KEEL_HEAD_SIZE;
 		}
+		if (start)
+			find_pending(fd, &newest, z->below_end, seed, z);
 		close(fd);
 	}
 	keel_close(db);
@@ -302,8 +303,11 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 	}
 	r->rot_checks++;
 	if (pick != BELOW) {
-		keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE};
+		keel_recovery rep;
+		keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE,
+		                   .report = &rep};
 		keel_db *db = NULL;
+		memset(&rep, 0, sizeof(rep));
 		int rc = keel_open(copy, &ko, &db);
 		if (pick == HINTED)
 			r->rot_hinted++;
@@ -322,6 +326,22 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 			report_violation(r, "structure", what);
 			bad = 1;
 			keel_close(db);
+		} else if (rc == KEEL_ECORRUPT &&
+		           rep.status != KEEL_RECOVERY_CORRUPT) {
+			/* refused, but not by recovery: the report, which
+			 * keel check and salvage go by, must name the damage
+			 * (docs/engine.md, claim 5) */
+			char what[300];
+			snprintf(what, sizeof(what), "bit rot at offset %" PRIu64
+			         ", in %s (%" PRIu64 "-%" PRIu64 "): the open "
+			         "refused the store, but its recovery report says "
+			         "status %d, not damage", off, pick == HINTED ?
+			         "the region of the commit a hint names" :
+			         "a pending DELTA record", from, to,
+			         (int)rep.status);
+			r->structure++;
+			report_violation(r, "structure", what);
+			bad = 1;
 		}
 	} else {
 		r->rot_errors += (uint64_t)read_copy(copy, off, model, r, &bad);
