@@ -281,6 +281,15 @@ int merge_seek(merge_cursor *c, keel_map *m, const keel_head *h,
 
 int merge_next(merge_cursor *c, tree_leaf_entry *out)
 {
+	/* Nothing pending left (a scan of a checkpointed store, or past the
+	 * last pending key): the tree's entry goes straight to OUT, not
+	 * through c->te, whose copy was a fifth of a scan's time
+	 * (docs/bench.md). */
+	if (c->i >= c->n && !c->have_tree) {
+		if (c->tree_rc != KEEL_OK)
+			return c->tree_rc;
+		return c->tree_rc = tree_cursor_next(&c->tc, out);
+	}
 	for (;;) {
 		if (!c->have_tree && c->tree_rc == KEEL_OK) {
 			c->tree_rc = tree_cursor_next(&c->tc, &c->te);
