@@ -351,9 +351,10 @@ struct keel_db {
 	/* commit pipeline (commit.c) */
 	commit_writer *queue_head, *queue_tail; /* waiting writers, FIFO      */
 	bool building;        /* a leader is building/appending a group      */
-	bool topping_up;      /* the building leader's predecessor published
-	                         and it waits for more writers: wake it when
-	                         the queue turns non-empty (commit.c)        */
+	uint64_t topup_left;  /* the building leader's predecessor published
+	                         and it waits for this many more writers:
+	                         the one that arrives last wakes it; 0 when
+	                         not topping up (commit.c)                  */
 	bool draining;        /* a compaction waits to switch files: no new
 	                         group starts until it has (compact.c)       */
 	int leaders;          /* leaders not yet finished (close waits)      */
