@@ -674,6 +674,72 @@ static void iterators_share_a_sorted_view_of_the_pending_keys(void **state)
 	check_clean(f->db);
 }
 
+/* The sorted views under threads: writers add new keys (so views are made
+ * again and again) while a reader iterates fresh snapshots; every pass is
+ * in strict key order and sees no fewer keys than the one before. */
+typedef struct key_writer {
+	keel_db *db;
+	int id, n;
+} key_writer;
+
+static void *key_write(void *arg)
+{
+	key_writer *w = arg;
+	char key[16];
+	for (int i = 0; i < w->n; i++) {
+		snprintf(key, sizeof(key), "n%05d-%d", i, w->id);
+		if (keel_put(w->db, key, strlen(key), "v", 1, KEEL_REV_ANY, NULL))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void iterators_keep_order_while_keys_are_added(void **state)
+{
+	fixture *f = *state;
+	enum { WRITERS = 2, N = 1500 };
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	reopen_with(f, &o);
+	pthread_t t[WRITERS];
+	key_writer w[WRITERS];
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (key_writer){.db = f->db, .id = i, .n = N};
+		assert_int_equal(pthread_create(&t[i], NULL, key_write, &w[i]), 0);
+	}
+	keel_snapshot *s;
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	size_t last = 0, passes = 0;
+	while (last < WRITERS * N) {
+		keel_iter *it;
+		const void *k;
+		size_t kl, n = 0;
+		char prev[16] = "";
+		assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK);
+		assert_int_equal(keel_iter_open(s, "n", 1, NULL, 0, &it), KEEL_OK);
+		while (keel_iter_next(it, &k, &kl, NULL) == KEEL_OK) {
+			char cur[16];
+			assert_true(kl < sizeof(cur));
+			memcpy(cur, k, kl);
+			cur[kl] = '\0';
+			assert_true(strcmp(prev, cur) < 0);
+			strcpy(prev, cur);
+			n++;
+		}
+		keel_iter_close(it);
+		assert_true(n >= last);
+		last = n;
+		passes++;
+	}
+	keel_snapshot_close(s);
+	for (int i = 0; i < WRITERS; i++) {
+		void *rc;
+		pthread_join(t[i], &rc);
+		assert_null(rc);
+	}
+	print_message("%zu passes\n", passes);
+	check_clean(f->db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +753,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(the_ckpt_drop_control_loses_acknowledged_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(readers_see_whole_batches_while_checkpoints_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(iterators_share_a_sorted_view_of_the_pending_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(iterators_keep_order_while_keys_are_added, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
