@@ -104,10 +104,9 @@ int keel_err_from_errno(int e)
  * condition variable of db->mu.  A group's writers are woken after it
  * publishes, some 55 at once at 64 writers; each had to take db->mu again
  * on its way out of pthread_cond_wait, behind the leader waking the rest
- * and the next leader absorbing, and the sleeps and wakes of that queue
- * cost as much as the commit (docs/bench.md).  Now a writer told its
- * result returns without db->mu, and one not asleep yet costs its waker
- * no system call.
+ * and the next leader absorbing: about one context switch a commit more
+ * than now (docs/bench.md).  Now a writer told its result returns without
+ * db->mu, and one not asleep yet costs its waker no system call.
  *
  *   WS_LEAD   it may lead: check again under db->mu (commit_wake_front)
  *   WS_DONE   its result is in rc, txid and failed, set before (release);
