@@ -48,10 +48,13 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -62,8 +65,7 @@ struct commit_writer {
 	tree_op *owned_ops;   /* async: resolved ops to free when done      */
 	keel_commit_cb cb;    /* non-NULL: async                             */
 	void *arg;
-	pthread_cond_t cv;    /* sync: signalled when done or leading        */
-	bool done;
+	atomic_uint wstate;   /* sync: WS_* bits, its wait (writer_wait)     */
 	int rc;
 	uint64_t txid;
 	size_t failed;
@@ -98,6 +100,57 @@ int keel_err_from_errno(int e)
 	}
 }
 
+/* How a synchronous writer waits: on a futex word of its own, not on a
+ * condition variable of db->mu.  A group's writers are woken after it
+ * publishes, some 55 at once at 64 writers; each had to take db->mu again
+ * on its way out of pthread_cond_wait, behind the leader waking the rest
+ * and the next leader absorbing: about one context switch a commit more
+ * than now (docs/bench.md).  Now a writer told its result returns without
+ * db->mu, and one not asleep yet costs its waker no system call.
+ *
+ *   WS_LEAD   it may lead: check again under db->mu (commit_wake_front)
+ *   WS_DONE   its result is in rc, txid and failed, set before (release);
+ *             from then on the writer may return at any moment, so its
+ *             waker touches nothing of it after the store
+ *   WS_ASLEEP it sleeps, or is about to, in FUTEX_WAIT: wake it */
+enum { WS_LEAD = 1u, WS_DONE = 2u, WS_ASLEEP = 4u };
+
+static void writer_wake(commit_writer *w, unsigned why)
+{
+	unsigned old = why == WS_DONE
+	             ? atomic_exchange_explicit(&w->wstate, WS_DONE,
+	                                        memory_order_acq_rel)
+	             : atomic_fetch_or_explicit(&w->wstate, why,
+	                                        memory_order_acq_rel);
+	/* The word may be gone by now (WS_DONE): a FUTEX_WAKE only names an
+	 * address, and a waiter that a stale one reaches checks its word and
+	 * sleeps again. */
+	if (old & WS_ASLEEP)
+		syscall(SYS_futex, &w->wstate, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Sleeps until W is told WS_LEAD or WS_DONE; returns the bits, and clears
+ * WS_LEAD for the next wait.  Called without db->mu. */
+static unsigned writer_wait(commit_writer *w)
+{
+	unsigned s = atomic_load_explicit(&w->wstate, memory_order_acquire);
+	while (!(s & (WS_LEAD | WS_DONE))) {
+		if (!(s & WS_ASLEEP)) {
+			if (!atomic_compare_exchange_weak_explicit(
+			        &w->wstate, &s, s | WS_ASLEEP,
+			        memory_order_acq_rel, memory_order_acquire))
+				continue;
+			s |= WS_ASLEEP;
+		}
+		syscall(SYS_futex, &w->wstate, FUTEX_WAIT_PRIVATE, s, NULL, NULL, 0);
+		s = atomic_load_explicit(&w->wstate, memory_order_acquire);
+	}
+	if (s & WS_DONE)
+		return s;
+	return atomic_fetch_and_explicit(&w->wstate, ~(WS_LEAD | WS_ASLEEP),
+	                                 memory_order_acq_rel);
+}
+
 /* Signals whoever should lead next: the front writer, or the committer
  * thread when the front is async.  Caller holds mu. */
 void commit_wake_front(keel_db *db)
@@ -108,33 +161,36 @@ void commit_wake_front(keel_db *db)
 	if (w->cb)
 		pthread_cond_signal(&db->committer_cv);
 	else
-		pthread_cond_signal(&w->cv);
+		writer_wake(w, WS_LEAD);
 }
 
 /* Tells every writer of GROUP its result.  GROUP_RC, when set, overrides a
- * writer's own result.  Caller holds mu; async callbacks run unlocked. */
+ * writer's own result.  Caller holds mu, which is let go while the writers
+ * are woken and async callbacks run: the next leader may absorb and build
+ * meanwhile (this group has published or failed already). */
 static void group_finish(keel_db *db, commit_writer *group, int group_rc,
                          uint64_t txid)
 {
-	while (group) {
-		commit_writer *w = group;
-		group = w->next;
+	for (commit_writer *w = group; w; w = w->next) {
 		db->inflight--;
 		if (group_rc)
 			w->rc = group_rc;
 		if (w->rc == KEEL_OK)
 			w->txid = txid;
+	}
+	pthread_mutex_unlock(&db->mu);
+	while (group) {
+		commit_writer *w = group;
+		group = w->next; /* before W may be gone */
 		if (!w->cb) {
-			w->done = true;
-			pthread_cond_signal(&w->cv);
+			writer_wake(w, WS_DONE);
 			continue;
 		}
-		pthread_mutex_unlock(&db->mu);
 		w->cb(w->arg, w->rc, w->txid, w->failed);
 		free(w->owned_ops);
 		free(w);
-		pthread_mutex_lock(&db->mu);
 	}
+	pthread_mutex_lock(&db->mu);
 }
 
 int commit_write_region(const keel_io *io, int fd, const tree_region *r,
@@ -264,8 +320,12 @@ static uint64_t mono_ns(void)
  * comes, not one by one as they arrive: waking the leader for each arrival
  * cost a context switch per commit where writers trickle in (a server's
  * requests), with nothing gained on two cores (docs/bench.md).  Only while
- * topping up does an arrival wake the leader (db->topping_up).  SIZE counts
- * the group's writers.  Called and returns with mu held. */
+ * topping up does an arrival wake the leader, and only the one that
+ * completes the group (db->topup_left): a wake for each, at 64 writers,
+ * had the leader sleep and wake again for every writer or two
+ * (docs/bench.md); those that arrive before the deadline wait in the
+ * queue until the last.  SIZE counts the group's writers.  Called and
+ * returns with mu held. */
 static int group_absorb(keel_db *db, group_build *b, uint64_t seq,
                         uint64_t want, commit_writer **last, uint64_t *size)
 {
@@ -288,7 +348,6 @@ static int group_absorb(keel_db *db, group_build *b, uint64_t seq,
 				break;
 			uint64_t wait = db->sync_ns_avg / 2;
 			deadline = mono_ns() + (wait < 1000000 ? wait : 1000000);
-			db->topping_up = true;
 		}
 		if (deadline && (*size >= want || mono_ns() >= deadline))
 			break;
@@ -304,9 +363,10 @@ static int group_absorb(keel_db *db, group_build *b, uint64_t seq,
 		uint64_t ns = (uint64_t)ts.tv_nsec + left;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
+		db->topup_left = want - *size; /* the queue is empty here */
 		pthread_cond_timedwait(&db->published_cv, &db->mu, &ts);
 	}
-	db->topping_up = false;
+	db->topup_left = 0;
 	return rc;
 }
 
@@ -554,7 +614,7 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 			return KEEL_ENOMEM;
 		}
 	} else {
-		pthread_cond_init(&w->cv, NULL);
+		atomic_init(&w->wstate, 0);
 	}
 	w->ops = ops;
 	w->n = n;
@@ -593,22 +653,27 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 	db->inflight++;
 	if (db->inflight > db->inflight_peak)
 		db->inflight_peak = db->inflight;
-	if (db->topping_up && was_empty)
-		pthread_cond_broadcast(&db->published_cv);
+	if (db->topup_left && --db->topup_left == 0)
+		pthread_cond_broadcast(&db->published_cv); /* the group is full */
 	if (cb) {
 		if (was_empty)
 			commit_wake_front(db);
 		pthread_mutex_unlock(&db->mu);
 		return KEEL_OK;
 	}
-	while (!w->done) {
-		if (db->queue_head == w && !db->building && !db->draining)
-			lead_group(db);
-		else
-			pthread_cond_wait(&w->cv, &db->mu);
+	for (;;) {
+		if (db->queue_head == w && !db->building && !db->draining) {
+			lead_group(db); /* its own group: W is done */
+			pthread_mutex_unlock(&db->mu);
+			break;
+		}
+		pthread_mutex_unlock(&db->mu);
+		/* A wake to lead between the check above and this wait stays
+		 * in the word: it is not lost. */
+		if (writer_wait(w) & WS_DONE)
+			break;
+		pthread_mutex_lock(&db->mu);
 	}
-	pthread_mutex_unlock(&db->mu);
-	pthread_cond_destroy(&w->cv);
 	if (txid)
 		*txid = w->rc == KEEL_OK ? w->txid : 0;
 	if (failed_index && w->rc == KEEL_ECONFLICT)
@@ -618,11 +683,8 @@ int commit_submit_ops(keel_db *db, const tree_op *ops, size_t n,
 	return w->rc;
 
 out_reject:
-	if (cb) {
+	if (cb)
 		free(w);
-	} else {
-		pthread_cond_destroy(&w->cv);
-	}
 	free(owned);
 	return rc;
 }

@@ -760,6 +760,7 @@ int keel_iter_open(keel_snapshot *s, const void *prefix, size_t plen,
 	it->snap = NULL;
 	it->prefix = NULL;
 	it->cur.items = NULL;
+	it->cur.view = NULL;
 	if (plen && !(it->prefix = malloc(plen))) {
 		free(it);
 		return KEEL_ENOMEM;

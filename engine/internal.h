@@ -216,11 +216,20 @@ int pend_collect(const pend_gen *g, uint64_t txid, const void *lo, size_t lolen,
 
 /* The state at a head (D1): its tree overlaid with its generation, in key
  * order, deletes applied. */
+typedef struct pend_view pend_view; /* a generation's keys, sorted   */
+void pend_view_release(pend_view *v); /* NULL: nothing                */
 typedef struct merge_cursor {
 	tree_cursor tc;
 	keel_map *m;
-	pend_item *items;
+	pend_view *view;        /* the generation's sorted keys (a reference)*/
+	size_t vi;              /* the view's next key                       */
+	pend_item vp;           /* the view's next visible key, when have_vp */
+	bool have_vp;
+	pend_item *items;       /* keys added after the view, sorted         */
 	size_t n, i;
+	uint64_t txid;          /* the state's head: what is visible (P2)    */
+	const void *prefix;     /* the caller's, kept while the cursor lives */
+	size_t plen;
 	tree_leaf_entry te;     /* the tree's next entry, when have_tree     */
 	bool have_tree;
 	int tree_rc;
@@ -351,9 +360,10 @@ struct keel_db {
 	/* commit pipeline (commit.c) */
 	commit_writer *queue_head, *queue_tail; /* waiting writers, FIFO      */
 	bool building;        /* a leader is building/appending a group      */
-	bool topping_up;      /* the building leader's predecessor published
-	                         and it waits for more writers: wake it when
-	                         the queue turns non-empty (commit.c)        */
+	uint64_t topup_left;  /* the building leader's predecessor published
+	                         and it waits for this many more writers:
+	                         the one that arrives last wakes it; 0 when
+	                         not topping up (commit.c)                  */
 	bool draining;        /* a compaction waits to switch files: no new
 	                         group starts until it has (compact.c)       */
 	int leaders;          /* leaders not yet finished (close waits)      */

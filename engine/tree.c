@@ -239,6 +239,28 @@ int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
 
 /* ---- cursors ------------------------------------------------------------ */
 
+/* Asks for the leaf after the one just pushed (the parent's next child),
+ * so that its cache misses overlap the reading of this one instead of
+ * coming after it: a scan then waits for the first leaf only.  Only a
+ * hint: the leaf is checked as usual when the cursor gets there. */
+static void prefetch_next_leaf(const tree_cursor *c)
+{
+	int d = c->depth - 2;
+	if (c->index[d] + 1 >= c->count[d])
+		return;
+	const uint8_t *k;
+	uint16_t kl;
+	const uint8_t *e = entry_at(c->node[d], c->index[d] + 1u, &k, &kl);
+	uint64_t off = keel_ld64(e + 8);
+	if (off < KEEL_DATA_START || off >= c->m->len)
+		return;
+	uint64_t end = off + NODE_PREFETCH < c->m->len ? off + NODE_PREFETCH
+	                                                : c->m->len;
+	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
+	     at += CACHE_LINE)
+		__builtin_prefetch(c->m->base + at);
+}
+
 /* Pushes the node at OFF and positions it at the entry for START. */
 static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
                        const void *start, size_t slen, bool leftmost)
@@ -269,6 +291,8 @@ static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
 	c->index[c->depth] = (uint16_t)i;
 	c->count[c->depth] = node_count(p);
 	c->depth++;
+	if (node_level(p) == 0 && c->depth > 1)
+		prefetch_next_leaf(c);
 	return KEEL_OK;
 }
 

@@ -685,6 +685,179 @@ static void readers_see_whole_batches_while_checkpoints_run(void **state)
 	check_clean(f->db);
 }
 
+/* Iterators over a generation share a sorted view of its keys and sort
+ * only the keys added after it (pending.c, struct pend_view): whatever
+ * view an iterator gets -- made for an older snapshot, with keys after it,
+ * or made again past VIEW_SLACK -- each snapshot iterates exactly its own
+ * state, from a start key and within a prefix. */
+#define VKEYS 1000
+typedef struct vmodel {
+	int val[VKEYS]; /* 0: absent */
+} vmodel;
+
+static void vkey(int i, char key[16])
+{
+	snprintf(key, 16, "v%04d", i);
+}
+
+static void vcommit(keel_db *db, vmodel *m, int from, int to, int step,
+                    int val)
+{
+	keel_batch *b;
+	char key[16], v[16];
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (int i = from; i < to; i += step) {
+		vkey(i, key);
+		snprintf(v, sizeof(v), "%d", val);
+		if (val)
+			assert_int_equal(keel_batch_put(b, key, 5, v, strlen(v),
+			                                KEEL_REV_ANY), KEEL_OK);
+		else
+			assert_int_equal(keel_batch_del(b, key, 5, KEEL_REV_ANY),
+			                 KEEL_OK);
+		m->val[i] = val;
+		if (keel_batch_count(b) == 50 || i + step >= to) {
+			assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+			keel_batch_clear(b);
+		}
+	}
+	keel_batch_free(b);
+}
+
+/* Iterates S from START within PREFIX and checks it against M. */
+static void vcheck(keel_snapshot *s, const vmodel *m, const char *prefix,
+                   const char *start)
+{
+	keel_iter *it;
+	const void *k;
+	size_t kl;
+	keel_view v;
+	char key[16], val[16];
+	size_t plen = prefix ? strlen(prefix) : 0;
+	assert_int_equal(keel_iter_open(s, prefix, plen, start,
+	                                start ? strlen(start) : 0, &it), KEEL_OK);
+	for (int i = 0; i < VKEYS; i++) {
+		vkey(i, key);
+		if (!m->val[i] || (start && strcmp(key, start) < 0) ||
+		    (plen && strncmp(key, prefix, plen)))
+			continue;
+		assert_int_equal(keel_iter_next(it, &k, &kl, &v), KEEL_OK);
+		assert_int_equal(kl, 5);
+		assert_memory_equal(k, key, 5);
+		snprintf(val, sizeof(val), "%d", m->val[i]);
+		assert_int_equal(v.len, strlen(val));
+		assert_memory_equal(v.data, val, v.len);
+	}
+	assert_int_equal(keel_iter_next(it, &k, &kl, &v), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+}
+
+static void vcheck_all(keel_snapshot *s, const vmodel *m)
+{
+	vcheck(s, m, NULL, NULL);
+	vcheck(s, m, NULL, "v0500");
+	vcheck(s, m, "v03", NULL);
+	vcheck(s, m, "v03", "v0355");
+	vcheck(s, m, NULL, "v09999"); /* past the last key */
+}
+
+static void iterators_share_a_sorted_view_of_the_pending_keys(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	reopen_with(f, &o);
+	static vmodel m1, m2, m3;
+	vcommit(f->db, &m1, 0, VKEYS, 2, 1);        /* 500 even keys */
+	keel_snapshot *s1, *s2, *s3;
+	assert_int_equal(keel_snapshot_open(f->db, &s1), KEEL_OK);
+	vcheck_all(s1, &m1);                         /* makes the view */
+	m2 = m1;
+	vcommit(f->db, &m2, 1, 200, 2, 2);           /* 100 new keys: kept */
+	vcommit(f->db, &m2, 100, 300, 4, 3);         /* overwrites */
+	vcommit(f->db, &m2, 400, 420, 2, 0);         /* deletes */
+	assert_int_equal(keel_snapshot_open(f->db, &s2), KEEL_OK);
+	vcheck_all(s2, &m2);
+	vcheck_all(s1, &m1);
+	m3 = m2;
+	vcommit(f->db, &m3, 201, VKEYS, 2, 4);       /* 400 more: a new view */
+	vcommit(f->db, &m3, 0, 100, 1, 0);
+	assert_int_equal(keel_snapshot_open(f->db, &s3), KEEL_OK);
+	vcheck_all(s3, &m3);
+	vcheck_all(s2, &m2);
+	vcheck_all(s1, &m1);
+	assert_int_equal(stats(f->db).checkpoints, 0); /* all of it pending */
+	keel_snapshot_close(s1);
+	keel_snapshot_close(s2);
+	keel_snapshot_close(s3);
+	check_clean(f->db);
+}
+
+/* The sorted views under threads: writers add new keys (so views are made
+ * again and again) while a reader iterates fresh snapshots; every pass is
+ * in strict key order and sees no fewer keys than the one before. */
+typedef struct key_writer {
+	keel_db *db;
+	int id, n;
+} key_writer;
+
+static void *key_write(void *arg)
+{
+	key_writer *w = arg;
+	char key[16];
+	for (int i = 0; i < w->n; i++) {
+		snprintf(key, sizeof(key), "n%05d-%d", i, w->id);
+		if (keel_put(w->db, key, strlen(key), "v", 1, KEEL_REV_ANY, NULL))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void iterators_keep_order_while_keys_are_added(void **state)
+{
+	fixture *f = *state;
+	enum { WRITERS = 2, N = 1500 };
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	reopen_with(f, &o);
+	pthread_t t[WRITERS];
+	key_writer w[WRITERS];
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (key_writer){.db = f->db, .id = i, .n = N};
+		assert_int_equal(pthread_create(&t[i], NULL, key_write, &w[i]), 0);
+	}
+	keel_snapshot *s;
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	size_t last = 0, passes = 0;
+	while (last < WRITERS * N) {
+		keel_iter *it;
+		const void *k;
+		size_t kl, n = 0;
+		char prev[16] = "";
+		assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK);
+		assert_int_equal(keel_iter_open(s, "n", 1, NULL, 0, &it), KEEL_OK);
+		while (keel_iter_next(it, &k, &kl, NULL) == KEEL_OK) {
+			char cur[16];
+			assert_true(kl < sizeof(cur));
+			memcpy(cur, k, kl);
+			cur[kl] = '\0';
+			assert_true(strcmp(prev, cur) < 0);
+			strcpy(prev, cur);
+			n++;
+		}
+		keel_iter_close(it);
+		assert_true(n >= last);
+		last = n;
+		passes++;
+	}
+	keel_snapshot_close(s);
+	for (int i = 0; i < WRITERS; i++) {
+		void *rc;
+		pthread_join(t[i], &rc);
+		assert_null(rc);
+	}
+	print_message("%zu passes\n", passes);
+	check_clean(f->db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -699,6 +872,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(format_2_stores_open_and_compaction_converts_them, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_ckpt_drop_control_loses_acknowledged_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(readers_see_whole_batches_while_checkpoints_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(iterators_share_a_sorted_view_of_the_pending_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(iterators_keep_order_while_keys_are_added, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
