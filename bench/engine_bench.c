@@ -28,6 +28,7 @@
  *   test (tmpfs would measure memory: the run warns if it finds it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -225,6 +226,40 @@ static int64_t io_write_bytes(void)
 			break;
 	fclose(f);
 	return v;
+}
+
+/* Bytes written to the block device that holds DIR so far, from the
+ * device's own counters (/sys/dev/block/MAJ:MIN/stat, sectors written, in
+ * 512-byte units whatever the device's sector size), after DIR's file
+ * system has written back everything dirty (syncfs): preallocation zeros,
+ * journal and compaction rewrites included -- what wears a device out.
+ * Counts every writer of that device, so it means something only on a
+ * device of the run's own (a loop device, docs/bench.md); -1 where it
+ * cannot be read. */
+static int64_t dev_write_bytes(const char *dir)
+{
+	struct stat st;
+	char path[64];
+	unsigned long long v[7];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		return -1;
+	(void)syncfs(fd);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat",
+	         major(st.st_dev), minor(st.st_dev));
+	if (!(f = fopen(path, "r")))
+		return -1;
+	int n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+	               &v[2], &v[3], &v[4], &v[5], &v[6]);
+	fclose(f);
+	return n == 7 ? (int64_t)(v[6] * 512u) : -1;
 }
 
 /* ---- machine facts ------------------------------------------------------- */
@@ -577,7 +612,7 @@ static int commit_one(const bench_engine *e, unsigned round, unsigned threads,
 	char dir[4200];
 	void *db;
 	uint64_t size0, size1;
-	int64_t io0, io1, grew;
+	int64_t io0, io1, dev0, dev1, grew;
 	jline l;
 	int rc;
 
@@ -588,9 +623,11 @@ static int commit_one(const bench_engine *e, unsigned round, unsigned threads,
 	if (e->space && e->space(db, &s0))
 		goto out_fail;
 	size0 = tree_bytes(dir);
+	dev0 = dev_write_bytes(dir);
 	io0 = io_write_bytes();
 	rc = run_threads(e, db, OP_PUT, BENCH_WRITER, threads, cfg.keys, vsize, &r);
 	io1 = io_write_bytes();
+	dev1 = dev_write_bytes(dir);
 	size1 = tree_bytes(dir);
 	if (rc || (e->space && e->space(db, &s1)))
 		goto out_fail;
@@ -610,6 +647,9 @@ static int commit_one(const bench_engine *e, unsigned round, unsigned threads,
 	jl_num(&l, "bytes_per_op", grew >= 0 && r.ops ? (double)grew / (double)r.ops : -1);
 	jl_int(&l, "payload_bytes", (int64_t)(r.ops * (BENCH_KEY_LEN + vsize)));
 	jl_int(&l, "io_write_bytes", io0 < 0 || io1 < 0 ? -1 : io1 - io0);
+	jl_int(&l, "dev_write_bytes", dev0 < 0 || dev1 < 0 ? -1 : dev1 - dev0);
+	jl_num(&l, "dev_bytes_per_op", dev0 < 0 || dev1 < 0 || !r.ops ? -1 :
+	       (double)(dev1 - dev0) / (double)r.ops);
 	jl_int(&l, "syncs", e->space ? (int64_t)(s1.syncs - s0.syncs) : -1);
 	jl_int(&l, "compactions", e->space ? (int64_t)(s1.compactions - s0.compactions) : -1);
 	jl_end(&l);
