@@ -38,7 +38,7 @@ TORTURE_SET='--mixed 50 --compact-every 20ms --readers 2
 --fail fdatasync:EIO:p=0.3 --cache-lives --crash-on-failed-sync
 --bit-rot --readers 1 --kill-every 300ms --jitter 90 --compact-every 200ms
 --mixed 50 --compact-every 20ms --fail rename:crash:p=0.3 --fail fsync_dir:crash:p=0.3 --kill-every 200ms
---bit-rot --readers 1 --kill-every 1s --value-size 44-400 --checkpoint-kib 4096'
+--bit-rot --readers 1 --kill-every 500ms --value-size 44-400 --checkpoint-kib 4096'
 
 n=0 stale=0 broken=0 k_test=0 k_tort=0 k_any=0 counted=0
 survivors=""
