@@ -124,7 +124,10 @@ static void find_pending(int fd, const keel_head *newest, uint64_t below,
 		seen++;
 		if (mix(seed ^ (2 + seen)) % seen == 0) {
 			z->pending_from = h.delta_off;
-			z->pending_to = h.delta_off + keel_rec_size(r.len);
+			/* the payload's end: the alignment bytes after it
+			 * are in no CRC but the region's, which open does
+			 * not check below the hint */
+			z->pending_to = h.delta_off + KEEL_REC_HDR + r.len;
 		}
 	}
 }
