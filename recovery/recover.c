@@ -174,9 +174,8 @@ int recovery_check_region(const keel_io *io, int fd, const keel_head *head,
  * returned (engine/commit.c, invariant (3)), so a valid head H2 whose
  * predecessor H1 lies at or beyond FROM proves that H1's commit -- the one
  * holding the damage, or a later one -- had been durable: that is damage
- * behind a durable head, whether H1 itself reads back or is the damage (H2,
- * checksummed, is then two txids or more past AFTER).  A head alone beyond
- * FROM, whose predecessor is AFTER, proves nothing: under
+ * behind a durable head.  H1 must read back: a head whose predecessor is
+ * AFTER, or one naming an unreadable predecessor, proves nothing: under
  * power loss a commit's own head may reach the disk while part of its
  * region does not (a torn tail).  The search starts at FROM, not where the
  * walk stopped (STOP): a damaged record length can carry the walk past the
@@ -216,17 +215,8 @@ static int later_head_exists(rbuf *r, uint64_t from, uint64_t stop,
 		int e = rbuf_read_aside(r, h2.prev_head, prev, sizeof(prev));
 		if (e && e != -ENODATA)
 			return KEEL_EIO; /* unsure: never cut on a failed read */
-		if (e || keel_head_decode(prev, &h1) != KEEL_OK) {
-			/* H1 itself damaged: H2 still names a head at or past
-			 * FROM, right before its own region, so one more
-			 * commit came between */
-			if (h2.txid >= after->txid + 2 &&
-			    h2.region_start == h2.prev_head + KEEL_HEAD_SIZE)
-				return 1;
-			continue;
-		}
-		if (h1.txid < h2.txid && h1.txid > after->txid &&
-		    h1.file_id == after->file_id)
+		if (!e && keel_head_decode(prev, &h1) == KEEL_OK && h1.txid < h2.txid &&
+		    h1.txid > after->txid && h1.file_id == after->file_id)
 			return 1;
 	}
 	return 0;

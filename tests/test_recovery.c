@@ -349,37 +349,6 @@ static void a_damaged_record_length_behind_a_durable_head_refuses(void **state)
 	free(img);
 }
 
-/* A flipped bit in the head of a commit that a later durable head follows:
- * the later head names it as its predecessor, so it was durable (the later
- * commit was appended only after its sync), and the open refuses rather
- * than cut both as a torn tail. */
-static void a_damaged_head_behind_a_durable_head_refuses(void **state)
-{
-	fixture *f = *state;
-	keel_db *db;
-	keel_recovery r;
-	keel_options o = {.report = &r};
-	keel_head last;
-	unsigned char *img = malloc(f->len);
-	memcpy(img, f->img, f->len);
-	assert_int_equal(keel_head_decode(img + f->last_head, &last), KEEL_OK);
-	img[last.prev_head + KEEL_REC_HDR + 3] ^= 0x04; /* in its txid */
-	memset(img + KEEL_HINT_OFF(0), 0, KEEL_HINT_SIZE);
-	memset(img + KEEL_HINT_OFF(1), 0, KEEL_HINT_SIZE);
-	write_copy(f, img, f->len, f->len + 4096);
-	int rc = keel_open(f->copy, &o, &db);
-	if (rc == KEEL_OK) {
-		fprintf(stderr, "opened at txid %llu of %llu: %s\n",
-		        (unsigned long long)r.txid, (unsigned long long)f->txid,
-		        r.reason);
-		keel_close(db);
-	}
-	assert_int_equal(rc, KEEL_ECORRUPT);
-	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
-	assert_true(strstr(r.reason, "later head") != NULL);
-	free(img);
-}
-
 /* Open starts from the newest hint and reads only the commits after it, so
  * the hinted commit's own region is the one older region open still
  * checks: a head's CRCs say nothing of the bytes before it.  Damage there
@@ -432,7 +401,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(damage_behind_a_durable_head_refuses_unless_salvaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_in_the_hinted_commit_is_found_at_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_damaged_record_length_behind_a_durable_head_refuses, setup, teardown),
-		cmocka_unit_test_setup_teardown(a_damaged_head_behind_a_durable_head_refuses, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
