@@ -164,11 +164,12 @@ passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
 passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \
 	--grow-step 1 --power-loss --seed 25
 
-# ---- --bit-rot: not here yet.  It found that one flipped bit in the head
-# before the newest made recovery settle, silently, on an older head (about
-# one cycle in a few hundred; docs/torture.md, "What it found"); recovery
-# refuses that damage since bb06c68, and the mutation set's runs 7, 10 and
-# 12 use --bit-rot.  A run here waits for more seeds without a violation.
+# ---- --bit-rot: not here yet.  It finds that one flipped bit in the head
+# before the newest makes recovery settle, silently, on an older head (about
+# one cycle in a few hundred; docs/torture.md, "What it found"); a run here
+# would fail at random until the engine refuses that damage (a proof tried
+# in bb06c68 was taken back in 48e8574).  The mutation set's runs 7, 10 and
+# 12 use --bit-rot.
 
 # ---- --enumerate: a crash after every I/O step ------------------------------
 # every step is checked however long it takes on a busy machine: the
