@@ -335,6 +335,25 @@ static void a_head_claiming_a_span_past_the_bounds_is_refused(void **state)
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_ECORRUPT);
 }
 
+/* Writes IMG (LEN bytes, damaged at VICTIM) over the store and frees it:
+ * a read-only open must refuse it, recovery naming damage at or before
+ * VICTIM. */
+static void refused_at_open(fixture *f, unsigned char *img, size_t len,
+                            uint64_t victim)
+{
+	keel_recovery rep;
+	keel_options ro = {.flags = KEEL_RDONLY, .report = &rep};
+	keel_db *r = NULL;
+	assert_int_equal(tu_write_file(f->path, img, len), 0);
+	free(img);
+	int rc = keel_open(f->path, &ro, &r);
+	if (rc == KEEL_OK)
+		keel_close(r);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_int_equal(rep.status, KEEL_RECOVERY_CORRUPT);
+	assert_true(rep.offset <= victim);
+}
+
 /* Recovery checks the chained CRC of the regions from the newest hint on;
  * a pending DELTA record older than the hinted head is covered by nothing
  * but its own CRC and the head's delta_crc.  A bit flipped in a value
@@ -383,17 +402,7 @@ static void damage_in_a_pending_delta_before_the_hint_is_found_at_open(void **st
 	victim = c.delta_off + KEEL_REC_HDR + KEEL_DELTA_HDR + KEEL_LEAF_ENTRY + 4;
 	assert_int_equal(img[victim], 'v');
 	img[victim] ^= 0x20; /* 'v' -> 'V': still a well-formed entry */
-	assert_int_equal(tu_write_file(f->path, img, len), 0);
-	free(img);
-	keel_recovery rep;
-	keel_options ro = {.flags = KEEL_RDONLY, .report = &rep};
-	keel_db *r = NULL;
-	int rc = keel_open(f->path, &ro, &r);
-	if (rc == KEEL_OK)
-		keel_close(r);
-	assert_int_equal(rc, KEEL_ECORRUPT);
-	assert_int_equal(rep.status, KEEL_RECOVERY_CORRUPT);
-	assert_true(rep.offset <= victim);
+	refused_at_open(f, img, len, victim);
 	assert_int_equal(keel_open(f->path, &o, &f->db), KEEL_ECORRUPT);
 	f->db = NULL;
 }
@@ -440,17 +449,7 @@ static void damage_in_a_value_of_the_hinted_commit_is_found_at_open(void **state
 	}
 	assert_true(victim != 0);
 	img[victim] ^= 0x01;
-	assert_int_equal(tu_write_file(f->path, img, len), 0);
-	free(img);
-	keel_recovery rep;
-	keel_options ro = {.flags = KEEL_RDONLY, .report = &rep};
-	keel_db *r = NULL;
-	int rc = keel_open(f->path, &ro, &r);
-	if (rc == KEEL_OK)
-		keel_close(r);
-	assert_int_equal(rc, KEEL_ECORRUPT);
-	assert_int_equal(rep.status, KEEL_RECOVERY_CORRUPT);
-	assert_true(rep.offset <= victim);
+	refused_at_open(f, img, len, victim);
 }
 
 /* The worst point of the checkpoint cycle: a writer killed with the

@@ -310,6 +310,9 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 		keel_options ko = {.flags = KEEL_RDONLY | KEEL_NOCREATE,
 		                   .report = &rep};
 		keel_db *db = NULL;
+		const char *where = pick == HINTED
+		                    ? "the region of the commit a hint names"
+		                    : "a pending DELTA record";
 		memset(&rep, 0, sizeof(rep));
 		int rc = keel_open(copy, &ko, &db);
 		if (pick == HINTED)
@@ -322,9 +325,7 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 			snprintf(what, sizeof(what), "bit rot at offset %" PRIu64
 			         ", in %s (%" PRIu64 "-%" PRIu64 "), which "
 			         "recovery checks: the open must refuse the "
-			         "store, and it opened", off, pick == HINTED ?
-			         "the region of the commit a hint names" :
-			         "a pending DELTA record", from, to);
+			         "store, and it opened", off, where, from, to);
 			r->structure++;
 			report_violation(r, "structure", what);
 			bad = 1;
@@ -338,9 +339,7 @@ int rot_check(const char *path, uint64_t seed, const oracle *model,
 			snprintf(what, sizeof(what), "bit rot at offset %" PRIu64
 			         ", in %s (%" PRIu64 "-%" PRIu64 "): the open "
 			         "refused the store, but its recovery report says "
-			         "status %d, not damage", off, pick == HINTED ?
-			         "the region of the commit a hint names" :
-			         "a pending DELTA record", from, to,
+			         "status %d, not damage", off, where, from, to,
 			         (int)rep.status);
 			r->structure++;
 			report_violation(r, "structure", what);
