@@ -64,6 +64,16 @@ typedef struct bench_space {
 	                         (keel: keel_stats.space_bound); 0: none        */
 } bench_space;
 
+/* What one reopen after a kill at the engine's worst point cost (recover). */
+typedef struct bench_recover {
+	uint64_t puts;         /* commits since the load, before the kill       */
+	uint64_t pending;      /* keel: commits the reopen had to replay        */
+	uint64_t pending_bytes;/* keel: bytes of them                           */
+	uint64_t bytes_read;   /* bytes recovery read at the cold open          */
+	double cold_ms;        /* the open, the file's pages evicted first      */
+	double warm_ms;        /* a second open from the same state, cached     */
+} bench_recover;
+
 typedef struct bench_engine {
 	const char *name;     /* as given to --engine and written to JSONL    */
 	const char *settings; /* the configuration measured, in a few words   */
@@ -90,6 +100,12 @@ typedef struct bench_engine {
 	            unsigned *got, uint64_t *touch);
 	/* Space figures; NULL when the engine cannot give them. */
 	int (*space)(void *db, bench_space *out);
+	/* In DIR (fresh, empty): fill KEYS keys of VSIZE bytes, then commit
+	 * overwrites in a child process up to the point where a reopen has the
+	 * most to replay (keel: the pending span just under the checkpoint
+	 * bound), SIGKILL it there, and time the reopens.  NULL: not measured. */
+	int (*recover)(const char *dir, uint64_t keys, size_t vsize,
+	               bench_recover *out);
 } bench_engine;
 
 /* The engines (bench_<name>.c). */

@@ -11,9 +11,14 @@
  * read transaction with mdb_txn_renew), so it sees the newest commit every
  * time.  Every view is released after its bytes are touched.
  */
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "keel.h"
 #include "bench.h"
@@ -207,6 +212,130 @@ static int keel_bench_space(void *db, bench_space *out)
 	return 0;
 }
 
+static double keel_bench_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The child of keel_bench_recover: load, then overwrite random keys until
+ * the pending span is within one commit of the checkpoint bound (the worst
+ * point of the checkpoint cycle: the most a reopen replays), report the
+ * count on FD and wait for the kill.  Its commits skip the sync: a process
+ * kill leaves the page cache, so the file the reopen meets is the same. */
+static void keel_bench_recover_child(const char *path, uint64_t keys,
+                                     size_t vsize, int fd)
+{
+	keel_options o;
+	keel_stats st;
+	keel_db *db;
+	char key[BENCH_KEY_LEN + 1];
+	unsigned char *val = malloc(vsize ? vsize : 1);
+	uint64_t seed = 0x9e3779b97f4a7c15ull, ckpt0, puts = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.flags = KEEL_UNSAFE_NO_SYNC | KEEL_NOCOMPACT;
+	if (!val || keel_open(path, &o, &db) || keel_bench_load(db, keys, vsize) ||
+	    keel_stat(db, &st))
+		_exit(3);
+	ckpt0 = st.checkpoints;
+	for (;;) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		bench_key(key, seed % keys);
+		bench_value(val, vsize, puts);
+		if (keel_put(db, key, BENCH_KEY_LEN, val, vsize, KEEL_REV_ANY, NULL) ||
+		    keel_stat(db, &st))
+			_exit(4);
+		puts++;
+		if (st.checkpoints != ckpt0) { /* a group checkpointed: start over */
+			ckpt0 = st.checkpoints;
+			continue;
+		}
+		if (st.pending_bytes + 2 * (BENCH_KEY_LEN + vsize) + 4096 >
+		    KEEL_CHECKPOINT_BYTES_DEFAULT)
+			break;
+	}
+	if (write(fd, &puts, sizeof(puts)) != (ssize_t)sizeof(puts))
+		_exit(5);
+	pause();
+	_exit(0);
+}
+
+/* One timed open of PATH; COLD evicts the file's pages first. */
+static int keel_bench_reopen(const char *path, int cold, double *ms,
+                             keel_recovery *rep, keel_stats *st)
+{
+	keel_options o;
+	keel_db *db;
+	double t0;
+	int rc;
+
+	if (cold) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return bench_fail(KEEL_NAME, "open %s to evict it", path);
+		(void)fdatasync(fd);
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+	memset(&o, 0, sizeof(o));
+	o.flags = KEEL_NOCOMPACT; /* the reopen itself, nothing after it */
+	o.report = rep;
+	t0 = keel_bench_ms();
+	rc = keel_open(path, &o, &db);
+	*ms = keel_bench_ms() - t0;
+	if (rc)
+		return keel_bench_err("reopen after the kill", rc);
+	rc = keel_stat(db, st);
+	keel_bench_close(db);
+	return rc ? keel_bench_err("stat", rc) : 0;
+}
+
+static int keel_bench_recover(const char *dir, uint64_t keys, size_t vsize,
+                              bench_recover *out)
+{
+	char path[4096];
+	keel_recovery rep;
+	keel_stats st;
+	int p[2], status;
+	uint64_t puts = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/bench.keel", dir);
+	if (pipe(p))
+		return bench_fail(KEEL_NAME, "pipe");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return bench_fail(KEEL_NAME, "fork");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		keel_bench_recover_child(path, keys, vsize, p[1]);
+	}
+	close(p[1]);
+	ssize_t n = read(p[0], &puts, sizeof(puts));
+	close(p[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (n != (ssize_t)sizeof(puts))
+		return bench_fail(KEEL_NAME, "the writer before the kill failed "
+		                  "(exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	memset(out, 0, sizeof(*out));
+	out->puts = puts;
+	if (keel_bench_reopen(path, 1, &out->cold_ms, &rep, &st))
+		return -1;
+	out->bytes_read = rep.bytes_read;
+	out->pending = st.pending_heads;
+	out->pending_bytes = st.pending_bytes;
+	return keel_bench_reopen(path, 0, &out->warm_ms, &rep, &st);
+}
+
 const bench_engine bench_engine_keel = {
 	.name = KEEL_NAME,
 	.settings = "default options; keel_put per put (one sync per commit; "
@@ -221,4 +350,5 @@ const bench_engine bench_engine_keel = {
 	.get = keel_bench_get,
 	.scan = keel_bench_scan,
 	.space = keel_bench_space,
+	.recover = keel_bench_recover,
 };

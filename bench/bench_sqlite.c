@@ -59,7 +59,7 @@ static int sqlite_open(const char *dir, const bench_open_opts *o, void **out)
 	                    SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
 		goto out_close;
 	if (sqlite3_exec(b->conn, setup, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(b->conn, "CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB) "
+	    sqlite3_exec(b->conn, "CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB) "
 	                 "WITHOUT ROWID;", NULL, NULL, NULL) != SQLITE_OK)
 		goto out_close;
 	*out = b;

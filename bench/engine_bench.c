@@ -17,6 +17,9 @@
  *   space   keel only: bytes appended per 16-byte put (compaction off), and
  *           --overwrites random overwrites of --keys keys, then file size
  *           against live bytes (automatic compaction as shipped).
+ *   recover keel only: --keys keys of 16 bytes, overwrites in a child process
+ *           up to the worst point of the checkpoint cycle, SIGKILL there,
+ *           and the reopen's time (cold and cached) and bytes read.
  *
  * WHY IT IS BUILT THIS WAY
  *   The machines are shared and loaded, so an absolute figure means little;
@@ -63,7 +66,7 @@ typedef struct bench_cfg {
 	const bench_engine *engines[BENCH_NENGINES]; /* --engine, in order   */
 	size_t nengines;
 	int engines_given;          /* --engine was given (reads then obey it)  */
-	int do_commit, do_read, do_scan, do_space; /* --workload              */
+	int do_commit, do_read, do_scan, do_space, do_recover; /* --workload  */
 	unsigned threads[BENCH_MAX_LIST];          /* --threads               */
 	size_t nthreads;
 	size_t vsizes[BENCH_MAX_LIST];             /* --value-sizes           */
@@ -887,6 +890,40 @@ static int space_one(const bench_engine *e)
 	return 0;
 }
 
+/* keel: the reopen after a kill at the worst point of the checkpoint
+ * cycle (bench_engine.recover), once a round. */
+static int recover_one(const bench_engine *e, unsigned round)
+{
+	bench_recover rv;
+	bench_result r = { 0 };
+	char dir[4200];
+	jline l;
+	int rc;
+
+	if (store_dir(e->name, dir, sizeof(dir)))
+		return -1;
+	rc = e->recover(dir, cfg.keys, 16, &rv);
+	store_remove(dir);
+	if (rc)
+		return -1;
+	r.ops = rv.puts;
+	r.seconds = rv.cold_ms / 1e3;
+	jl_begin(&l, round, "recover", e, "kill", 1, 16, cfg.keys);
+	jl_result(&l, &r);
+	jl_int(&l, "pending", (int64_t)rv.pending);
+	jl_int(&l, "pending_bytes", (int64_t)rv.pending_bytes);
+	jl_int(&l, "bytes_read", (int64_t)rv.bytes_read);
+	jl_num(&l, "cold_ms", rv.cold_ms);
+	jl_num(&l, "warm_ms", rv.warm_ms);
+	jl_end(&l);
+	fprintf(stderr, "  [%u] recover %s: %llu commits pending (%llu B), "
+	        "reopen read %llu B in %.1f ms cold, %.1f ms cached\n", round,
+	        e->name, (unsigned long long)rv.pending,
+	        (unsigned long long)rv.pending_bytes,
+	        (unsigned long long)rv.bytes_read, rv.cold_ms, rv.warm_ms);
+	return 0;
+}
+
 static int run_round(unsigned round)
 {
 	const bench_engine *list[BENCH_NENGINES];
@@ -914,7 +951,12 @@ static int run_round(unsigned round)
 			continue;
 		list[n++] = e;
 	}
-	return n ? read_round(list, n, round) : 0;
+	if (n && read_round(list, n, round))
+		return -1;
+	for (size_t i = 0; cfg.do_recover && i < cfg.nengines; i++)
+		if (cfg.engines[i]->recover && recover_one(cfg.engines[i], round))
+			return -1;
+	return 0;
 }
 
 /* ---- command line ----------------------------------------------------------- */
@@ -926,7 +968,7 @@ static void usage(FILE *f)
 "  --engine LIST       engines, comma-separated (default: all):\n"
 "                      keel,lmdb,sqlite,rocksdb,leveldb,plain,plain-ring,\n"
 "                      plain-falloc\n"
-"  --workload LIST     commit,read,scan,space (default: all)\n"
+"  --workload LIST     commit,read,scan,space,recover (default: all)\n"
 "  --threads LIST      writer threads for 'commit' (default 1,4,16,64)\n"
 "  --value-sizes LIST  value bytes for 'commit' (default 16,4096)\n"
 "  --keys N            keys overwritten by 'commit' and 'space' (10000)\n"
@@ -1004,6 +1046,7 @@ static int parse_workloads(const char *s)
 
 	snprintf(buf, sizeof(buf), "%s", s);
 	cfg.do_commit = cfg.do_read = cfg.do_scan = cfg.do_space = 0;
+	cfg.do_recover = 0;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "commit"))
 			cfg.do_commit = 1;
@@ -1013,6 +1056,8 @@ static int parse_workloads(const char *s)
 			cfg.do_scan = 1;
 		else if (!strcmp(tok, "space"))
 			cfg.do_space = 1;
+		else if (!strcmp(tok, "recover"))
+			cfg.do_recover = 1;
 		else {
 			fprintf(stderr, "bench-engine: unknown workload '%s'\n", tok);
 			return -1;
@@ -1063,6 +1108,7 @@ static void cfg_defaults(void)
 		cfg.engines[i] = bench_all[i];
 	cfg.nengines = BENCH_NENGINES;
 	cfg.do_commit = cfg.do_read = cfg.do_scan = cfg.do_space = 1;
+	cfg.do_recover = 1;
 	memcpy(cfg.threads, threads, sizeof(threads));
 	cfg.nthreads = 4;
 	cfg.vsizes[0] = 16;
