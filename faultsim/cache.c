@@ -133,12 +133,16 @@ void faultsim_cache_clear(faultsim_cache *c)
 	                 __ATOMIC_RELEASE);
 	c->nfiles = 0;
 	c->overflowed = 0;
+	c->inflight = SCAN_NONE;
 	faultsim_cache_init_lock(c);
 }
 
 void faultsim_cache_writer_died(faultsim_cache *c)
 {
 	faultsim_cache_init_lock(c);
+	/* it may have died inside a call: the record says what the call did
+	 * before anyone reads it (the next writer's device view, a sync) */
+	faultsim_inflight_settle(c);
 	/* the dead writer may have been between two of these updates: scan
 	 * every file from the window's start next time (always correct) */
 	for (uint32_t i = 0; i < c->nfiles; i++)
@@ -419,6 +423,11 @@ void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos)
 	/* before the publish, so a kill in between leaves it conservative */
 	if (rec_is_data(r) && c->files[r->file].scan_from == SCAN_NONE)
 		c->files[r->file].scan_from = pos;
+	/* (6): from here until its _end call the real call may be cut short
+	 * (before the publish: a kill in between leaves a position past the
+	 * tail, which faultsim_inflight_settle ignores) */
+	if (rec_is_data(r))
+		__atomic_store_n(&c->inflight, pos, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->window, win_make(win_half(w), win_start(w), tail),
 	                 __ATOMIC_RELEASE);
 	if (tail - win_start(w) > c->peak)
@@ -547,6 +556,8 @@ void faultsim_cache_write_end_durable(faultsim_ticket *t, ssize_t result)
 		if ((uint64_t)result < r->len)
 			r->len = (uint64_t)result;
 		rec_set_state(r, ST_SYNCED);
+		/* settled: before the reclaim, which may reuse its position */
+		__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 		t->cache = NULL;
 		faultsim_rec_reclaim(c);
 		pthread_mutex_unlock(&c->lock);
@@ -565,6 +576,7 @@ void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result)
 		rec_set_state(r, ST_VOID);
 	else if ((uint64_t)result < r->len)
 		r->len = (uint64_t)result; /* the new bytes' prefix was written */
+	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 	t->cache = NULL;
 	pthread_mutex_unlock(&c->lock);
 }
@@ -627,6 +639,72 @@ void faultsim_cache_change_end(faultsim_ticket *t, int result)
 		return;
 	if (result < 0)
 		rec_set_state(rec_at(c, t->rec), ST_VOID);
+	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 	t->cache = NULL;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* A write cut short: the longest prefix of R's new bytes that the file
+ * (of SIZE bytes) holds, since the kernel copies a write's pages in order
+ * and a SIGKILL stops it between two.  A byte the call would not have
+ * changed counts as made: either way the file is the same. */
+static void trim_write(int fd, fs_rec *r, uint64_t size)
+{
+	unsigned char buf[4096];
+	uint64_t end = r->off + r->len < size ? r->off + r->len : size;
+	uint64_t done = 0;
+
+	while (r->off + done < end) {
+		uint64_t n = end - r->off - done, i = 0;
+		if (n > sizeof buf)
+			n = sizeof buf;
+		if (read_exact(fd, buf, n, r->off + done) < 0)
+			return; /* unsure: leave the record as it was */
+		while (i < n && buf[i] == rec_new(r)[done + i])
+			i++;
+		done += i;
+		if (i < n)
+			break;
+	}
+	if (done == 0)
+		rec_set_state(r, ST_VOID); /* nothing reached the file */
+	else
+		r->len = done;
+}
+
+/*
+ * Invariant (6): a writer killed between a record's publish and its _end
+ * call may have made none, part or all of the real call.  Called with no
+ * writer alive, before anything reads the record: trims it to what the
+ * file shows.  A write keeps the prefix of its new bytes the file holds; a
+ * truncate (atomic) happened only if the file has its new size; an
+ * extension keeps the part of the growth the file has.  A record that did
+ * nothing becomes VOID.
+ */
+void faultsim_inflight_settle(faultsim_cache *c)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t pos = __atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE), size;
+
+	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
+	if (pos == SCAN_NONE || pos < win_start(w) || pos >= win_tail(w))
+		return; /* none, or killed before the publish */
+	fs_rec *r = rec_at(c, pos);
+	uint8_t st = rec_state(r);
+	if (!rec_is_data(r) || st == ST_VOID || st == ST_LOST)
+		return;
+	int fd = faultsim_file_open(c, r->file);
+	if (fd < 0)
+		return; /* gone with its name: the crash passes it by as well */
+	if (file_size(fd, &size) == 0) {
+		if (r->kind == REC_WRITE)
+			trim_write(fd, r, size);
+		else if (r->kind == REC_TRUNCATE && size != r->new_size)
+			rec_set_state(r, ST_VOID);
+		else if (r->kind == REC_EXTEND && size <= r->old_size)
+			rec_set_state(r, ST_VOID);
+		else if (r->kind == REC_EXTEND && size < r->new_size)
+			r->new_size = size;
+	}
+	close(fd);
 }

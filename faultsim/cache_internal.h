@@ -25,6 +25,17 @@
  *   (4) A file entry is filled, then published by storing nfiles.  Its path
  *       is double-buffered: the new path goes into the other slot, then cur
  *       flips, so the crash can try both slots and check the inode.
+ *   (6) The converse of (1) does not hold for the one record in flight: a
+ *       writer killed between its publish and its _end call may have made
+ *       all of the real call, part of it (a SIGKILL stops a pwrite between
+ *       pages) or none of it.  So inflight names that record from just
+ *       before its publish until its _end call has settled it, and
+ *       whoever takes over from a dead writer first trims the record to
+ *       what the file shows (faultsim_inflight_settle).  Otherwise the
+ *       record's unmade bytes reach the device view and, once a later sync
+ *       marks the record durable, every crash: bytes nobody wrote, which
+ *       the next writer built on while the page cache and, after the
+ *       record leaves the window, the crash's durable state lack them.
  */
 #ifndef KEEL_FAULTSIM_CACHE_INTERNAL_H
 #define KEEL_FAULTSIM_CACHE_INTERNAL_H
@@ -34,7 +45,7 @@
 
 #include "faultsim.h"
 
-#define FAULTSIM_CACHE_MAGIC 0x4b45454c46534331ull /* "KEELFSC1" */
+#define FAULTSIM_CACHE_MAGIC 0x4b45454c46534332ull /* "KEELFSC2" */
 
 /* record kinds */
 enum {
@@ -100,6 +111,8 @@ struct faultsim_cache {
 	uint64_t peak;           /* the most arena bytes ever in use           */
 	uint32_t overflowed;     /* sticky: a recording call ran out of room   */
 	uint32_t nfiles;         /* published file entries (4)                 */
+	uint64_t inflight;       /* window position of the record whose real
+	                            call is being made, or SCAN_NONE (6)      */
 	pthread_mutex_t lock;    /* process-shared; serialises the writer      */
 	fs_file files[FAULTSIM_MAX_FILES];
 	unsigned char arena[] __attribute__((aligned(8)));
@@ -174,6 +187,9 @@ uint64_t faultsim_file_scan_from(faultsim_cache *c, int file);
 void faultsim_rec_reclaim(faultsim_cache *c);
 /* lock held: hand the record at POS to the caller's _end call */
 int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t);
+/* no writer alive: trims the record a dead writer left in flight to what
+ * its file shows the real call did (invariant 6) */
+void faultsim_inflight_settle(faultsim_cache *c);
 /* undo one data record on FD (newest first); 0 or a negative errno */
 int faultsim_undo_data(int fd, fs_rec *r);
 /* whole-buffer pwrite; 0 or a negative errno */

@@ -391,6 +391,7 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 		return -EINVAL;
 	memset(rep, 0, sizeof *rep);
 	rep->overflowed = faultsim_cache_overflowed(c);
+	faultsim_inflight_settle(c); /* a call the writer died in: what it did */
 	v = decide(c, &o, &n);
 	if (!v)
 		return -ENOMEM;

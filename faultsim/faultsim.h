@@ -173,10 +173,12 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath);
  * (capturing the pre-image with pread on FD) and holds the cache's lock; the
  * caller then makes the real call and passes its result (a byte count or a
  * negative errno) to _end, which trims or voids the record and unlocks.  A
- * writer killed between the two leaves a record of a call that may or may
- * not have happened, which is what a power cut during that call allows.
- * On a _begin failure (negative return) the lock is not held, nothing was
- * recorded, and the real call must not be made.
+ * writer killed between the two may have made all, part or none of the
+ * call (a SIGKILL stops a pwrite between pages): faultsim_cache_crash and
+ * faultsim_cache_writer_died first trim the record to what the file shows,
+ * so neither a power cut nor the next writer's device view holds bytes the
+ * call never wrote.  On a _begin failure (negative return) the lock is not
+ * held, nothing was recorded, and the real call must not be made.
  */
 typedef struct faultsim_ticket {
 	faultsim_cache *cache; /* NULL when nothing is held                 */
@@ -326,7 +328,8 @@ void faultsim_cache_forget(faultsim_cache *c);
 
 /* faultsim_cache_writer_died - the writer was killed but the machine did not
  * lose power: keep every record (the page cache survives, so a later crash
- * can still undo them) and make the cache usable by the next writer. */
+ * can still undo them), trim a call it was killed inside to what that call
+ * did, and make the cache usable by the next writer. */
 void faultsim_cache_writer_died(faultsim_cache *c);
 
 /* faultsim_cache_device_view - BUF holds tracked file FILE's bytes

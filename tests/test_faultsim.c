@@ -1049,6 +1049,239 @@ static void test_compaction_keeps_what_a_crash_needs(void **state)
 	fx_profile(x, FAULTSIM_PROFILE_EXT4); /* x->io back to the fixture's */
 }
 
+/*
+ * A killed writer's unsynced append, then the next writer's tail cut over
+ * it: the next writer truncates the file below the dead one's bytes,
+ * appends its own over the same range and syncs.  The sync covers the
+ * truncate too (fdatasync flushes a size change), so whatever the device
+ * model, a power cut keeps the new bytes: the truncate's pre-image (the
+ * dead writer's bytes) comes back only to be cut and overwritten again.
+ * (A sync that left the truncate out would bring the dead writer's bytes
+ * back past the new ones.)
+ */
+static void test_cut_and_rewrite_survive_a_power_cut(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ];
+	faultsim_crash_report rep;
+	int status;
+
+	for (int d = FAULTSIM_DEVICE_ORDERED; d <= FAULTSIM_DEVICE_PAYLOAD; d++) {
+		for (uint64_t seed = 0; seed < 16; seed++) {
+			unlink(x->path);
+			int fd = xopen(x, "f", KEEL_IO_CREATE);
+			fill(x, fd, 'a', 4096, 0);
+			fill(x, fd, 0, 4096, 4096); /* preallocated zeros */
+			xsync(x, fd);
+			xsync_dir(x);
+			x->io->close(x->io->ctx, fd);
+			pid_t pid = fork();
+			assert_true(pid >= 0);
+			if (pid == 0) { /* the writer that dies: no sync */
+				fd = xopen(x, "f", 0);
+				fill(x, fd, 'w', 2048, 4096);
+				kill(getpid(), SIGKILL);
+				_exit(3);
+			}
+			assert_int_equal(waitpid(pid, &status, 0), pid);
+			assert_true(WIFSIGNALED(status));
+			faultsim_cache_writer_died(x->cache); /* no power cut */
+			fd = xopen(x, "f", 0);
+			assert_int_equal(x->io->ftruncate(x->io->ctx, fd, 4096), 0);
+			fill(x, fd, 'n', 1536, 4096);
+			xsync(x, fd);
+			fill(x, fd, 'u', 1024, 5632); /* unsynced: may go */
+			x->io->close(x->io->ctx, fd);
+			crash(x, (faultsim_device)d, 512, seed, &rep);
+			long n = slurp(x, "f", got, sizeof got);
+			assert_true(n >= 5632);
+			for (long i = 0; i < 5632; i++)
+				if (got[i] != (i < 4096 ? 'a' : 'n'))
+					fail_msg("device %d seed %d: byte %ld is "
+					         "%d", d, (int)seed, i, got[i]);
+			/* the cut stays cut (a run: garbage may hold a 'w') */
+			for (long i = 5632; i + 8 <= n; i++)
+				if (memcmp(got + i, "wwwwwwww", 8) == 0)
+					fail_msg("device %d seed %d: byte %ld is "
+					         "the dead writer's", d, (int)seed,
+					         i);
+		}
+	}
+}
+
+/* ---- a writer killed inside a call ------------------------------------------
+ * The workload: 2048 'a' and 6144 preallocated zeros, durable.  A writer
+ * records a HEAD-sized write of 'h' at HEAD_AT, across the page boundary at
+ * 4096, and is SIGKILLed after the first DONE bytes reached the file:
+ * before the call (0), between its two pages (56), or after it, before its
+ * _end call (112).  The kernel stops a pwrite between pages at a SIGKILL,
+ * so all three happen to a killed writer.
+ */
+#define HEAD_LEN 112
+#define HEAD_AT (4096 - 56)
+
+static void killed_inside_a_write(fx *x, unsigned done)
+{
+	unsigned char h[HEAD_LEN];
+	int status;
+
+	unlink(x->path);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'a', 2048, 0);
+	fill(x, fd, 0, 6144, 2048);
+	xsync(x, fd);
+	xsync_dir(x);
+	x->io->close(x->io->ctx, fd);
+	memset(h, 'h', sizeof h);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		faultsim_ticket t;
+		fd = xopen(x, "f", 0);
+		int file = faultsim_cache_file_of(x->cache, fd);
+		if (file < 0 || faultsim_cache_write_begin(x->cache, file, fd, h,
+		                                           HEAD_LEN, HEAD_AT,
+		                                           &t) < 0)
+			_exit(3);
+		if (done && pwrite(fd, h, done, HEAD_AT) != (ssize_t)done)
+			_exit(4);
+		kill(getpid(), SIGKILL); /* before faultsim_cache_write_end */
+		_exit(5);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* What the file holds at [HEAD_AT, HEAD_AT + HEAD_LEN) after such a kill. */
+static void expect_head(unsigned done, unsigned char *want)
+{
+	memset(want, 0, HEAD_LEN);
+	memset(want, 'h', done);
+}
+
+/* A power cut right after the kill: a device never holds bytes the writer
+ * did not write, whatever the model keeps of those it did. */
+static void test_killed_call_keeps_only_what_it_made(void **state)
+{
+	fx *x = *state;
+	static const unsigned dones[] = { 0, 56, HEAD_LEN };
+	unsigned char got[FSZ];
+	faultsim_crash_report rep;
+
+	for (int k = 0; k < 3; k++) {
+		for (int d = FAULTSIM_DEVICE_ORDERED;
+		     d <= FAULTSIM_DEVICE_PAYLOAD; d++) {
+			for (uint64_t seed = 0; seed < 8; seed++) {
+				killed_inside_a_write(x, dones[k]);
+				crash(x, (faultsim_device)d, 512, seed, &rep);
+				assert_int_equal(slurp(x, "f", got, sizeof got),
+				                 8192);
+				for (unsigned i = dones[k]; i < HEAD_LEN; i++)
+					if (got[HEAD_AT + i] != 0)
+						fail_msg("done %u, device %d, seed "
+						         "%d: byte %u of the head "
+						         "is %d, never written",
+						         dones[k], d, (int)seed, i,
+						         got[HEAD_AT + i]);
+			}
+		}
+	}
+}
+
+/*
+ * The torture run's sequence: no power cut at the kill, so the next writer
+ * opens on the dead one's page cache.  Its recovery reads the device view
+ * (RECOVERY_READ_DEVICE) and builds on what it shows; its open's sync and
+ * its own commits then make that durable, the dead writer's record leaves
+ * the window, and a power cut comes.  The head the device view showed must
+ * be what the crash leaves -- a head that was never written showed there
+ * and then read as zeros behind later synced heads.
+ */
+static void test_next_writer_sees_what_a_killed_call_made(void **state)
+{
+	fx *x = *state;
+	static const unsigned dones[] = { 0, 56, HEAD_LEN };
+	unsigned char want[HEAD_LEN], view[HEAD_LEN], got[FSZ];
+	faultsim_crash_report rep;
+
+	for (int k = 0; k < 3; k++) {
+		for (int d = FAULTSIM_DEVICE_ORDERED;
+		     d <= FAULTSIM_DEVICE_PAYLOAD; d++) {
+			killed_inside_a_write(x, dones[k]);
+			faultsim_cache_writer_died(x->cache); /* no power cut */
+			expect_head(dones[k], want);
+			int fd = xopen(x, "f", 0);
+			assert_int_equal(x->io->pread_device(x->io->ctx, fd, view,
+			                                     HEAD_LEN, HEAD_AT),
+			                 HEAD_LEN);
+			xsync(x, fd); /* the open's sync */
+			fill(x, fd, 'n', 512, 5120); /* a later commit */
+			xsync(x, fd);
+			x->io->close(x->io->ctx, fd);
+			crash(x, (faultsim_device)d, 512, 1, &rep);
+			assert_int_equal(slurp(x, "f", got, sizeof got), 8192);
+			assert_int_equal(got[5120], 'n');
+			if (memcmp(got + HEAD_AT, view, HEAD_LEN) != 0)
+				fail_msg("done %u, device %d: the head the next "
+				         "writer read and synced reads back as "
+				         "%d..%d after the power cut, not %d..%d",
+				         dones[k], d, got[HEAD_AT],
+				         got[HEAD_AT + HEAD_LEN - 1], view[0],
+				         view[HEAD_LEN - 1]);
+			if (memcmp(view, want, HEAD_LEN) != 0)
+				fail_msg("done %u: the device view showed bytes "
+				         "the killed call never wrote", dones[k]);
+		}
+	}
+}
+
+/* A truncate recorded and never made (the writer died first) cuts nothing
+ * at a power cut; one made and not synced may go either way. */
+static void test_killed_truncate_cuts_only_if_made(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ];
+	faultsim_crash_report rep;
+	int status, cut_seen = 0;
+
+	for (int made = 0; made < 2; made++) {
+		for (uint64_t seed = 0; seed < 16; seed++) {
+			unlink(x->path);
+			int fd = xopen(x, "f", KEEL_IO_CREATE);
+			fill(x, fd, 'a', 8192, 0);
+			xsync(x, fd);
+			xsync_dir(x);
+			x->io->close(x->io->ctx, fd);
+			pid_t pid = fork();
+			assert_true(pid >= 0);
+			if (pid == 0) {
+				faultsim_ticket t;
+				fd = xopen(x, "f", 0);
+				int file = faultsim_cache_file_of(x->cache, fd);
+				if (file < 0 || faultsim_cache_truncate_begin(
+				                    x->cache, file, fd, 4096, &t) < 0)
+					_exit(3);
+				if (made && ftruncate(fd, 4096) != 0)
+					_exit(4);
+				kill(getpid(), SIGKILL);
+				_exit(5);
+			}
+			assert_int_equal(waitpid(pid, &status, 0), pid);
+			assert_true(WIFSIGNALED(status));
+			crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+			long n = slurp(x, "f", got, sizeof got);
+			if (!made)
+				assert_int_equal(n, 8192);
+			else
+				assert_true(n == 8192 || n == 4096);
+			cut_seen += made && n == 4096;
+			for (long i = 0; i < n; i++)
+				assert_int_equal(got[i], 'a');
+		}
+	}
+	assert_true(cut_seen > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1078,6 +1311,10 @@ int main(void)
 		T(test_crash_spec_kills_right_after_the_call),
 		T(test_full_cache_fails_stop),
 		T(test_compaction_keeps_what_a_crash_needs),
+		T(test_cut_and_rewrite_survive_a_power_cut),
+		T(test_killed_call_keeps_only_what_it_made),
+		T(test_next_writer_sees_what_a_killed_call_made),
+		T(test_killed_truncate_cuts_only_if_made),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
