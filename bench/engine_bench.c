@@ -895,7 +895,6 @@ static int space_one(const bench_engine *e)
 static int recover_one(const bench_engine *e, unsigned round)
 {
 	bench_recover rv;
-	bench_result r = { 0 };
 	char dir[4200];
 	jline l;
 	int rc;
@@ -906,10 +905,8 @@ static int recover_one(const bench_engine *e, unsigned round)
 	store_remove(dir);
 	if (rc)
 		return -1;
-	r.ops = rv.puts;
-	r.seconds = rv.cold_ms / 1e3;
 	jl_begin(&l, round, "recover", e, "kill", 1, 16, cfg.keys);
-	jl_result(&l, &r);
+	jl_int(&l, "puts", (int64_t)rv.puts);
 	jl_int(&l, "pending", (int64_t)rv.pending);
 	jl_int(&l, "pending_bytes", (int64_t)rv.pending_bytes);
 	jl_int(&l, "bytes_read", (int64_t)rv.bytes_read);

@@ -119,17 +119,7 @@ END {
 	# ---- durable commits -------------------------------------------------
 	if (nt) {
 		print "### Durable commits per second (median of rounds)\n"
-		hdr = "| writers | value |"; sep = "|---:|---:|"
-		for (k = 1; k <= nengines; k++) if (order[k] in ce) { hdr = hdr " " order[k] " |"; sep = sep "---:|" }
-		print hdr; print sep
-		for (a = 1; a <= nv; a++) for (b = 1; b <= nt; b++) {
-			v = vlist[a]; t = tlist[b]
-			row = sprintf("| %d | %d B |", t, v)
-			for (k = 1; k <= nengines; k++) if (order[k] in ce)
-				row = row " " fmt(median("c" SUBSEP order[k] SUBSEP t SUBSEP v)) " |"
-			print row
-		}
-		print ""
+		engine_table("c")
 		print "### keel'\''s durable commits against each peer (median over rounds of keel / peer in the same round)\n"
 		print "`best peer` is the peer with the highest median in that row.\n"
 		print "| writers | value | keel/lmdb | keel/sqlite | keel/rocksdb | keel/leveldb | keel/best peer | keel/plain | keel/plain-ring | keel/plain-falloc |"
@@ -178,17 +168,7 @@ END {
 	if (nt && anydev) {
 		print "### Device bytes per commit (median of rounds)\n"
 		print "Bytes written to the block device per durable commit, from the device'\''s own counters (`/sys/dev/block/MAJ:MIN/stat`) read after a `syncfs` around each timed measurement: file data, preallocation zeros, the file system'\''s journal and compaction rewrites included.  They count every writer of that device, so they mean something only when the stores are on a device of the run'\''s own (`docs/bench.md`, \"Device bytes per commit\").\n"
-		hdr = "| writers | value |"; sep = "|---:|---:|"
-		for (k = 1; k <= nengines; k++) if (order[k] in ce) { hdr = hdr " " order[k] " |"; sep = sep "---:|" }
-		print hdr; print sep
-		for (a = 1; a <= nv; a++) for (b = 1; b <= nt; b++) {
-			v = vlist[a]; t = tlist[b]
-			row = sprintf("| %d | %d B |", t, v)
-			for (k = 1; k <= nengines; k++) if (order[k] in ce)
-				row = row " " fmt(median("d" SUBSEP order[k] SUBSEP t SUBSEP v)) " |"
-			print row
-		}
-		print ""
+		engine_table("d")
 	}
 
 	# ---- reads and scans --------------------------------------------------
@@ -287,6 +267,21 @@ END {
 			pb += 0
 			printf "| file <= max(2.5x live, live + compact_slack) at every sample | peak %.2f of the bound (%s) |\n", pb, ((pb > 0 && pb <= 1) ? "met" : "NOT met")
 		}
+	}
+	print ""
+}
+# a table of the medians of figure P (stored as P SUBSEP engine SUBSEP
+# writers SUBSEP value size): a row per value size and writer count, a
+# column per engine of the commit workload
+function engine_table(p,    a, b, k, hdr, sep, row) {
+	hdr = "| writers | value |"; sep = "|---:|---:|"
+	for (k = 1; k <= nengines; k++) if (order[k] in ce) { hdr = hdr " " order[k] " |"; sep = sep "---:|" }
+	print hdr; print sep
+	for (a = 1; a <= nv; a++) for (b = 1; b <= nt; b++) {
+		row = sprintf("| %d | %d B |", tlist[b], vlist[a])
+		for (k = 1; k <= nengines; k++) if (order[k] in ce)
+			row = row " " fmt(median(p SUBSEP order[k] SUBSEP tlist[b] SUBSEP vlist[a])) " |"
+		print row
 	}
 	print ""
 }

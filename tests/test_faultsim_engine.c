@@ -109,16 +109,13 @@ static void writer(rig *r, unsigned flags, int ack)
 	_exit(0); /* no close: as if killed right after the last ack */
 }
 
-/* Runs a writer from an empty directory; returns how many keys it had
- * acknowledged when it died or exited. */
-static int run_writer(rig *r, unsigned flags, uint64_t kill_after)
+/* Runs a writer on the store as it is; returns how many keys it had
+ * acknowledged when it died or exited, and its wait status in *STATUS. */
+static int writer_acks(rig *r, unsigned flags, int *status)
 {
-	int p[2], status, acked = 0;
+	int p[2], acked = 0;
 	unsigned char b;
 
-	unlink(r->path);
-	faultsim_faults_reset_counts(r->faults);
-	faultsim_faults_kill_after(r->faults, kill_after);
 	assert_int_equal(pipe(p), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -130,7 +127,20 @@ static int run_writer(rig *r, unsigned flags, uint64_t kill_after)
 	while (read(p[0], &b, 1) == 1)
 		acked = b + 1;
 	close(p[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(waitpid(pid, status, 0), pid);
+	return acked;
+}
+
+/* Runs a writer from an empty directory; returns how many keys it had
+ * acknowledged when it died or exited. */
+static int run_writer(rig *r, unsigned flags, uint64_t kill_after)
+{
+	int status;
+
+	unlink(r->path);
+	faultsim_faults_reset_counts(r->faults);
+	faultsim_faults_kill_after(r->faults, kill_after);
+	int acked = writer_acks(r, flags, &status);
 	assert_true(WIFSIGNALED(status) ||
 	            (WIFEXITED(status) && WEXITSTATUS(status) == 0));
 	faultsim_faults_kill_after(r->faults, 0);
@@ -594,20 +604,7 @@ static void test_a_head_the_killed_writer_never_wrote(void **state)
 	faultsim_cache_writer_died(r->cache); /* no power cut */
 
 	/* the next writer: every key anew, each commit synced */
-	int p[2], acked = 0;
-	unsigned char b;
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		writer(r, KEEL_NOCOMPACT, p[1]);
-	}
-	close(p[1]);
-	while (read(p[0], &b, 1) == 1)
-		acked = b + 1;
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	int acked = writer_acks(r, KEEL_NOCOMPACT, &status);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_msg("the next writer failed (%s %d, %d keys acknowledged; "
 		         "2 with none: its open refused the store)",

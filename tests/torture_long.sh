@@ -69,7 +69,8 @@ MODES=$(echo "$MODES" | grep -E "^($ONLY)[^|]*\|" | sed "/|pass|/s/--kill-every 
 secs() { # secs DUR: torture's durations in whole seconds (s, m, h or bare)
 	case $1 in
 	*h) echo $((${1%h} * 3600)) ;; *m) echo $((${1%m} * 60)) ;;
-	*s) echo "${1%s}" ;; *) echo "$1" ;;
+	*ms) echo $(((${1%ms} + 999) / 1000)) ;; *s) echo "${1%s}" ;;
+	*) echo "$1" ;;
 	esac
 }
 
@@ -90,7 +91,7 @@ run() {
 			r_rc=$?
 		done
 		for f in elapsed_s cycles acked_writes power_cuts crash_states faults_fired lost phantom holes order structure_errors; do
-			printf '  "%s": %s,\n' $f "$(cat "$OUT/$r_name".*.json | sed -n "s/^ *\"$f\": \([0-9.]*\),*$/\1/p" | awk '{s += $1} END {print s + 0}')"
+			printf '  "%s": %s,\n' $f "$(for j in "$OUT/$r_name".*.json; do json_num "$j" $f; done | awk '{s += $1} END {print s + 0}')"
 		done >"$OUT/$r_name.json"
 		printf '  "seed": %s,\n  "runs": %s,\n' $((r_seed * 1000 + 1)) $r_k >>"$OUT/$r_name.json"
 		echo $r_rc >"$OUT/$r_name.rc"
