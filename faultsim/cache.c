@@ -235,12 +235,13 @@ int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
 	return n;
 }
 
-/* Lock held: a file entry that is gone (durably unlinked) and that no
- * record in the window names, or -1. */
+/* Lock held, invariant (7): an entry no record in the window names, a
+ * durably unlinked one first, else the one idle longest; or -1. */
 static int reusable_slot(faultsim_cache *c)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	unsigned char used[FAULTSIM_MAX_FILES] = { 0 };
+	int best = -1;
 
 	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
@@ -249,10 +250,22 @@ static int reusable_slot(faultsim_cache *c)
 			used[r->file] = 1;
 		pos += r->size;
 	}
-	for (uint32_t i = 0; i < c->nfiles; i++)
-		if (c->files[i].gone && !used[i])
+	for (uint32_t i = 0; i < c->nfiles; i++) {
+		if (used[i])
+			continue;
+		if (c->files[i].gone)
 			return (int)i;
-	return -1;
+		if (best < 0 || c->files[i].last_seq < c->files[best].last_seq)
+			best = (int)i;
+	}
+	return best;
+}
+
+uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file)
+{
+	if (file < 0 || file >= FAULTSIM_MAX_FILES)
+		return 0;
+	return __atomic_load_n(&c->files[file].gen, __ATOMIC_ACQUIRE);
 }
 
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
@@ -276,15 +289,17 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		}
 	}
 	if (c->nfiles >= FAULTSIM_MAX_FILES) {
-		/* a program that creates and removes files (a journal per
-		 * transaction) fills the table with files durably gone: one
-		 * whose records have all left the window can be reused */
+		/* (7): a program that creates, syncs and closes file after
+		 * file (git's objects, a journal per transaction) reuses the
+		 * entries of files nothing in the window names */
 		int slot = reusable_slot(c);
 		if (slot >= 0) {
 			fs_file *g = &c->files[slot];
+			__atomic_add_fetch(&g->gen, 1, __ATOMIC_ACQ_REL);
 			g->dev = (uint64_t)st.st_dev;
 			g->ino = (uint64_t)st.st_ino;
 			g->scan_from = SCAN_NONE;
+			g->last_seq = c->next_seq;
 			snprintf(g->path[g->cur ^ 1u], FAULTSIM_PATH_MAX, "%s",
 			         abspath);
 			__atomic_store_n(&g->cur, g->cur ^ 1u, __ATOMIC_RELEASE);
@@ -302,6 +317,8 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 	f->cur = 0;
 	f->gone = 0;
 	f->scan_from = SCAN_NONE;
+	f->last_seq = c->next_seq;
+	__atomic_add_fetch(&f->gen, 1, __ATOMIC_ACQ_REL);
 	snprintf(f->path[0], FAULTSIM_PATH_MAX, "%s", abspath);
 	f->path[1][0] = '\0';
 	rc = (int)c->nfiles;
@@ -423,6 +440,8 @@ void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos)
 	/* before the publish, so a kill in between leaves it conservative */
 	if (rec_is_data(r) && c->files[r->file].scan_from == SCAN_NONE)
 		c->files[r->file].scan_from = pos;
+	if (rec_is_data(r))
+		c->files[r->file].last_seq = r->seq;
 	/* (6): from here until its _end call the real call may be cut short
 	 * (before the publish: a kill in between leaves a position past the
 	 * tail, which faultsim_inflight_settle ignores) */

@@ -36,6 +36,13 @@
  *       marks the record durable, every crash: bytes nobody wrote, which
  *       the next writer built on while the page cache and, after the
  *       record leaves the window, the crash's durable state lack them.
+ *   (7) A file entry is reused for another file only when no record in the
+ *       window names it (nothing a crash could undo or redo on it), and then
+ *       its gen is bumped: an id is valid while its gen is the one read when
+ *       it was handed out (faultsim_cache_file_gen).  When the table is
+ *       full, faultsim_cache_track takes such an entry, a durably unlinked
+ *       one first, then the one whose newest record is oldest, so a program
+ *       that writes, syncs and closes file after file is never refused.
  */
 #ifndef KEEL_FAULTSIM_CACHE_INTERNAL_H
 #define KEEL_FAULTSIM_CACHE_INTERNAL_H
@@ -98,6 +105,11 @@ typedef struct fs_file {
 	uint64_t scan_from;/* window position of its oldest unsynced record,
 	                      or SCAN_NONE: where a sync starts looking (a
 	                      writer whose syncs overlap keeps the window long) */
+	uint64_t last_seq; /* seq of its newest record (0: none yet): the
+	                      entry reused first is the one idle longest (7) */
+	uint32_t gen;      /* bumped each time the entry is reused for another
+	                      file: a holder of the id checks it (7)          */
+	uint32_t pad;
 	char path[2][FAULTSIM_PATH_MAX];
 } fs_file;
 

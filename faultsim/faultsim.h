@@ -107,7 +107,7 @@ extern "C" {
 typedef struct faultsim_cache faultsim_cache;
 
 #define FAULTSIM_CACHE_DEFAULT (64u << 20) /* record bytes when 0 is given  */
-#define FAULTSIM_MAX_FILES 256             /* files one cache can track     */
+#define FAULTSIM_MAX_FILES 4096            /* files with records at once    */
 #define FAULTSIM_PATH_MAX 1024             /* longest absolute path tracked */
 
 /*
@@ -163,10 +163,21 @@ int faultsim_cache_abspath(const char *path, char *out, size_t outlen);
 /*
  * faultsim_cache_track - the writer opened ABSPATH as FD (writable): find or
  * add its file (keyed by device and inode).  Returns the file id (>= 0) to
- * pass to the data calls below, or -ENOBUFS (more than FAULTSIM_MAX_FILES),
+ * pass to the data calls below, or -ENOBUFS (FAULTSIM_MAX_FILES files all
+ * have records in the window: changes a crash could still undo), or
  * -ENAMETOOLONG, or the errno of fstat.
+ *
+ * The table holds FAULTSIM_MAX_FILES files AT ONCE, not over a run: when it
+ * is full, an entry no record in the window names (its file was synced, or
+ * never changed, or durably unlinked) is reused for the new file.  An id
+ * kept across calls is valid while faultsim_cache_file_gen(c, id) returns
+ * the value it returned when the id was handed out; otherwise track the
+ * file again (the shim does this for every descriptor it follows).
  */
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath);
+/* The generation of file entry FILE (see faultsim_cache_track); 0 when FILE
+ * is out of range. */
+uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file);
 
 /*
  * Data calls.  Each _begin records the change BEFORE the real call is made

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -58,6 +59,13 @@ static int32_t fd_file[SHIM_FDS];   /* faultsim file id + 1; 0 untracked */
 static uint8_t fd_flags[SHIM_FDS];  /* FD_*                              */
 static int32_t fd_err[SHIM_FDS];    /* sync error not yet reported (errseq) */
 static char *fd_path[SHIM_FDS];     /* absolute path (tracked files, dirs) */
+static uint32_t fd_gen[SHIM_FDS];   /* the file entry's gen when tracked   */
+/* 1: the descriptor was looked at and names nothing below the watched
+ * directory.  0: not looked at since the shim last saw it opened, closed
+ * or duplicated -- it may have come from a call no wrapper sees (glibc's
+ * opendir, a descriptor received over a socket), so its first write or
+ * sync looks up what it names (fd_adopt). */
+static uint8_t fd_seen[SHIM_FDS];
 
 /* ---- the real functions ---------------------------------------------- */
 
@@ -188,8 +196,11 @@ static int make_room(void)
 static void recording_failed(int rc, const char *what, const char *path)
 {
 	if (rc == -ENOBUFS)
-		refuse("%s %s: the fault simulator's cache is full (more than "
-		       "%d files, or more unsynced bytes than it holds)", what,
+		refuse("%s %s: the fault simulator's cache is full: %d files "
+		       "all have changes a power cut could still undo, or "
+		       "more unsynced bytes than its records hold; cut power "
+		       "more often (a shorter --kill-every) or raise "
+		       "FAULTSIM_MAX_FILES (faultsim/faultsim.h)", what,
 		       path ? relative(path) : "?", FAULTSIM_MAX_FILES);
 }
 
@@ -288,6 +299,7 @@ static void fd_forget(int fd)
 	__atomic_store_n(&fd_file[fd], 0, __ATOMIC_RELEASE);
 	fd_flags[fd] = 0;
 	fd_err[fd] = 0;
+	fd_seen[fd] = 0;
 	free(fd_path[fd]);
 	fd_path[fd] = NULL;
 }
@@ -300,6 +312,8 @@ static void fd_copy(int from, int to)
 	if (from < 0 || from >= SHIM_FDS)
 		return;
 	fd_flags[to] = fd_flags[from];
+	fd_gen[to] = fd_gen[from];
+	fd_seen[to] = fd_seen[from];
 	fd_path[to] = fd_path[from] ? strdup(fd_path[from]) : NULL;
 	__atomic_store_n(&fd_file[to], fd_file[from], __ATOMIC_RELEASE);
 }
@@ -350,11 +364,87 @@ static int fd_track(int fd, const char *abs, int flags)
 		return file;
 	}
 	expect_init(file, fd);
+	fd_gen[fd] = faultsim_cache_file_gen(cache, file);
 	fd_flags[fd] = (uint8_t)(((flags & O_APPEND) ? FD_APPEND : 0) |
 	                         ((flags & (O_SYNC | O_DSYNC)) ? FD_SYNC : 0));
 	fd_path[fd] = strdup(abs);
 	__atomic_store_n(&fd_file[fd], file + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Invariant (7) of faultsim/cache_internal.h: the cache may have given
+ * FD's file entry to another file since FD was tracked (the table was full
+ * and nothing in the window named it).  Tracks FD's file again then, at
+ * the name it has now.  IN_SHIM is set. */
+static void fd_revalidate(int fd)
+{
+	int file = fd_file[fd] - 1;
+	char link[64], abs[PATH_MAX];
+	ssize_t n;
+
+	if (file < 0 || faultsim_cache_file_gen(cache, file) == fd_gen[fd])
+		return;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, abs, sizeof abs - 1);
+	if (n <= 0) {
+		snprintf(abs, sizeof abs, "%s", fd_path[fd]);
+	} else {
+		abs[n] = '\0';
+		free(fd_path[fd]);
+		fd_path[fd] = strdup(abs);
+	}
+	file = RECORD(faultsim_cache_track(cache, fd, abs));
+	if (file < 0)
+		recording_failed(file, "write", abs);
+	if (file < 0)
+		refuse("%s: cannot track its file again: %s", relative(abs),
+		       strerror(-file));
+	expect_init(file, fd);
+	fd_gen[fd] = faultsim_cache_file_gen(cache, file);
+	__atomic_store_n(&fd_file[fd], file + 1, __ATOMIC_RELEASE);
+}
+
+/* FD reached the program without a wrapper seeing it opened (glibc's
+ * opendir opens its directory internally; a descriptor received with
+ * SCM_RIGHTS; a number an internal open reused): looks up what it names
+ * and follows it when that is below the watched directory.  Returns 1
+ * when FD is followed now.  IN_SHIM is set. */
+static int fd_adopt(int fd)
+{
+	char link[64], abs[PATH_MAX];
+	ssize_t n;
+	int fl;
+
+	if (fd < 0 || fd >= SHIM_FDS)
+		return 0;
+	fd_seen[fd] = 1;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, abs, sizeof abs - 1);
+	if (n <= 0 || abs[0] != '/')
+		return 0;
+	abs[n] = '\0';
+	if (!is_watched(abs) || (fl = real_fcntl(fd, F_GETFL)) < 0)
+		return 0;
+	fd_track(fd, abs, fl);
+	fd_seen[fd] = 1;
+	return fd_tracked(fd);
+}
+
+/* The fast test of every wrapper on a descriptor: 1 when the call passes
+ * straight through (the shim is off, or re-entered, or FD names nothing
+ * below the watched directory). */
+static int fd_passes(int fd)
+{
+	if (!active || in_shim || fd < 0 || fd >= SHIM_FDS)
+		return 1;
+	if (__atomic_load_n(&fd_file[fd], __ATOMIC_ACQUIRE))
+		return 0;
+	if (fd_seen[fd] || (fd_flags[fd] & FD_DIR))
+		return 1;
+	in_shim = 1;
+	int followed = fd_adopt(fd);
+	in_shim = 0;
+	return !followed || !fd_file[fd];
 }
 
 /* The file at ABS is about to lose its name (unlink, rename over it): its
@@ -428,11 +518,13 @@ static void expect_end(int file, int fd, const void *buf, uint64_t off,
 static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
                              uint64_t off, int durable)
 {
-	int file = fd_file[fd] - 1, e, rc, err;
+	int file, e, rc, err;
 	faultsim_ticket t = { 0 };
 	ssize_t n;
 
 	in_shim = 1;
+	fd_revalidate(fd);
+	file = fd_file[fd] - 1;
 	step();
 	e = inject(FAULTSIM_OP_PWRITE);
 	if (e == FAULTSIM_SHORT) {
@@ -504,8 +596,7 @@ static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
 	return n;
 }
 
-#define PASS(fd) (!active || in_shim || (fd) < 0 || (fd) >= SHIM_FDS || \
-                  !__atomic_load_n(&fd_file[(fd)], __ATOMIC_ACQUIRE))
+#define PASS(fd) fd_passes(fd)
 
 ssize_t write(int fd, const void *buf, size_t len)
 {
@@ -590,9 +681,11 @@ ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off,
 
 static int tracked_truncate(int fd, uint64_t len)
 {
-	int file = fd_file[fd] - 1, rc;
+	int file, rc;
 	faultsim_ticket t = { 0 };
 
+	fd_revalidate(fd);
+	file = fd_file[fd] - 1;
 	step();
 	if ((rc = inject(FAULTSIM_OP_FTRUNCATE)) != 0)
 		return rc;
@@ -693,9 +786,11 @@ static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
 static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
                             int posix)
 {
-	int file = fd_file[fd] - 1, rc;
+	int file, rc;
 	faultsim_ticket t = { 0 };
 
+	fd_revalidate(fd);
+	file = fd_file[fd] - 1;
 	step();
 	if ((rc = inject(FAULTSIM_OP_FALLOCATE)) != 0)
 		return rc;
@@ -797,11 +892,13 @@ static int dir_sync(int fd, faultsim_op op)
 
 static int file_sync(int fd, faultsim_op op)
 {
-	int file = fd_file[fd] - 1, rc, pending;
+	int file, rc, pending;
 	uint64_t mark;
 
 	if (fd_flags[fd] & FD_DIR)
 		return dir_sync(fd, op);
+	fd_revalidate(fd);
+	file = fd_file[fd] - 1;
 	step();
 	mark = faultsim_cache_sync_begin(cache);
 	if ((rc = inject(op)) == 0)
@@ -818,11 +915,46 @@ static int file_sync(int fd, faultsim_op op)
 	return rc < 0 ? rc : pending;
 }
 
+/* Whether followed descriptor FD still names what the shim thinks: glibc
+ * closes a directory's descriptor inside closedir (fdopendir's too), and the
+ * number can come back from another internal open.  A sync must never be
+ * credited to the wrong file or directory. */
+static int fd_still_names(int fd)
+{
+	struct stat now, then;
+
+	if (fstat(fd, &now) != 0)
+		return 0;
+	if (fd_flags[fd] & FD_DIR)
+		return fd_path[fd] && stat(fd_path[fd], &then) == 0 &&
+		       then.st_dev == now.st_dev && then.st_ino == now.st_ino;
+	const shim_file *f = &ctl->files[fd_file[fd] - 1];
+	return f->dev == (uint64_t)now.st_dev && f->ino == (uint64_t)now.st_ino;
+}
+
+/* Whether a sync of FD is modelled: FD is followed, or names a file or
+ * directory below the watched one though no wrapper saw it opened (dpkg
+ * syncs a directory with fsync(dirfd(opendir(...))): passing that through
+ * unmodelled would report its renames as never synced).  A sync looks
+ * every time, not once: syncs are few and this is where a false alarm
+ * would come from. */
+static int sync_followed(int fd)
+{
+	if (fd < 0 || fd >= SHIM_FDS)
+		return 0;
+	in_shim = 1;
+	if (fd_tracked(fd) && !fd_still_names(fd))
+		fd_forget(fd); /* closed by a call no wrapper saw, then reused */
+	int followed = fd_tracked(fd) || fd_adopt(fd);
+	in_shim = 0;
+	return followed;
+}
+
 int fsync(int fd)
 {
 	load_fsync();
 	load_fdatasync();
-	if (!active || in_shim || !fd_tracked(fd))
+	if (!active || in_shim || !sync_followed(fd))
 		return real_fsync(fd);
 	in_shim = 1;
 	int rc = file_sync(fd, FAULTSIM_OP_FSYNC);
@@ -836,7 +968,7 @@ int fdatasync(int fd)
 {
 	load_fsync();
 	load_fdatasync();
-	if (!active || in_shim || !fd_tracked(fd))
+	if (!active || in_shim || !sync_followed(fd))
 		return real_fdatasync(fd);
 	in_shim = 1;
 	int rc = file_sync(fd, FAULTSIM_OP_FDATASYNC);
@@ -1074,6 +1206,8 @@ int close(int fd)
 		in_shim = 1;
 		fd_forget(fd);
 		in_shim = 0;
+	} else if (fd >= 0 && fd < SHIM_FDS) {
+		fd_seen[fd] = 0;
 	}
 	return real_close(fd);
 }
@@ -1082,6 +1216,8 @@ int dup(int fd)
 {
 	load_dup();
 	int n = real_dup(fd);
+	if (n >= 0 && n < SHIM_FDS && !fd_tracked(fd))
+		fd_seen[n] = 0;
 	if (active && !in_shim && n >= 0 && fd_tracked(fd)) {
 		if (n >= SHIM_FDS)
 			refuse("dup of %s gave descriptor %d, above the %d the "
@@ -1162,6 +1298,59 @@ int fcntl64(int fd, int cmd, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	return shim_fcntl(fd, cmd, arg);
+}
+
+/* ---- descriptors passed over sockets -------------------------------------- */
+
+/* SCM_RIGHTS: a descriptor another process opened arrives without any open
+ * here; each one below the watched directory is followed from now on. */
+static void adopt_received(const struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c;
+	     c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		const unsigned char *p = CMSG_DATA(c);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, p + i * sizeof fd, sizeof fd);
+			if (fd < 0)
+				continue;
+			if (fd >= SHIM_FDS) {
+				char link[64], abs[PATH_MAX];
+				snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+				ssize_t k = readlink(link, abs, sizeof abs - 1);
+				if (k > 0) {
+					abs[k] = '\0';
+					if (is_watched(abs))
+						refuse("%s received as descriptor %d, "
+						       "above the %d the shim follows",
+						       relative(abs), fd, SHIM_FDS);
+				}
+				continue;
+			}
+			fd_forget(fd);
+			fd_adopt(fd);
+		}
+	}
+}
+
+ssize_t recvmsg(int sock, struct msghdr *msg, int flags)
+{
+	static ssize_t (*real)(int, struct msghdr *, int);
+	if (!real)
+		real = (ssize_t(*)(int, struct msghdr *, int))
+			dlsym(RTLD_NEXT, "recvmsg");
+	ssize_t n = real(sock, msg, flags);
+	if (n >= 0 && active && !in_shim && msg && msg->msg_controllen) {
+		int err = errno;
+		in_shim = 1;
+		adopt_received(msg);
+		in_shim = 0;
+		errno = err;
+	}
+	return n;
 }
 
 /* ---- mappings, raw system calls, exec ---------------------------------------- */

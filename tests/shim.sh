@@ -42,6 +42,18 @@ for fam in append overwrite truncate rename unlink odsync stdio dup; do
 		--duration 10s --seed 11 \
 		--workload "$F {dir} $fam unsafe" --checker "$F {dir} $fam --check"
 done
+# ---- descriptors no open() wrapper saw: a correct saver is not a loss -------
+# (dpkg syncs its directory with fsync(dirfd(opendir(...))); a descriptor
+# can also arrive by fdopendir+closedir, dup, exec, or SCM_RIGHTS)
+D=$B/shim-tests/dirsync
+for how in open opendir fdopendir dup exec scm scmraw; do
+	run "dirsync-$how" 0 "" --power-loss --kill-every 200ms --duration 2s \
+		--seed 11 --workload "$D {dir} $how safe" \
+		--checker "$D {dir} $how --check"
+done
+run "dirsync-none" 1 "cycle [0-9]+: lost" --power-loss --duration 10s \
+	--seed 11 --workload "$D {dir} none safe" --checker "$D {dir} none --check"
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"
