@@ -54,6 +54,16 @@ done
 run "dirsync-none" 1 "cycle [0-9]+: lost" --power-loss --duration 10s \
 	--seed 11 --workload "$D {dir} none safe" --checker "$D {dir} none --check"
 
+# ---- git: a process per call, a file per object, under kills -------------
+# (hundreds of files over a run; a commit is durable in the page cache)
+if command -v git >/dev/null 2>&1; then
+	run "git-kills" 0 "acknowledged +[1-9]" --kill-every 2s --duration 8s --seed 5 \
+		--workload "sh tests/targets/git_commits.sh {dir}" \
+		--checker "sh tests/targets/git_commits_check.sh {dir}"
+else
+	echo "skip git-kills: no git"
+fi
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"
