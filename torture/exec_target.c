@@ -186,7 +186,8 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 	setenv("KEEL_SHIM_KILLS_ONLY", kills_only(r) ? "1" : "0", 1);
 	setenv("KEEL_SHIM_PROFILE",
 	       faultsim_profile_name((faultsim_profile)r->o->profile), 1);
-	snprintf(buf, sizeof buf, "%" PRIu64, seed);
+	/* below 2^63: a shell's $(( )) is signed 64-bit arithmetic */
+	snprintf(buf, sizeof buf, "%" PRIu64, seed & INT64_MAX);
 	setenv("KEEL_TORTURE_SEED", buf, 1);
 	snprintf(buf, sizeof buf, "%" PRIu64, cycle);
 	setenv("KEEL_TORTURE_CYCLE", buf, 1);
