@@ -64,6 +64,12 @@ else
 	echo "skip git-kills: no git"
 fi
 
+# KEEL_TORTURE_SEED fits a shell's signed 64-bit arithmetic (bash wraps a
+# larger number to a negative one): 8 cycles, 8 seeds
+run "seed-arith" 0 "" --kill-every 100ms --cycles 8 --seed 3 \
+	--workload 'bash -c "n=\$((KEEL_TORTURE_SEED % 1000)); [ \$n -ge 0 ] || exit 9; echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 1"' \
+	--checker 'echo k v1'
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"
