@@ -173,6 +173,136 @@ static int token_ok(const char *t)
 	return 1;
 }
 
+/* ---- values of any bytes ----------------------------------------------------
+ *
+ * A KEY or VALUE on the wire is a plain token, or "hex:" and an even number
+ * of hex digits, or a JSON string ("..." with \" \\ \/ \b \f \n \r \t and
+ * \u00XX for one byte).  Each is decoded to bytes, then kept in ONE
+ * canonical spelling so that the two sides compare as strings: the bytes
+ * themselves when they form a plain token (1..255 printable bytes, no space,
+ * not starting with '"' or "hex:"), else "hex:" and their hex.  A checker
+ * line's VALUE is the rest of its line: besides the forms above, raw bytes
+ * (spaces, control bytes, NULs: a checker that prints what it found) are
+ * taken as they are -- such a value was never intended, so it is reported
+ * as found, never as a set-up error. */
+
+static int unhex(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes S[0..N) into OUT (CAP bytes); *LEN gets the byte count.  0, or -1
+ * when S is a malformed hex: or JSON form.  RAW: anything else is taken as
+ * bytes; otherwise only a plain token is. */
+static int wire_decode(const char *s, size_t n, int raw, unsigned char *out,
+                        size_t cap, size_t *len)
+{
+	size_t o = 0;
+
+	if (n >= 4 && memcmp(s, "hex:", 4) == 0) {
+		if ((n - 4) % 2 || (n - 4) / 2 > cap || n == 4)
+			return -1;
+		for (size_t i = 4; i < n; i += 2) {
+			int hi = unhex(s[i]), lo = unhex(s[i + 1]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			out[o++] = (unsigned char)(hi << 4 | lo);
+		}
+	} else if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+		for (size_t i = 1; i + 1 < n; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if (o == cap)
+				return -1;
+			if (c == '"')
+				return -1;
+			if (c != '\\') {
+				out[o++] = c;
+				continue;
+			}
+			if (++i + 1 >= n)
+				return -1;
+			switch (s[i]) {
+			case '"': case '\\': case '/': out[o++] = (unsigned char)s[i]; break;
+			case 'b': out[o++] = '\b'; break;
+			case 'f': out[o++] = '\f'; break;
+			case 'n': out[o++] = '\n'; break;
+			case 'r': out[o++] = '\r'; break;
+			case 't': out[o++] = '\t'; break;
+			case 'u':
+				if (i + 4 >= n - 1 || s[i + 1] != '0' ||
+				    s[i + 2] != '0' || unhex(s[i + 3]) < 0 ||
+				    unhex(s[i + 4]) < 0)
+					return -1; /* one byte: \u0000-\u00ff */
+				out[o++] = (unsigned char)(unhex(s[i + 3]) << 4 |
+				                           unhex(s[i + 4]));
+				i += 4;
+				break;
+			default:
+				return -1;
+			}
+		}
+	} else {
+		if (n == 0 || n > cap)
+			return -1;
+		for (size_t i = 0; !raw && i < n; i++)
+			if ((unsigned char)s[i] <= 0x20 ||
+			    (unsigned char)s[i] >= 0x7f)
+				return -1;
+		memcpy(out, s, n);
+		o = n;
+	}
+	*len = o;
+	return 0;
+}
+
+/* The canonical spelling of B[0..N) in OUT (at least 2 * N + 5 bytes). */
+static void wire_canonical(const unsigned char *b, size_t n, char *out)
+{
+	int plain = n > 0 && n <= EXEC_TOKEN_MAX && b[0] != '"' &&
+	            !(n >= 4 && memcmp(b, "hex:", 4) == 0);
+	for (size_t i = 0; plain && i < n; i++)
+		plain = b[i] > 0x20 && b[i] < 0x7f;
+	if (plain) {
+		memcpy(out, b, n);
+		out[n] = '\0';
+		return;
+	}
+	memcpy(out, "hex:", 4);
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 4 + 2 * i, "%02x", b[i]);
+	out[4 + 2 * n] = '\0';
+}
+
+#define VALUE_BYTES_MAX 1024 /* a checker's value longer than this: cut */
+#define CANON_MAX (2 * VALUE_BYTES_MAX + 8)
+
+/* One token of a workload line, in its canonical spelling.  0, or -1. */
+static int token_canonical(const char *t, char *out)
+{
+	unsigned char b[EXEC_TOKEN_MAX];
+	size_t n;
+	if (strlen(t) > 2 * EXEC_TOKEN_MAX + 4 ||
+	    wire_decode(t, strlen(t), 0, b, sizeof b, &n) < 0)
+		return -1;
+	wire_canonical(b, n, out);
+	return 0;
+}
+
+/* The bytes a canonical spelling stands for. */
+static size_t canonical_bytes(const char *c, unsigned char *out, size_t cap)
+{
+	size_t n = 0;
+	if (wire_decode(c, strlen(c), 1, out, cap, &n) < 0)
+		return 0;
+	return n;
+}
+
 static int64_t op_find(exec_model *m, const char *name)
 {
 	if (!m->ohcap)
@@ -311,13 +441,16 @@ int exec_model_line(exec_model *m, const char *line, char *why,
 		return ack(m, op, why, whylen);
 	key = token(&p);
 	val = token(&p);
+	char ckey[CANON_MAX], cval[CANON_MAX];
 	if (verb && strcmp(verb, "intent") == 0 && op && key && val &&
-	    !token(&p) && token_ok(op) && token_ok(key) && token_ok(val))
-		return intent(m, op, key, strcmp(val, "delete") ? val : NULL,
+	    !token(&p) && token_ok(op) && token_canonical(key, ckey) == 0 &&
+	    (strcmp(val, "delete") == 0 || token_canonical(val, cval) == 0))
+		return intent(m, op, ckey, strcmp(val, "delete") ? cval : NULL,
 		              why, whylen);
 	say(why, whylen, "malformed protocol line '%.80s' (expected 'intent "
 	    "OP KEY VALUE', 'intent OP KEY delete' or 'ack OP', tokens of "
-	    "1-%d printable bytes)", line, EXEC_TOKEN_MAX);
+	    "1-%d printable bytes, or hex:HEX, or a JSON string without "
+	    "spaces)", line, EXEC_TOKEN_MAX);
 	return -1;
 }
 
@@ -340,6 +473,17 @@ static void encode(const exec_model *m, uint32_t k, uint64_t seq,
 	value_encode(&id, buf);
 }
 
+static int checker_split(const char *line, size_t len, char *key, char *val,
+                         char *why, size_t whylen);
+
+int exec_model_adopt_line(exec_model *m, const char *line, size_t len,
+                          char *why, size_t whylen)
+{
+	char key[CANON_MAX], val[CANON_MAX];
+	int rc = checker_split(line, len, key, val, why, whylen);
+	return rc <= 0 ? rc : exec_model_adopt(m, key, val, why, whylen);
+}
+
 int exec_model_adopt(exec_model *m, const char *key, const char *value,
                      char *why, size_t whylen)
 {
@@ -348,10 +492,6 @@ int exec_model_adopt(exec_model *m, const char *key, const char *value,
 	const char *w = "";
 	int64_t k;
 
-	if (!token_ok(key) || !token_ok(value)) {
-		say(why, whylen, "a key or value that is not a token");
-		return -1;
-	}
 	k = key_find(m, key, 1);
 	if (k < 0) {
 		say(why, whylen, "more than %u distinct keys (raise --keys)",
@@ -381,34 +521,64 @@ void exec_model_verify_begin(exec_model *m)
 	m->unknown_msg[0] = '\0';
 }
 
-int exec_model_observe(exec_model *m, const char *line, char *why,
-                       size_t whylen)
+/* Splits checker line LINE[0..LEN) into its KEY and VALUE, each in its
+ * canonical spelling.  1 (a pair), 0 (an empty line), -1 with WHY. */
+static int checker_split(const char *line, size_t len, char *key, char *val,
+                        char *why, size_t whylen)
 {
-	char buf[2 * EXEC_TOKEN_MAX + 8], *p = buf, *key, *val, kb[VALUE_KEY_MAX];
+	unsigned char b[VALUE_BYTES_MAX];
+	size_t i = 0, k0, k1, n;
+
+	while (i < len && line[i] == ' ')
+		i++;
+	if (i == len)
+		return 0;
+	k0 = i;
+	while (i < len && line[i] != ' ')
+		i++;
+	k1 = i;
+	while (i < len && line[i] == ' ')
+		i++;
+	char kt[2 * EXEC_TOKEN_MAX + 8];
+	if (i == len || k1 - k0 >= sizeof kt) {
+		say(why, whylen, "malformed checker line '%.80s' (expected "
+		    "'KEY VALUE')", line);
+		return -1;
+	}
+	memcpy(kt, line + k0, k1 - k0);
+	kt[k1 - k0] = '\0';
+	if (memchr(kt, '\0', k1 - k0) || token_canonical(kt, key) < 0) {
+		say(why, whylen, "malformed checker line '%.80s' (a KEY is a "
+		    "token of 1-%d printable bytes, hex:HEX or a JSON string)",
+		    line, EXEC_TOKEN_MAX);
+		return -1;
+	}
+	/* the value: the rest of the line, whatever its bytes */
+	size_t vlen = len - i;
+	if (wire_decode(line + i, vlen, 1, b, sizeof b, &n) < 0) {
+		/* a malformed escape, or too long: the raw bytes, cut */
+		n = vlen < sizeof b ? vlen : sizeof b;
+		memcpy(b, line + i, n);
+	}
+	wire_canonical(b, n, val);
+	return 1;
+}
+
+int exec_model_observe(exec_model *m, const char *line, size_t len,
+                       char *why, size_t whylen)
+{
+	char key[CANON_MAX], val[CANON_MAX], kb[VALUE_KEY_MAX];
 	unsigned char enc[VALUE_HEADER];
 	int64_t k, j;
+	int rc = checker_split(line, len, key, val, why, whylen);
 
-	if (strlen(line) >= sizeof buf) {
-		say(why, whylen, "checker line longer than %zu bytes",
-		    sizeof buf - 1);
-		return -1;
-	}
-	strcpy(buf, line);
-	key = token(&p);
-	val = token(&p);
-	if (!key)
-		return 0; /* an empty line */
-	if (!val || token(&p) || !token_ok(key) || !token_ok(val)) {
-		say(why, whylen, "malformed checker line '%.80s' (expected "
-		    "'KEY VALUE', tokens of 1-%d printable bytes)", line,
-		    EXEC_TOKEN_MAX);
-		return -1;
-	}
+	if (rc <= 0)
+		return rc;
 	k = key_find(m, key, 0);
 	if (k < 0) {
 		if (!m->unknown++)
 			snprintf(m->unknown_msg, sizeof m->unknown_msg,
-			         "key \"%s\" is present (\"%s\") but the workload "
+			         "key \"%.80s\" is present (\"%.80s\") but the workload "
 			         "never named it", key, val);
 		return 0;
 	}
@@ -447,6 +617,23 @@ static void describe_found(const exec_model *m, uint32_t k, char *buf,
 		snprintf(buf, cap, "nothing (the key is absent)");
 }
 
+/* A value found that is a proper prefix of the acknowledged one: what a
+ * torn write leaves.  Said after FOUND (its words, CAP bytes). */
+static void torn_prefix(const exec_model *m, uint32_t k, int64_t j,
+                        char *found, size_t cap)
+{
+	unsigned char want[VALUE_BYTES_MAX], got[VALUE_BYTES_MAX];
+	size_t nw, ng, at = strlen(found);
+
+	if (j < 0 || !m->ops[j].value || !m->obs_val[k])
+		return;
+	nw = canonical_bytes(m->ops[j].value, want, sizeof want);
+	ng = canonical_bytes(m->obs_val[k], got, sizeof got);
+	if (ng < nw && memcmp(want, got, ng) == 0)
+		snprintf(found + at, cap - at, ", a torn value: the first %zu "
+		         "of its %zu bytes", ng, nw);
+}
+
 /* The newest acknowledged operation on K this cycle, or -1. */
 static int64_t newest_acked(const exec_model *m, uint32_t k)
 {
@@ -475,6 +662,7 @@ static void translate(void *arg, int kind, const char *what)
 	}
 	describe_found(m, k, found, sizeof found);
 	j = newest_acked(m, k);
+	torn_prefix(m, k, j, found, sizeof found);
 	if (kind == ORACLE_LOST && j >= 0)
 		snprintf(msg, sizeof msg, "acknowledged %s%s%s (op %s) is "
 		         "missing; found %s",

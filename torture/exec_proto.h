@@ -9,10 +9,12 @@
  *     ack OP                   once its API said operation OP is durable
  * OP, KEY and VALUE are tokens of 1..255 printable bytes without spaces;
  * VALUE is the value or any token that names it (a hash), compared as a
- * string.  OP names one operation of this workload process; each OP is
+ * string.  A KEY or VALUE of other bytes is written "hex:" and its hex, or
+ * as a JSON string; each is compared by the bytes it stands for.  OP names one operation of this workload process; each OP is
  * used by one intent.
  * THE CHECKER prints the recovered state on stdout, one "KEY VALUE" line per
- * key present, and exits 0.
+ * key present, and exits 0.  Its VALUE is the rest of the line: a token,
+ * hex:HEX, a JSON string, or raw bytes (spaces, NULs) as it found them.
  *
  * THE MODEL.  The oracle (oracle.h) is reused as it is: every distinct KEY
  * becomes a key number, and each key its own "thread", so the operations on
@@ -59,8 +61,12 @@ uint64_t exec_model_issued(const exec_model *m);
  * REPORT for each (words that name the key, what was acknowledged and what
  * was found) and, with none, makes the recovered state the next start. */
 void exec_model_verify_begin(exec_model *m);
-int exec_model_observe(exec_model *m, const char *line, char *why,
-                       size_t whylen);
+int exec_model_observe(exec_model *m, const char *line, size_t len,
+                       char *why, size_t whylen);
+/* A checker line of the starting state, as exec_model_observe parses it,
+ * handed to exec_model_adopt.  0 (also for an empty line), or -1 with WHY. */
+int exec_model_adopt_line(exec_model *m, const char *line, size_t len,
+                          char *why, size_t whylen);
 typedef void (*exec_report_fn)(void *arg, int kind, const char *key,
                                const char *what);
 uint64_t exec_model_verify_end(exec_model *m, exec_report_fn report,

@@ -287,7 +287,8 @@ typedef struct liner {
 	int eof;
 } liner;
 
-typedef int (*line_fn)(xrun *r, const char *line, char *why, size_t len);
+typedef int (*line_fn)(xrun *r, const char *line, size_t n, char *why,
+                       size_t len);
 
 /* Reads what FD has and hands every whole line to FN.  0, or -1 with WHY
  * (a line FN refused, or one too long). */
@@ -313,7 +314,7 @@ static int lines_read(xrun *r, int fd, liner *l, line_fn fn, char *why,
 		char *start = l->buf, *nl;
 		while ((nl = memchr(start, '\n', l->have - (size_t)(start - l->buf)))) {
 			*nl = '\0';
-			if (fn(r, start, why, whylen) < 0)
+			if (fn(r, start, (size_t)(nl - start), why, whylen) < 0)
 				return -1;
 			start = nl + 1;
 		}
@@ -327,29 +328,29 @@ static int lines_read(xrun *r, int fd, liner *l, line_fn fn, char *why,
 	}
 }
 
-static int proto_line(xrun *r, const char *line, char *why, size_t len)
+static int proto_line(xrun *r, const char *line, size_t n, char *why,
+                      size_t len)
 {
+	if (memchr(line, '\0', n)) {
+		snprintf(why, len, "a protocol line with a NUL byte ('%.80s...')",
+		         line);
+		return -1;
+	}
 	return exec_model_line(r->model, line, why, len);
 }
 
-static int checker_line(xrun *r, const char *line, char *why, size_t len)
+/* A checker line may carry any bytes (exec_proto.h): its value is what the
+ * checker found. */
+static int checker_line(xrun *r, const char *line, size_t n, char *why,
+                        size_t len)
 {
-	return exec_model_observe(r->model, line, why, len);
+	return exec_model_observe(r->model, line, n, why, len);
 }
 
-static int adopt_line(xrun *r, const char *line, char *why, size_t len)
+static int adopt_line(xrun *r, const char *line, size_t n, char *why,
+                      size_t len)
 {
-	char key[EXEC_TOKEN_MAX + 1], val[EXEC_TOKEN_MAX + 1], extra[2];
-	int n = sscanf(line, "%255s %255s %1s", key, val, extra);
-
-	if (n <= 0)
-		return 0;
-	if (n != 2) {
-		snprintf(why, len, "malformed checker line '%.80s' (expected "
-		         "'KEY VALUE')", line);
-		return -1;
-	}
-	return exec_model_adopt(r->model, key, val, why, len);
+	return exec_model_adopt_line(r->model, line, n, why, len);
 }
 
 /* ---- the workload ----------------------------------------------------------- */
@@ -360,9 +361,10 @@ typedef struct wresult {
 	int lines;        /* protocol lines read                              */
 } wresult;
 
-static int count_line(xrun *r, const char *line, char *why, size_t len)
+static int count_line(xrun *r, const char *line, size_t n, char *why,
+                      size_t len)
 {
-	return proto_line(r, line, why, len);
+	return proto_line(r, line, n, why, len);
 }
 
 /*
