@@ -1634,9 +1634,12 @@ int exec_target_main(const torture_options *given, const char *prog)
 		                 "in %" PRIu64 " cycles: nothing was tested (does "
 		                 "it write 'ack OP' lines to $KEEL_TORTURE_FD once "
 		                 "its writes are durable?%s)", r->cycles,
-		                 o->enumerate ? "" : " if it does, its lives are "
-		                 "too short: try --kill-every auto or a longer "
-		                 "--kill-every");
+		                 o->enumerate ? "" : o->kill_every_auto ?
+		                 " if it does, --kill-every auto had not yet "
+		                 "lengthened the lives enough: give it more "
+		                 "--cycles or --duration" : " if it does, its "
+		                 "lives are too short: try --kill-every auto or a "
+		                 "longer --kill-every");
 	}
 	if (rc == 2 && !r->stopped)
 		goto out;
