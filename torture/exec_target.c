@@ -627,10 +627,11 @@ static int after_workload(xrun *r, uint64_t cycle)
 		memset(&rep, 0, sizeof rep);
 		if (faultsim_cache_crash(r->cache, &co, &rep) < 0 ||
 		    rep.overflowed)
-			return setup_refusal(rep.overflowed ? TRY_OVERFLOW : NULL,
-			                     "the fault simulator could not cut "
-			                     "the power: %s", rep.overflowed ?
-			                     "its cache filled up" : rep.first_error);
+			return setup_refusal(
+			        rep.overflowed ? TRY_OVERFLOW : NULL,
+			        "the fault simulator could not cut the power: "
+			        "%s", rep.overflowed ? "its cache filled up" :
+			        rep.first_error);
 		r->power_cuts++;
 		r->cut_lost += rep.lost + rep.lost_failed;
 		r->cut_torn += rep.torn + rep.garbage;
@@ -1349,7 +1350,8 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 	                      r->o->jitter_pct, r->o->keys, r->o->seed);
 	if (n < cap && (r->first[0] || r->stopped))
 		n += (size_t)snprintf(buf + n, cap - n, " --cycles %" PRIu64,
-		                      r->first[0] ? r->first_cycle : r->cycle_now);
+		                      r->first[0] ? r->first_cycle :
+		                      r->cycle_now);
 	if (n < cap && (r->o->power_loss || r->o->enumerate))
 		n += (size_t)snprintf(buf + n, cap - n, "%s%s --device %s "
 		                      "--sector %u",
