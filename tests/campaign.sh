@@ -202,6 +202,27 @@ sed '1s/"verdict": "holds"/"verdict": "setup"/; 1s/"message": null/"message": "n
 contains "a run that could not be set up shows in its cell" "$T/rep.setup" \
 	"^\| files:rename-full \| [^|]* \| set-up: no adapter here \(1 of 2 seeds\) \| holds"
 
+# a run stopped by a set-up error after cycles that passed keeps them: a
+# copy of torture whose "files" adapter is tests/shim/misbehave, which
+# behaves for two starts and then makes a call the shim refuses
+mkdir -p "$T/late/targets"
+cp "$tt" "$B/libkeel-shim.so" "$T/late/"
+M=$(cd "$B" && pwd)/shim-tests/misbehave
+cat >"$T/late/targets/files" <<EOF
+#!/bin/sh
+[ "\$1" = --version ] && { echo "misbehave 1"; exit 0; }
+[ "\${3:-}" = --check ] && exec "$M" "\$1" --check
+exec "$M" "\$1" mmap-after 2
+EOF
+chmod +x "$T/late/targets/files"
+printf 'run = files:rename-full kill none 1\ncycles = 6\nkill-every = 5s\n' \
+	>"$T/late.campaign"
+"$T/late/torture" --campaign "$T/late.campaign" --out "$T/late.jsonl" \
+	--quiet 2>"$T/late.err"
+expect "a campaign with a late refusal exits 1" 1 $?
+contains "its line keeps the cycles that passed and names the refusal" \
+	"$T/late.jsonl" '"verdict": "setup", "cycles": 2,.*"acked": 2,.*"message": "cycle 3, by the workload: the shim refused: mmap'
+
 # ---- a missing shard shows ---------------------------------------------------
 "$tt" --report "$T/s0.jsonl" >"$T/rep.half" 2>&1
 expect "a report of one shard of two exits 0" 0 $?

@@ -144,6 +144,31 @@ run "refuse-direct" 2 "refused: open\(direct, O_DIRECT\)" \
 run "refuse-io-uring" 2 "refused: io_uring_setup" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} io-uring" \
 	--checker "$M {dir} --check"
+# a refusal in cycle 1 is a set-up error as before: no summary
+if grep -q "stopped in" "$T/refuse-mmap.out"; then
+	bad "a refusal in cycle 1 prints no summary"
+else
+	ok "a refusal in cycle 1 prints no summary"
+fi
+# a refusal after cycles that passed keeps them: the summary counts the
+# three cycles and their acknowledged writes, then names the refusal, its
+# cycle and who made it (the good starts exit at once: no timing involved)
+run "refuse-late" 2 "stopped in +cycle 4, by the workload: the shim refused: mmap" \
+	--kill-every 5s --cycles 10 --seed 1 --json "$T/refuse-late.json" \
+	--workload "$M {dir} mmap-after 3" --checker "$M {dir} --check"
+contains "refuse-late counts the cycles that passed" "$T/refuse-late.out" \
+	"^torture: STOPPED -- 3 cycles passed"
+contains "refuse-late counts their acknowledged writes" "$T/refuse-late.out" \
+	"acknowledged +3 of 3 operations"
+contains "refuse-late says what to try" "$T/refuse-late.out" "^  try +avoid"
+contains "refuse-late's JSON keeps both" "$T/refuse-late.json" \
+	'"result": "setup-error".*"cycles": 3,.*"acked_writes": 3,.*"refusal": "the shim refused: mmap.*"refusal_cycle": 4, "refusal_by": "workload"'
+run "refuse-late-checker" 2 "stopped in +cycle 3, by the checker: the shim refused: mmap" \
+	--kill-every 1s --cycles 10 --seed 1 \
+	--workload "$M {dir} plain" --checker "$M {dir} --check mmap-after 3"
+contains "refuse-late-checker counts the cycles that passed" \
+	"$T/refuse-late-checker.out" "^torture: STOPPED -- 2 cycles passed"
+
 printf 'int main(void){return 0;}\n' >"$T/static.c"
 if cc -static -o "$T/static" "$T/static.c" 2>/dev/null; then
 	run "refuse-static" 2 "refused: exec .*static: a statically linked" \
@@ -158,6 +183,38 @@ run "exits-at-once" 2 "exited at once without writing a protocol line" \
 	--cycles 2 --kill-every 10s --workload true --checker true
 run "missing-command" 2 "in the first cycle" --cycles 2 --kill-every 10s \
 	--workload "$T/no-such-program" --checker true
+# ---- lives too short, and --kill-every auto ----------------------------------
+# a program that acknowledges only 300 ms after its start: at 50 ms lives
+# the run says so while it runs (once), then ends as a run that never
+# acknowledged; --kill-every auto doubles the lives until cycles acknowledge
+# (at 400 ms on an idle machine; later on a busy one, so only "over 300 ms"
+# is checked, and --cycles 12 leaves room for two more doublings)
+SLOW="sleep 0.3; exec $B/shim-tests/kv_files {dir}"
+run "slow-start-50ms" 2 "^torture: warning: [0-9]+ of [0-9]+ cycles at 50ms acknowledged nothing: the lives are too short" \
+	--kill-every 50ms --cycles 10 --seed 5 \
+	--workload "$SLOW" --checker "$B/shim-tests/kv_files {dir} --check"
+expect "slow-start-50ms warns once" 1 \
+	"$(grep -c "lives are too short for" "$T/slow-start-50ms.out")"
+run "slow-start-auto" 0 "kill every +[0-9.]+m?s .*--kill-every auto, from 50ms" \
+	--kill-every auto --cycles 12 --seed 5 --json "$T/slow-start-auto.json" \
+	--workload "$SLOW" --checker "$B/shim-tests/kv_files {dir} --check"
+v=$(sed -n 's/.*"kill_every_ms": \([0-9]*\).*/\1/p' "$T/slow-start-auto.json")
+[ "${v:-0}" -gt 300 ] && ok "slow-start-auto lengthened the lives ($v ms)" ||
+	bad "slow-start-auto lengthened the lives: kill_every_ms [$v]"
+v=$(sed -n 's/.*"acked_writes": \([0-9]*\).*/\1/p' "$T/slow-start-auto.json")
+[ "${v:-0}" -gt 0 ] && ok "slow-start-auto acknowledged $v writes" ||
+	bad "slow-start-auto acknowledged writes: [$v]"
+contains "slow-start-auto prints each new period" "$T/slow-start-auto.out" \
+	"^torture: --kill-every auto: 2 of the last 2 cycles at 50ms acknowledged nothing; lives of 100ms from cycle 3"
+# the replay line carries the period in force, never "auto"
+run "auto-replay" 1 "replay with .*--kill-every [0-9]+\.[0-9]+ms --jitter" \
+	--power-loss --kill-every auto --duration 10s --seed 11 \
+	--workload "$F {dir} rename unsafe" --checker "$F {dir} rename --check"
+run "auto-embedded" 2 "--kill-every auto .*for --target exec" \
+	--target embedded --kill-every auto
+run "auto-enumerate" 2 "--kill-every auto .*without --enumerate" \
+	--enumerate --kill-every auto --workload true --checker true
+
 run "never-acks" 2 "never acknowledged" --cycles 2 --kill-every 20ms \
 	--workload 'while :; do echo "intent 1 k v" >&$KEEL_TORTURE_FD; sleep 1; done' \
 	--checker true

@@ -416,11 +416,20 @@ static int run_one(shard *x, size_t k)
 		close(logfd);
 		return 3;
 	}
-	if (len > 0 && (rc == 0 || rc == 1))
+	if (len > 0 && rc >= 0 && rc <= 2)
 		nf = campaign_json_parse(summary, len, fields,
 		                         CAMPAIGN_FIELDS_MAX, why, sizeof why);
 	if ((rc == 0 || rc == 1) && nf > 0) {
 		verdict = rc == 0 ? "holds" : "broken";
+	} else if (rc == 2 && nf > 0 && text(fields, nf, "refusal")) {
+		/* a set-up error after cycles that passed: they are kept */
+		verdict = "setup";
+		snprintf(msg, sizeof msg, "cycle %.20s, by the %.8s: %.240s",
+		         num(fields, nf, "refusal_cycle"),
+		         text(fields, nf, "refusal_by") ?
+		         text(fields, nf, "refusal_by") : "workload",
+		         text(fields, nf, "refusal"));
+		clean_text(msg);
 	} else {
 		verdict = "setup";
 		nf = 0;

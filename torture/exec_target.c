@@ -32,6 +32,14 @@
 #define ENUM_RUN_TIMEOUT_NS (60ull * 1000000000ull)
 #define LINE_MAX_BYTES 4096
 #define CALLS_SHOWN 20
+/* Lives too short: after this many cycles at one period, more than half
+ * of them acknowledging nothing earns one warning and a summary line. */
+#define DRY_MIN_CYCLES 8
+/* --kill-every auto doubles the period when this many of the last
+ * AUTO_WINDOW cycles at it acknowledged nothing (so fewer than 3 of 4
+ * acknowledged something). */
+#define AUTO_WINDOW 4
+#define AUTO_DRY 2
 
 typedef struct xrun {
 	const torture_options *o;
@@ -59,6 +67,21 @@ typedef struct xrun {
 	char first[900];
 	uint64_t first_cycle;
 	char first_key[EXEC_TOKEN_MAX + 1];
+	/* where a set-up error would come from */
+	uint64_t cycle_now;      /* the cycle under way (0: before the first) */
+	const char *stage;       /* "workload" or "checker": which ran last   */
+	/* the lives (--kill-every, --kill-every auto) */
+	uint64_t kill_every_ns;  /* the period in force                      */
+	uint64_t doublings;      /* times --kill-every auto lengthened it     */
+	uint64_t dry;            /* cycles that acknowledged nothing          */
+	uint64_t period_cycles, period_dry; /* the same at the period in force */
+	unsigned auto_seen, auto_bits; /* the last AUTO_WINDOW cycles at it,
+	                                  bit set: acknowledged nothing   */
+	int dry_warned;          /* the too-short warning was printed         */
+	uint64_t cycle_acked;    /* operations the last cycle acknowledged    */
+	uint64_t observed;       /* cycles counted for dry                    */
+	int stopped;             /* a set-up error after cycles that passed:
+	                            they are summarised, exit 2 all the same */
 } xrun;
 
 static volatile sig_atomic_t stop_requested;
@@ -84,16 +107,64 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* The first set-up error's words and what to try, kept for the summary
+ * of a run that stops on one after cycles that passed (set-up errors end
+ * the run, so the first is the one that counts). */
+static char setup_said[700];
+static const char *setup_try;
+
+#define TRY_REFUSED "avoid the call (a mode of the program without it), " \
+	"name files it never needs after a crash in --volatile, or for a " \
+	"full cache or file table a shorter --kill-every or kills alone " \
+	"(docs/targets.md, \"Refused\" and \"Known limits\")"
+#define TRY_BYPASS "find what writes around libc (a raw system call, " \
+	"io_uring, a libc-internal call): docs/targets.md, \"Writes that " \
+	"bypass the wrappers\""
+#define TRY_OVERFLOW "fewer writes between two power cuts: a shorter " \
+	"--kill-every, or kills alone (no --power-loss, --fail)"
+#define TRY_OTHER "fix what the message names and run again; the " \
+	"cycles before it stand"
+
+static int setup_verror(const char *hint, const char *fmt, va_list ap)
+{
+	va_list copy;
+
+	va_copy(copy, ap);
+	fprintf(stderr, "torture: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	if (!setup_said[0]) {
+		vsnprintf(setup_said, sizeof setup_said, fmt, copy);
+		setup_try = hint;
+	}
+	va_end(copy);
+	return 2;
+}
+
 static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int setup_error(const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "torture: ");
+	int rc;
+
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rc = setup_verror(NULL, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
-	return 2;
+	return rc;
+}
+
+/* A set-up error that comes with what to try (HINT, one of TRY_*). */
+static int setup_refusal(const char *hint, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int setup_refusal(const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = setup_verror(hint, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* ---- commands ------------------------------------------------------------ */
@@ -382,6 +453,8 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	uint64_t until = kill_at ? kill_at : now_ns() + ENUM_RUN_TIMEOUT_NS;
 
 	memset(w, 0, sizeof(*w));
+	r->cycle_now = cycle;
+	r->stage = "workload";
 	l.have = 0;
 	l.eof = 0;
 	if (pipe2(p, O_CLOEXEC) != 0)
@@ -466,6 +539,8 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 	pid_t pid;
 
 	failed[0] = '\0';
+	r->cycle_now = cycle;
+	r->stage = "checker";
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return setup_error("pipe: %s", strerror(errno));
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
@@ -509,7 +584,7 @@ static int refused(xrun *r)
 {
 	if (!__atomic_load_n(&r->ctl->refused, __ATOMIC_ACQUIRE))
 		return 0;
-	setup_error("the shim refused: %s", r->ctl->refusal);
+	setup_refusal(TRY_REFUSED, "the shim refused: %s", r->ctl->refusal);
 	return 1;
 }
 
@@ -535,12 +610,13 @@ static int after_workload(xrun *r, uint64_t cycle)
 	if (refused(r))
 		return 2;
 	if (shim_check_files(r->ctl, r->dir, why, sizeof why) < 0)
-		return setup_error("bypass: %s", why);
+		return setup_refusal(TRY_BYPASS, "bypass: %s", why);
 	/* in a kills-only run the shim settles a full cache and records the
 	 * call after all; a kill between the two leaves the flag set with
 	 * nothing dropped (the real call comes after its record) */
 	if (faultsim_cache_overflowed(r->cache) && !kills_only(r))
-		return setup_error("the fault simulator's cache filled up");
+		return setup_refusal(TRY_OVERFLOW, "the fault simulator's cache "
+		                     "filled up");
 	ring_snapshot(r);
 	for (unsigned i = 0; r->faults && i < r->o->nfail; i++)
 		r->faults_fired += faultsim_faults_fired(r->faults, (int)i);
@@ -554,9 +630,11 @@ static int after_workload(xrun *r, uint64_t cycle)
 		memset(&rep, 0, sizeof rep);
 		if (faultsim_cache_crash(r->cache, &co, &rep) < 0 ||
 		    rep.overflowed)
-			return setup_error("the fault simulator could not cut the "
-			                   "power: %s", rep.overflowed ?
-			                   "its cache filled up" : rep.first_error);
+			return setup_refusal(
+			        rep.overflowed ? TRY_OVERFLOW : NULL,
+			        "the fault simulator could not cut the power: "
+			        "%s", rep.overflowed ? "its cache filled up" :
+			        rep.first_error);
 		r->power_cuts++;
 		r->cut_lost += rep.lost + rep.lost_failed;
 		r->cut_torn += rep.torn + rep.garbage;
@@ -727,6 +805,7 @@ static int verify(xrun *r, uint64_t cycle)
 	vctx v = { r, cycle, 0 };
 	int rc;
 
+	r->cycle_acked = exec_model_acked(r->model);
 	exec_model_verify_begin(r->model);
 	rc = run_checker(r, cycle, checker_line, failed, sizeof failed);
 	if (rc)
@@ -753,7 +832,7 @@ static int verify(xrun *r, uint64_t cycle)
 
 static uint64_t kill_delay(const xrun *r, uint64_t cycle)
 {
-	uint64_t base = r->o->kill_every_ns, span = base * r->o->jitter_pct / 100;
+	uint64_t base = r->kill_every_ns, span = base * r->o->jitter_pct / 100;
 	uint64_t x = mix(r->o->seed ^ mix(cycle ^ 0x6b696c6cull));
 	if (!span)
 		return base;
@@ -846,6 +925,92 @@ static void fresh_faults(xrun *r, uint64_t cycle)
 	                       mix(r->o->seed ^ mix(cycle)));
 }
 
+/* A period as the user would type it: "50ms", "1.5s", "12.345ms". */
+static void period_text(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns % 1000000000ull == 0)
+		snprintf(buf, cap, "%" PRIu64 "s", ns / (uint64_t)1000000000);
+	else if (ns % 1000000ull == 0)
+		snprintf(buf, cap, "%" PRIu64 "ms", ns / (uint64_t)1000000);
+	else
+		snprintf(buf, cap, "%.3fms", (double)ns / 1e6);
+}
+
+/* More than half of at least DRY_MIN_CYCLES cycles at the period in force
+ * acknowledged nothing: the run tests too little. */
+static int lives_too_short(const xrun *r)
+{
+	return r->period_cycles >= DRY_MIN_CYCLES &&
+	       2 * r->period_dry > r->period_cycles;
+}
+
+static int auto_capped(const xrun *r)
+{
+	return r->kill_every_ns >= TORTURE_KILL_EVERY_AUTO_MAX_NS;
+}
+
+/*
+ * --kill-every auto: when AUTO_DRY of the last AUTO_WINDOW cycles at the
+ * period in force acknowledged nothing, double it (up to
+ * TORTURE_KILL_EVERY_AUTO_MAX_NS) and start counting afresh.  It decides
+ * on the acknowledgements alone, never on the clock or a random draw: the
+ * same acknowledgements give the same periods.  They depend on timing,
+ * so each change is printed (a replay can pin the period).
+ */
+static void lives_auto(xrun *r, uint64_t cycle, int dry)
+{
+	char was[32], now[32];
+	unsigned n = 0, seen;
+
+	r->auto_bits = ((r->auto_bits << 1) | (dry ? 1u : 0u)) &
+	               ((1u << AUTO_WINDOW) - 1);
+	if (r->auto_seen < AUTO_WINDOW)
+		r->auto_seen++;
+	for (unsigned b = r->auto_bits; b; b &= b - 1)
+		n++;
+	if (n < AUTO_DRY || auto_capped(r))
+		return;
+	seen = r->auto_seen;
+	period_text(r->kill_every_ns, was, sizeof was);
+	r->kill_every_ns *= 2;
+	if (r->kill_every_ns > TORTURE_KILL_EVERY_AUTO_MAX_NS)
+		r->kill_every_ns = TORTURE_KILL_EVERY_AUTO_MAX_NS;
+	period_text(r->kill_every_ns, now, sizeof now);
+	r->doublings++;
+	r->auto_bits = r->auto_seen = 0;
+	r->period_cycles = r->period_dry = 0;
+	fprintf(stderr, "torture: --kill-every auto: %u of the last %u cycles "
+	        "at %s acknowledged nothing; lives of %s from cycle %" PRIu64
+	        "\n", n, seen, was, now, cycle + 1);
+}
+
+/* After each verified cycle of kills: count the cycles that acknowledged
+ * nothing, let --kill-every auto lengthen the lives, and say once, while
+ * the run goes on, when they are too short to test anything. */
+static void lives_observe(xrun *r, uint64_t cycle)
+{
+	int dry = r->cycle_acked == 0;
+	char per[32];
+
+	r->observed++;
+	r->dry += (uint64_t)dry;
+	r->period_dry += (uint64_t)dry;
+	r->period_cycles++;
+	if (r->o->kill_every_auto)
+		lives_auto(r, cycle, dry);
+	if (r->dry_warned || !lives_too_short(r) ||
+	    (r->o->kill_every_auto && !auto_capped(r)))
+		return;
+	r->dry_warned = 1;
+	period_text(r->kill_every_ns, per, sizeof per);
+	fprintf(stderr, "torture: warning: %" PRIu64 " of %" PRIu64 " cycles "
+	        "at %s acknowledged nothing: the lives are too short for this "
+	        "program; %s\n", r->period_dry, r->period_cycles, per,
+	        r->o->kill_every_auto ? "--kill-every auto is at its cap: the "
+	        "program acknowledges too rarely to be tested this way" :
+	        "try --kill-every auto or a longer --kill-every");
+}
+
 static int run_kills(xrun *r)
 {
 	int rc = 0;
@@ -868,7 +1033,11 @@ static int run_kills(xrun *r)
 		if ((rc = after_workload(r, cycle)) != 0)
 			break;
 		rc = verify(r, cycle);
+		if (rc == 2) /* a set-up error in the checker: no verdict */
+			break;
 		r->cycles++;
+		if (rc == 0)
+			lives_observe(r, cycle);
 		progress(r, 0);
 	}
 	return rc;
@@ -942,6 +1111,8 @@ static int run_enumerate(xrun *r)
 		if ((rc = (uint64_t)after_workload(r, s)) != 0)
 			return (int)rc;
 		rc = (uint64_t)verify(r, s);
+		if (rc == 2)
+			return 2;
 		r->cycles++;
 		progress(r, 0);
 		exec_model_free(r->model);
@@ -1174,13 +1345,16 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 	else
 		n = (size_t)snprintf(buf, cap, "%s --target exec --workload %s "
 		                     "--checker %s", r->prog, qw, qc);
+	/* the period in force at the end, never "auto": under --kill-every
+	 * auto the earlier cycles had shorter lives (docs/targets.md) */
 	n += (size_t)snprintf(buf + n, cap - n, " --kill-every %.3fms "
 	                      "--jitter %u --keys %u --seed %" PRIu64,
-	                      (double)r->o->kill_every_ns / 1e6,
+	                      (double)r->kill_every_ns / 1e6,
 	                      r->o->jitter_pct, r->o->keys, r->o->seed);
-	if (n < cap && r->first[0])
+	if (n < cap && (r->first[0] || r->stopped))
 		n += (size_t)snprintf(buf + n, cap - n, " --cycles %" PRIu64,
-		                      r->first_cycle);
+		                      r->first[0] ? r->first_cycle :
+		                      r->cycle_now);
 	if (n < cap && (r->o->power_loss || r->o->enumerate))
 		n += (size_t)snprintf(buf + n, cap - n, "%s%s --device %s "
 		                      "--sector %u",
@@ -1215,18 +1389,46 @@ static uint64_t total_violations(const xrun *r)
 	return n;
 }
 
+/* The lives: the period, how many cycles acknowledged nothing, and
+ * whether that many means the lives are too short. */
+static void summary_lives(const xrun *r)
+{
+	char per[32], from[32];
+
+	period_text(r->kill_every_ns, per, sizeof per);
+	period_text(r->o->kill_every_ns, from, sizeof from);
+	if (r->o->kill_every_auto)
+		printf("  kill every             %s +-%u%% (--kill-every auto, "
+		       "from %s, lengthened %" PRIu64 " times)\n", per,
+		       r->o->jitter_pct, from, r->doublings);
+	else
+		printf("  kill every             %s +-%u%%\n", per,
+		       r->o->jitter_pct);
+	printf("  acknowledged nothing   %" PRIu64 " of %" PRIu64 " cycles\n",
+	       r->dry, r->observed);
+	if (lives_too_short(r))
+		printf("  lives too short        %" PRIu64 " of %" PRIu64 " cycles "
+		       "at %s acknowledged nothing: the lives are too short for "
+		       "this program; %s\n", r->period_dry, r->period_cycles, per,
+		       r->o->kill_every_auto ? "--kill-every auto is at its cap"
+		       : "try --kill-every auto or a longer --kill-every");
+}
+
 static void summary(const xrun *r, int rc, const char *replay)
 {
 	double el = (double)(now_ns() - r->start_ns) / 1e9;
 
-	printf("torture: %s -- %" PRIu64 " cycles in %.1fs (%.1f cycles/s), "
+	printf("torture: %s -- %" PRIu64 " cycles %sin %.1fs (%.1f cycles/s), "
 	       "%" PRIu64 " kills, %" PRIu64 " ended on their own\n",
-	       rc == 0 ? "PASS" : "FAIL", r->cycles, el,
+	       rc == 0 ? "PASS" : rc == 1 ? "FAIL" : "STOPPED", r->cycles,
+	       rc == 2 ? "passed " : "", el,
 	       el > 0 ? (double)r->cycles / el : 0.0, r->kills, r->exits);
 	printf("  workload               %s\n", r->workload);
 	printf("  checker                %s\n", r->checker);
 	printf("  acknowledged           %" PRIu64 " of %" PRIu64 " operations "
 	       "issued\n", r->acked, r->issued);
+	if (!r->o->enumerate)
+		summary_lives(r);
 	printf("  violations             lost %" PRIu64 "  phantom %" PRIu64
 	       "  structure %" PRIu64 "  writer %" PRIu64 "\n",
 	       r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
@@ -1248,11 +1450,22 @@ static void summary(const xrun *r, int rc, const char *replay)
 	       "the shim\n", r->ctl ? r->ctl->bytes : 0);
 	printf("  seed                   %" PRIu64 "\n", r->o->seed);
 	printf("  directory              %s (%s)\n", r->dir,
-	       rc == 1 || !r->dir_made ? "kept" : "removed");
+	       rc != 0 || !r->dir_made ? "kept" : "removed");
 	if (rc == 1) {
 		printf("  first violation        cycle %" PRIu64 ": %s\n",
 		       r->first_cycle, r->first);
 		printf("  replay with            %s\n", replay);
+	}
+	if (rc == 2) {
+		printf("  stopped in             cycle %" PRIu64 ", by the %s: "
+		       "%s\n", r->cycle_now, r->stage, setup_said);
+		printf("  try                    %s\n",
+		       setup_try ? setup_try : TRY_OTHER);
+		printf("  replay with            %s\n", replay);
+		printf("  exit status            2: a set-up error, no verdict on "
+		       "cycle %" PRIu64 "; the %" PRIu64 " cycles before it "
+		       "passed\n",
+		       r->cycle_now, r->cycles);
 	}
 }
 
@@ -1270,6 +1483,32 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+static void json_lives(FILE *f, const xrun *r)
+{
+	fprintf(f, ", \"kill_every_ms\": %.3f, \"kill_every_auto\": %s"
+	        ", \"kill_every_doublings\": %" PRIu64
+	        ", \"cycles_without_acks\": %" PRIu64
+	        ", \"lives_too_short\": %s", (double)r->kill_every_ns / 1e6,
+	        r->o->kill_every_auto ? "true" : "false", r->doublings, r->dry,
+	        lives_too_short(r) ? "true" : "false");
+}
+
+/* A set-up error after cycles that passed: flat fields (campaign_json.c
+ * reads flat objects), null when the run was not stopped. */
+static void json_refusal(FILE *f, const xrun *r)
+{
+	if (!r->stopped) {
+		fprintf(f, ", \"refusal\": null, \"refusal_cycle\": null, "
+		        "\"refusal_by\": null, \"refusal_try\": null");
+		return;
+	}
+	fprintf(f, ", \"refusal\": ");
+	json_string(f, setup_said);
+	fprintf(f, ", \"refusal_cycle\": %" PRIu64 ", \"refusal_by\": \"%s\""
+	        ", \"refusal_try\": ", r->cycle_now, r->stage);
+	json_string(f, setup_try ? setup_try : TRY_OTHER);
+}
+
 static int write_json(const xrun *r, int rc, const char *replay)
 {
 	FILE *f = fopen(r->o->json, "w");
@@ -1281,7 +1520,7 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	        "\"workload\": ", r->o->adapter ? r->o->adapter->name : "exec",
 	        r->o->adapter ? ":" : "",
 	        r->o->adapter ? r->o->adapter_config : "",
-	        rc == 0 ? "pass" : "fail");
+	        rc == 0 ? "pass" : rc == 1 ? "fail" : "setup-error");
 	json_string(f, r->o->workload);
 	fprintf(f, ", \"checker\": ");
 	json_string(f, r->o->checker);
@@ -1308,13 +1547,15 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	        r->steps, r->faults_fired, r->fault_stops, r->o->seed);
 	json_string(f, r->dir);
 	fprintf(f, ", \"dir_kept\": %s, \"first_violation\": ",
-	        rc == 1 || !r->dir_made ? "true" : "false");
+	        rc != 0 || !r->dir_made ? "true" : "false");
 	if (r->first[0])
 		json_string(f, r->first);
 	else
 		fprintf(f, "null");
 	fprintf(f, ", \"reproducer\": ");
 	json_string(f, replay);
+	json_lives(f, r);
+	json_refusal(f, r);
 	fprintf(f, "}\n");
 	return fclose(f);
 }
@@ -1352,6 +1593,8 @@ int exec_target_main(const torture_options *given, const char *prog)
 	int rc;
 
 	memset(r, 0, sizeof *r);
+	setup_said[0] = '\0';
+	setup_try = NULL;
 	opts = *given;
 	r->o = o;
 	r->prog = prog;
@@ -1361,6 +1604,7 @@ int exec_target_main(const torture_options *given, const char *prog)
 	    (rc = check_options(o)) != 0 || (rc = find_shim(r)) != 0 ||
 	    (rc = make_dir(r)) != 0 || (rc = make_shared(r)) != 0)
 		goto out;
+	r->kill_every_ns = o->kill_every_ns;
 	r->workload = subst_dir(o->workload, r->dir);
 	r->checker = subst_dir(o->checker, r->dir);
 	if (!r->workload || !r->checker) {
@@ -1374,7 +1618,8 @@ int exec_target_main(const torture_options *given, const char *prog)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (!o->quiet)
 		fprintf(stderr, "torture: exec target, seed %" PRIu64 ", dir %s, "
-		        "kill every %.1f ms +-%u%%%s%s\n", o->seed, r->dir,
+		        "kill every %s%.1f ms +-%u%%%s%s\n", o->seed, r->dir,
+		        o->kill_every_auto ? "auto from " : "",
 		        (double)o->kill_every_ns / 1e6, o->jitter_pct,
 		        o->power_loss ? ", power loss on " : "",
 		        o->power_loss ? faultsim_device_name(
@@ -1383,6 +1628,9 @@ int exec_target_main(const torture_options *given, const char *prog)
 	if ((rc = baseline(r)) != 0)
 		goto out;
 	rc = o->enumerate ? run_enumerate(r) : run_kills(r);
+	/* a set-up error in cycle 1 (or the reference run of --enumerate) is
+	 * a set-up error as before; after cycles that passed, they count */
+	r->stopped = rc == 2 && r->cycles > 0 && setup_said[0];
 	if (rc == 0 && total_violations(r))
 		rc = 1;
 	if (rc == 0 && r->acked == 0) {
@@ -1390,9 +1638,15 @@ int exec_target_main(const torture_options *given, const char *prog)
 		rc = setup_error("the workload never acknowledged an operation "
 		                 "in %" PRIu64 " cycles: nothing was tested (does "
 		                 "it write 'ack OP' lines to $KEEL_TORTURE_FD once "
-		                 "its writes are durable?)", r->cycles);
+		                 "its writes are durable?%s)", r->cycles,
+		                 o->enumerate ? "" : o->kill_every_auto ?
+		                 " if it does, --kill-every auto had not yet "
+		                 "lengthened the lives enough: give it more "
+		                 "--cycles or --duration" : " if it does, its "
+		                 "lives are too short: try --kill-every auto or a "
+		                 "longer --kill-every");
 	}
-	if (rc == 2)
+	if (rc == 2 && !r->stopped)
 		goto out;
 	progress(r, 1);
 	replay_line(r, replay, sizeof replay);

@@ -47,11 +47,23 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* "auto" starts from the target's default period (an adapter's own, or
+ * 50ms) whichever order --target and --kill-every come in; a duration
+ * after it wins. */
 static int f_kill_every(torture_options *o, const char *f, const char *a)
 {
+	if (strcmp(a, "auto") == 0) {
+		o->kill_every_auto = 1;
+		o->kill_every_given = 0;
+		o->kill_every_ns = o->adapter ?
+		        o->adapter->kill_every_ms * 1000000ull :
+		        TORTURE_KILL_EVERY_DEFAULT_NS;
+		return 0;
+	}
 	if (duration_parse(a, &o->kill_every_ns) < 0)
-		return bad(f, a, "not a duration: " DURATION_RULE);
+		return bad(f, a, "not a duration (or auto): " DURATION_RULE);
 	o->kill_every_given = 1;
+	o->kill_every_auto = 0;
 	return 0;
 }
 
@@ -455,7 +467,10 @@ static int f_http2(torture_options *o, const char *f, const char *a)
 
 static const flag_def flags[] = {
 	{"--kill-every", "DUR", f_kill_every,
-	 "SIGKILL each writer after DUR (50ms, 1s, ...); default 50ms"},
+	 "SIGKILL each writer after DUR (50ms, 1s, ...); default 50ms;\n"
+	 "                        auto (--target exec only): start there and\n"
+	 "                        double the lives, up to 10s, while cycles\n"
+	 "                        acknowledge nothing (docs/targets.md)"},
 	{"--jitter", "PCT", f_jitter,
 	 "vary each kill time by up to +-PCT percent; default 20"},
 	{"--duration", "DUR", f_duration, "run this long; default 30s"},
@@ -597,7 +612,7 @@ void options_default(torture_options *o)
 
 	memset(o, 0, sizeof(*o));
 	clock_gettime(CLOCK_REALTIME, &ts);
-	o->kill_every_ns = 50000000ull;
+	o->kill_every_ns = TORTURE_KILL_EVERY_DEFAULT_NS;
 	o->jitter_pct = 20;
 	o->duration_ns = 30000000000ull;
 	o->threads = 4;
@@ -726,6 +741,15 @@ static int check_together(torture_options *o)
 	    !o->target_exec) {
 		fprintf(stderr, "torture: --workload, --checker and --volatile "
 		        "are for --target exec, which is not given\n");
+		return -1;
+	}
+	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {
+		fprintf(stderr, "torture: --kill-every auto lengthens a "
+		        "program's lives until its cycles acknowledge: it is "
+		        "for --target exec without --enumerate (keel's own "
+		        "writers acknowledge within milliseconds; --enumerate "
+		        "crashes after each call, not on a timer); give a "
+		        "duration\n");
 		return -1;
 	}
 	if ((o->http_tls || o->http2) && !o->target_http) {

@@ -31,12 +31,20 @@ struct torture_faults;
  * dozen commits and kills and power cuts land inside them. */
 #define TORTURE_CHECKPOINT_DEFAULT ((uint64_t)64 << 10)
 
+/* --kill-every: the default, and the longest lives --kill-every auto
+ * lengthens to (exec_target.c doubles the period from the default). */
+#define TORTURE_KILL_EVERY_DEFAULT_NS 50000000ull
+#define TORTURE_KILL_EVERY_AUTO_MAX_NS 10000000000ull
+
 #define TORTURE_FAIL_MAX 16u /* --fail specs (FAULTSIM_MAX_SPECS)         */
 #define TORTURE_ENUMERATE_OPS 40u /* operations of the --enumerate workload */
 
 typedef struct torture_options {
 	uint64_t kill_every_ns;  /* --kill-every: mean time a writer lives     */
 	int kill_every_given;    /* --kill-every was on the command line      */
+	int kill_every_auto;     /* --kill-every auto (--target exec): lengthen
+	                            the lives while cycles acknowledge nothing;
+	                            kill_every_ns is the starting period     */
 	unsigned jitter_pct;     /* --jitter: +- this percent around it        */
 	uint64_t duration_ns;    /* --duration: stop after (0: no time limit)  */
 	int duration_given;      /* --duration was on the command line        */

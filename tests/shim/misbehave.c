@@ -9,6 +9,15 @@
  *   direct        open(O_DIRECT) of a file below the watched directory
  *   io-uring      syscall(SYS_io_uring_setup)
  *   plain         nothing: the control, which must pass
+ *   mmap-after N  the first N starts exit 0 after their value (cycles
+ *                 that pass); later ones make the mmap: a refusal that
+ *                 comes only after cycles that passed
+ *
+ * The checker (DIR --check) prints "k VALUE"; with "--check mmap-after N"
+ * its first N runs (the first is before cycle 1) do only that, later ones
+ * make the mmap too: a refusal in the checker.  Starts are counted in the
+ * file DIR/starts (DIR/checks for the checker), written and synced through
+ * the shim like any other file.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +26,31 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* Adds one to the count in DIR/NAME and returns it (0 on an error). */
+static long count_start(const char *dir, const char *name)
+{
+	char path[4096], buf[32] = "";
+	long n;
+	int fd, len;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0 || pread(fd, buf, sizeof buf - 1, 0) < 0)
+		return 0;
+	n = atol(buf) + 1;
+	len = snprintf(buf, sizeof buf, "%ld\n", n);
+	if (pwrite(fd, buf, (size_t)len, 0) != len || fsync(fd) != 0)
+		n = 0;
+	close(fd);
+	return n;
+}
+
+static void map_shared(int fd)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	(void)p;
+}
 
 int main(int argc, char **argv)
 {
@@ -32,6 +66,12 @@ int main(int argc, char **argv)
 		char v[8] = { 0 };
 		if (fd >= 0 && read(fd, v, 2) == 2)
 			printf("k %.2s\n", v);
+		fflush(stdout);
+		if (argc > 4 && !strcmp(argv[3], "mmap-after") &&
+		    count_start(argv[1], "checks") > atol(argv[4]) && fd >= 0) {
+			close(fd);
+			map_shared(open(path, O_RDWR));
+		}
 		return 0;
 	}
 	if (!env)
@@ -48,14 +88,16 @@ int main(int argc, char **argv)
 		return 1;
 	if (write(tfd, "ack 1\n", 6) != 6)
 		return 3;
-	if (!strcmp(argv[2], "raw-append")) {
+	if (!strcmp(argv[2], "mmap-after") && argc > 3) {
+		if (count_start(argv[1], "starts") <= atol(argv[3]))
+			return 0;
+		map_shared(fd);
+	} else if (!strcmp(argv[2], "raw-append")) {
 		syscall(SYS_pwrite64, fd, "xyz", 3, 2);
 	} else if (!strcmp(argv[2], "raw-overwrite")) {
 		syscall(SYS_pwrite64, fd, "zz", 2, 0);
 	} else if (!strcmp(argv[2], "mmap")) {
-		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
-		               fd, 0);
-		(void)p;
+		map_shared(fd);
 	} else if (!strcmp(argv[2], "direct")) {
 		snprintf(dpath, sizeof dpath, "%s/direct", argv[1]);
 		open(dpath, O_RDWR | O_CREAT | O_DIRECT, 0644);
