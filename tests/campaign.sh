@@ -212,7 +212,7 @@ cat >"$T/late/targets/files" <<EOF
 #!/bin/sh
 [ "\$1" = --version ] && { echo "misbehave 1"; exit 0; }
 [ "\${3:-}" = --check ] && exec "$M" "\$1" --check
-exec "$M" "\$1" mmap-after 2
+exec "$M" "\$1" refuse-after 2
 EOF
 chmod +x "$T/late/targets/files"
 printf 'run = files:rename-full kill none 1\ncycles = 6\nkill-every = 5s\n' \
@@ -221,7 +221,7 @@ printf 'run = files:rename-full kill none 1\ncycles = 6\nkill-every = 5s\n' \
 	--quiet 2>"$T/late.err"
 expect "a campaign with a late refusal exits 1" 1 $?
 contains "its line keeps the cycles that passed and names the refusal" \
-	"$T/late.jsonl" '"verdict": "setup", "cycles": 2,.*"acked": 2,.*"message": "cycle 3, by the workload: the shim refused: mmap'
+	"$T/late.jsonl" '"verdict": "setup", "cycles": 2,.*"acked": 2,.*"message": "cycle 3, by the workload: the shim refused: open'
 
 # ---- a missing shard shows ---------------------------------------------------
 "$tt" --report "$T/s0.jsonl" >"$T/rep.half" 2>&1

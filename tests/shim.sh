@@ -153,19 +153,19 @@ fi
 # a refusal after cycles that passed keeps them: the summary counts the
 # three cycles and their acknowledged writes, then names the refusal, its
 # cycle and who made it (the good starts exit at once: no timing involved)
-run "refuse-late" 2 "stopped in +cycle 4, by the workload: the shim refused: mmap" \
+run "refuse-late" 2 "stopped in +cycle 4, by the workload: the shim refused: open" \
 	--kill-every 5s --cycles 10 --seed 1 --json "$T/refuse-late.json" \
-	--workload "$M {dir} mmap-after 3" --checker "$M {dir} --check"
+	--workload "$M {dir} refuse-after 3" --checker "$M {dir} --check"
 contains "refuse-late counts the cycles that passed" "$T/refuse-late.out" \
 	"^torture: STOPPED -- 3 cycles passed"
 contains "refuse-late counts their acknowledged writes" "$T/refuse-late.out" \
 	"acknowledged +3 of 3 operations"
 contains "refuse-late says what to try" "$T/refuse-late.out" "^  try +avoid"
 contains "refuse-late's JSON keeps both" "$T/refuse-late.json" \
-	'"result": "setup-error".*"cycles": 3,.*"acked_writes": 3,.*"refusal": "the shim refused: mmap.*"refusal_cycle": 4, "refusal_by": "workload"'
-run "refuse-late-checker" 2 "stopped in +cycle 3, by the checker: the shim refused: mmap" \
+	'"result": "setup-error".*"cycles": 3,.*"acked_writes": 3,.*"refusal": "the shim refused: open.*"refusal_cycle": 4, "refusal_by": "workload"'
+run "refuse-late-checker" 2 "stopped in +cycle 3, by the checker: the shim refused: open" \
 	--kill-every 1s --cycles 10 --seed 1 \
-	--workload "$M {dir} plain" --checker "$M {dir} --check mmap-after 3"
+	--workload "$M {dir} plain" --checker "$M {dir} --check refuse-after 3"
 contains "refuse-late-checker counts the cycles that passed" \
 	"$T/refuse-late-checker.out" "^torture: STOPPED -- 2 cycles passed"
 

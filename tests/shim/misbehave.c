@@ -9,13 +9,13 @@
  *   direct        open(O_DIRECT) of a file below the watched directory
  *   io-uring      syscall(SYS_io_uring_setup)
  *   plain         nothing: the control, which must pass
- *   mmap-after N  the first N starts exit 0 after their value (cycles
- *                 that pass); later ones make the mmap: a refusal that
- *                 comes only after cycles that passed
+ *   refuse-after N  the first N starts exit 0 after their value (cycles
+ *                 that pass); later ones open a file O_DIRECT: a refusal
+ *                 that comes only after cycles that passed
  *
- * The checker (DIR --check) prints "k VALUE"; with "--check mmap-after N"
+ * The checker (DIR --check) prints "k VALUE"; with "--check refuse-after N"
  * its first N runs (the first is before cycle 1) do only that, later ones
- * make the mmap too: a refusal in the checker.  Starts are counted in the
+ * open O_DIRECT too: a refusal in the checker.  Starts are counted in the
  * file DIR/starts (DIR/checks for the checker), written and synced through
  * the shim like any other file.
  */
@@ -46,6 +46,13 @@ static long count_start(const char *dir, const char *name)
 	return n;
 }
 
+static void open_direct(const char *dir)
+{
+	char p[4096];
+	snprintf(p, sizeof p, "%s/direct", dir);
+	open(p, O_RDWR | O_CREAT | O_DIRECT, 0644);
+}
+
 static void map_shared(int fd)
 {
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -67,11 +74,9 @@ int main(int argc, char **argv)
 		if (fd >= 0 && read(fd, v, 2) == 2)
 			printf("k %.2s\n", v);
 		fflush(stdout);
-		if (argc > 4 && !strcmp(argv[3], "mmap-after") &&
-		    count_start(argv[1], "checks") > atol(argv[4]) && fd >= 0) {
-			close(fd);
-			map_shared(open(path, O_RDWR));
-		}
+		if (argc > 4 && !strcmp(argv[3], "refuse-after") &&
+		    count_start(argv[1], "checks") > atol(argv[4]))
+			open_direct(argv[1]);
 		return 0;
 	}
 	if (!env)
@@ -88,10 +93,10 @@ int main(int argc, char **argv)
 		return 1;
 	if (write(tfd, "ack 1\n", 6) != 6)
 		return 3;
-	if (!strcmp(argv[2], "mmap-after") && argc > 3) {
+	if (!strcmp(argv[2], "refuse-after") && argc > 3) {
 		if (count_start(argv[1], "starts") <= atol(argv[3]))
 			return 0;
-		map_shared(fd);
+		open_direct(argv[1]);
 	} else if (!strcmp(argv[2], "raw-append")) {
 		syscall(SYS_pwrite64, fd, "xyz", 3, 2);
 	} else if (!strcmp(argv[2], "raw-overwrite")) {
