@@ -46,6 +46,7 @@ static int cache_map(size_t capacity, int fd, faultsim_cache **out)
 	c->capacity = capacity;
 	c->map_len = len;
 	c->next_seq = 1;
+	c->fs = FAULTSIM_FS_POSIX;
 	faultsim_cache_clear(c);
 	*out = c;
 	return 0;
@@ -147,6 +148,19 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 	 * every file from the window's start next time (always correct) */
 	for (uint32_t i = 0; i < c->nfiles; i++)
 		c->files[i].scan_from = 0;
+}
+
+int faultsim_cache_set_fs(faultsim_cache *c, faultsim_fs fs)
+{
+	if ((unsigned)fs > FAULTSIM_FS_BTRFS)
+		return -EINVAL;
+	__atomic_store_n(&c->fs, (uint32_t)fs, __ATOMIC_RELEASE);
+	return 0;
+}
+
+faultsim_fs faultsim_cache_fs(const faultsim_cache *c)
+{
+	return (faultsim_fs)__atomic_load_n(&c->fs, __ATOMIC_ACQUIRE);
 }
 
 int faultsim_cache_overflowed(const faultsim_cache *c)
