@@ -14,6 +14,11 @@
  *   (c) Undo the namespace operations whose directory was not synced,
  *       newest first.  Each undo checks by inode whether the real call
  *       happened at all (the writer may have died between record and call).
+ *       Under the file system model (faultsim.h) an r2 model keeps a
+ *       seed-drawn prefix of them instead (decide_names), r3 keeps the
+ *       data a persisting rename over a file brings, and r4 keeps appends
+ *       a prefix (append_edge); ext4-writeback may grow a size over lost
+ *       bytes (stale_size).
  *   (d) Empty the cache for the next writer.
  */
 #include <errno.h>

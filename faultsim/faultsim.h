@@ -230,9 +230,11 @@ typedef enum faultsim_profile {
 /*
  * Syncs.  faultsim_cache_sync_begin returns a mark; call the real fsync or
  * fdatasync WITHOUT holding anything, then faultsim_cache_sync_end with its
- * result.  On success every record of FILE made before the mark is durable;
- * on failure PROFILE decides what happens to them.  Records made while the
- * sync ran are left unsynced (the real sync may or may not cover them).
+ * result.  On success every record of FILE made before the mark is durable,
+ * and under the cache's file system model namespace records with them
+ * (faultsim_fs: r1 the file's name, r2 every earlier one); on failure
+ * PROFILE decides what happens to them.  Records made while the sync ran
+ * are left unsynced (the real sync may or may not cover them).
  */
 uint64_t faultsim_cache_sync_begin(faultsim_cache *c);
 void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
@@ -254,7 +256,8 @@ void faultsim_cache_namespace_end(faultsim_ticket *t, int result);
 
 /* fsync of directory ABSDIR: as the file syncs.  On success every create,
  * rename and unlink in ABSDIR made before the mark is durable (a rename
- * needs both of its directories) and its stash file is removed. */
+ * needs both of its directories; under an r2 model every earlier one, in
+ * any directory) and its stash file is removed. */
 uint64_t faultsim_cache_dir_sync_begin(faultsim_cache *c);
 void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
                                  uint64_t mark, int result);

@@ -2,7 +2,10 @@
  * sync.c -- what a sync does to the record: a successful fsync/fdatasync
  * makes a file's earlier records durable, a failed one follows the fsync
  * profile (the kernel's behaviour after writeback fails), and a directory
- * sync makes the namespace operations in it durable.
+ * sync makes the namespace operations in it durable.  The file system model
+ * (faultsim.h) adds namespace records to what a sync makes durable: r1 the
+ * names a file's sync depends on (names_of), r2 all earlier ones when the
+ * sync commits the journal (names_settle_all).
  *
  * The profiles follow what CuttleFS (Rebello et al., ATC 2020) found Linux
  * does after a failed fsync:

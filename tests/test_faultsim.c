@@ -1352,6 +1352,35 @@ static void test_fs_fsync_makes_the_name_durable(void **state)
 	}
 }
 
+/* r1's dependencies: g moves from a to b, then a new file f is created at
+ * a and fsynced.  f's name needs a freed, so on btrfs the move persists
+ * with it (undoing it alone would put g back over f); ext4 commits both
+ * anyway; posix undoes both. */
+static void test_fs_fsync_keeps_what_its_name_depends_on(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		fx_fs(x, all_fs[i]);
+		durable_file(x, "a", 'g', 100);
+		xrename(x, "a", "b");
+		int fd = xopen(x, "a", KEEL_IO_CREATE);
+		fill(x, fd, 'f', 200, 0);
+		xsync(x, fd);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_TORN, 512, 3, &rep);
+		if (all_fs[i] == FAULTSIM_FS_POSIX) {
+			assert_listing(x, "a");
+			assert_file(x, "a", 'g', 100);
+		} else {
+			assert_listing(x, "a b");
+			assert_file(x, "a", 'f', 200);
+			assert_file(x, "b", 'g', 100);
+		}
+	}
+}
+
 /* r2: rename a, then sync b (which grew): the journal commits the rename
  * with b's size on ext4 and xfs; btrfs logs b alone; posix wants a
  * directory sync.  An overwrite in place commits nothing: some seed's
@@ -1571,6 +1600,7 @@ int main(void)
 		T(test_killed_truncate_cuts_only_if_made),
 		T(test_fs_names),
 		T(test_fs_fsync_makes_the_name_durable),
+		T(test_fs_fsync_keeps_what_its_name_depends_on),
 		T(test_fs_sync_commits_earlier_renames),
 		T(test_fs_crash_keeps_a_prefix_of_names),
 		T(test_fs_rename_over_brings_its_data),
