@@ -351,6 +351,8 @@ static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
 	if (st == ST_SYNCED || f->what == FATE_KEEP) {
 		if (st == ST_SYNCED)
 			rep->durable++;
+		else if (stop && r->off >= edge)
+			rep->lost++; /* r4: all of it past a lost append */
 		else if (stop)
 			rep->torn++;
 		else
