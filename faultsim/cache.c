@@ -46,6 +46,7 @@ static int cache_map(size_t capacity, int fd, faultsim_cache **out)
 	c->capacity = capacity;
 	c->map_len = len;
 	c->next_seq = 1;
+	c->fs = FAULTSIM_FS_POSIX;
 	faultsim_cache_clear(c);
 	*out = c;
 	return 0;
@@ -149,6 +150,19 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 		c->files[i].scan_from = 0;
 }
 
+int faultsim_cache_set_fs(faultsim_cache *c, faultsim_fs fs)
+{
+	if ((unsigned)fs > FAULTSIM_FS_BTRFS)
+		return -EINVAL;
+	__atomic_store_n(&c->fs, (uint32_t)fs, __ATOMIC_RELEASE);
+	return 0;
+}
+
+faultsim_fs faultsim_cache_fs(const faultsim_cache *c)
+{
+	return (faultsim_fs)__atomic_load_n(&c->fs, __ATOMIC_ACQUIRE);
+}
+
 int faultsim_cache_overflowed(const faultsim_cache *c)
 {
 	return __atomic_load_n(&c->overflowed, __ATOMIC_ACQUIRE) != 0;
@@ -235,7 +249,7 @@ int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
 	return n;
 }
 
-/* Lock held, invariant (7): an entry no record in the window names, a
+/* Lock held, invariant (8): an entry no record in the window names, a
  * durably unlinked one first, else the one idle longest; or -1. */
 static int reusable_slot(faultsim_cache *c)
 {
@@ -289,7 +303,7 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		}
 	}
 	if (c->nfiles >= FAULTSIM_MAX_FILES) {
-		/* (7): a program that creates, syncs and closes file after
+		/* (8): a program that creates, syncs and closes file after
 		 * file (git's objects, a journal per transaction) reuses the
 		 * entries of files nothing in the window names */
 		int slot = reusable_slot(c);

@@ -36,7 +36,15 @@
  *       marks the record durable, every crash: bytes nobody wrote, which
  *       the next writer built on while the page cache and, after the
  *       record leaves the window, the crash's durable state lack them.
- *   (7) A file entry is reused for another file only when no record in the
+ *   (7) A durable namespace record never depends on an undone one.  Under
+ *       the POSIX model a directory sync settles what it covers; under an
+ *       ordered model (r2: ext4, xfs) every sync that settles namespace
+ *       records settles ALL earlier ones, so the durable ones are a prefix
+ *       of them (and the crash keeps a longer prefix); under btrfs (r1
+ *       alone) a file sync settles the file's own records together with
+ *       every earlier record on a name they touch (sync.c, names_settle).
+ *       The crash undoes the rest newest first.
+ *   (8) A file entry is reused for another file only when no record in the
  *       window names it (nothing a crash could undo or redo on it), and then
  *       its gen is bumped: an id is valid while its gen is the one read when
  *       it was handed out (faultsim_cache_file_gen).  When the table is
@@ -52,7 +60,7 @@
 
 #include "faultsim.h"
 
-#define FAULTSIM_CACHE_MAGIC 0x4b45454c46534332ull /* "KEELFSC2" */
+#define FAULTSIM_CACHE_MAGIC 0x4b45454c46534333ull /* "KEELFSC3" */
 
 /* record kinds */
 enum {
@@ -106,9 +114,9 @@ typedef struct fs_file {
 	                      or SCAN_NONE: where a sync starts looking (a
 	                      writer whose syncs overlap keeps the window long) */
 	uint64_t last_seq; /* seq of its newest record (0: none yet): the
-	                      entry reused first is the one idle longest (7) */
+	                      entry reused first is the one idle longest (8) */
 	uint32_t gen;      /* bumped each time the entry is reused for another
-	                      file: a holder of the id checks it (7)          */
+	                      file: a holder of the id checks it (8)          */
 	uint32_t pad;
 	char path[2][FAULTSIM_PATH_MAX];
 } fs_file;
@@ -125,6 +133,11 @@ struct faultsim_cache {
 	uint32_t nfiles;         /* published file entries (4)                 */
 	uint64_t inflight;       /* window position of the record whose real
 	                            call is being made, or SCAN_NONE (6)      */
+	uint32_t fs;             /* the file system model, a faultsim_fs: set
+	                            by the harness before any writer, read by
+	                            the syncs (r1, r2) and the crash; kept by
+	                            faultsim_cache_clear                     */
+	uint32_t pad;
 	pthread_mutex_t lock;    /* process-shared; serialises the writer      */
 	fs_file files[FAULTSIM_MAX_FILES];
 	unsigned char arena[] __attribute__((aligned(8)));
@@ -174,6 +187,26 @@ static inline uint8_t rec_state(const fs_rec *r)
 static inline void rec_set_state(fs_rec *r, uint8_t st)
 {
 	__atomic_store_n(&r->state, st, __ATOMIC_RELEASE);
+}
+
+/* The model's rules (faultsim.h, "the file system model"). */
+static inline int fs_names_on_fsync(uint32_t fs) /* r1 */
+{
+	return fs != FAULTSIM_FS_POSIX;
+}
+static inline int fs_ordered_names(uint32_t fs) /* r2 */
+{
+	return fs == FAULTSIM_FS_EXT4 || fs == FAULTSIM_FS_EXT4_WRITEBACK ||
+	       fs == FAULTSIM_FS_XFS;
+}
+static inline int fs_rename_flushes(uint32_t fs) /* r3 */
+{
+	return fs == FAULTSIM_FS_EXT4;
+}
+static inline int fs_ordered_appends(uint32_t fs) /* r4 */
+{
+	return fs == FAULTSIM_FS_EXT4 || fs == FAULTSIM_FS_XFS ||
+	       fs == FAULTSIM_FS_BTRFS;
 }
 
 /* ---- shared by cache.c, sync.c, namespace.c and crash.c ---- */

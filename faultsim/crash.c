@@ -14,6 +14,11 @@
  *   (c) Undo the namespace operations whose directory was not synced,
  *       newest first.  Each undo checks by inode whether the real call
  *       happened at all (the writer may have died between record and call).
+ *       Under the file system model (faultsim.h) an r2 model keeps a
+ *       seed-drawn prefix of them instead (decide_names), r3 keeps the
+ *       data a persisting rename over a file brings, and r4 keeps appends
+ *       a prefix (append_edge); ext4-writeback may grow a size over lost
+ *       bytes (stale_size).
  *   (d) Empty the cache for the next writer.
  */
 #include <errno.h>
@@ -32,6 +37,7 @@ typedef struct fate {
 	uint64_t pos;     /* the record                                        */
 	uint8_t what;     /* FATE_*                                            */
 	uint8_t garbage;  /* one of its sectors gets random bytes              */
+	uint8_t ns_keep;  /* an unsynced namespace record that persists (r2)   */
 	uint64_t seed;    /* drives its torn pieces and garbage bytes          */
 } fate;
 
@@ -90,6 +96,64 @@ int faultsim_undo_data(int fd, fs_rec *r)
 
 /* ---- (a) decisions --------------------------------------------------- */
 
+/* r3: the persisting rename R replaced a file: the renamed file's data
+ * records before it persist whole (the flush the rename waited for). */
+static void rename_flushed(faultsim_cache *c, fate *v, uint64_t n, fs_rec *r)
+{
+	int file = -1;
+
+	for (uint32_t i = 0; i < c->nfiles && file < 0; i++)
+		if (!c->files[i].gone && c->files[i].ino == r->ino)
+			file = (int)i;
+	for (uint64_t i = 0; i < n && file >= 0; i++) {
+		fs_rec *d = rec_at(c, v[i].pos);
+		if (d->seq >= r->seq)
+			break;
+		if (rec_is_data(d) && d->file == file &&
+		    rec_state(d) == ST_UNSYNCED) {
+			v[i].what = FATE_KEEP;
+			v[i].garbage = 0;
+		}
+	}
+}
+
+/*
+ * The file system model's part: under r2 a seed-drawn prefix of the
+ * unsynced namespace records persists (its own random stream, so the data
+ * decisions stay those of the POSIX model for the same seed); under r3
+ * each persisting rename over an existing file keeps the data before it.
+ */
+static void decide_names(faultsim_cache *c, fate *v, uint64_t n,
+                         uint64_t seed)
+{
+	uint32_t fs = __atomic_load_n(&c->fs, __ATOMIC_ACQUIRE);
+	uint64_t rng = seed ^ 0x6e616d65736e616dull, count = 0, cut;
+
+	if (fs_ordered_names(fs)) {
+		for (uint64_t i = 0; i < n; i++) {
+			fs_rec *r = rec_at(c, v[i].pos);
+			count += !rec_is_data(r) && rec_state(r) == ST_UNSYNCED;
+		}
+		cut = mix(&rng) % (count + 1);
+		for (uint64_t i = 0; i < n && cut > 0; i++) {
+			fs_rec *r = rec_at(c, v[i].pos);
+			if (!rec_is_data(r) && rec_state(r) == ST_UNSYNCED) {
+				v[i].ns_keep = 1;
+				cut--;
+			}
+		}
+	}
+	if (!fs_rename_flushes(fs))
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		uint8_t st = rec_state(r);
+		if (r->kind == REC_RENAME && *rec_path(r, 2) &&
+		    (st == ST_SYNCED || (st == ST_UNSYNCED && v[i].ns_keep)))
+			rename_flushed(c, v, n, r);
+	}
+}
+
 static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
                     uint64_t *count)
 {
@@ -137,6 +201,7 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 		               r->kind == REC_WRITE && ((x >> 8) & 1);
 		unsynced++;
 	}
+	decide_names(c, v, n, o->seed);
 	*count = n;
 	return v;
 }
@@ -144,18 +209,26 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 /* ---- (b) redo ------------------------------------------------------------- */
 
 /* Writes the sector-aligned pieces of R that the fate's seed keeps; returns
- * how many of NPIECES were written, or a negative errno. */
+ * how many of NPIECES were written, or a negative errno.  Past EDGE (r4:
+ * the file's size; UINT64_MAX: no such rule) only a prefix of the pieces
+ * persists, none when STOP: a lost piece ends the append there. */
 static int redo_torn(int fd, fs_rec *r, const fate *f, unsigned sector,
-                     uint64_t *npieces)
+                     uint64_t edge, int stop, uint64_t *npieces)
 {
 	uint64_t rng = f->seed, kept = 0, n = 0;
 	for (uint64_t at = r->off; at < r->off + r->len; n++) {
-		uint64_t end = (at / sector + 1) * sector;
+		uint64_t end = (at / sector + 1) * sector, to;
 		if (end > r->off + r->len)
 			end = r->off + r->len;
-		if (mix(&rng) & 1) {
+		int keep = (int)(mix(&rng) & 1);
+		to = end;
+		if (end > edge && (stop || !keep)) {
+			stop = 1;
+			to = at < edge ? edge : at;
+		}
+		if (keep && to > at) {
 			int rc = faultsim_write_exact(fd, rec_new(r) + (at - r->off),
-			                              end - at, at);
+			                              to - at, at);
 			if (rc < 0)
 				return rc;
 			kept++;
@@ -191,20 +264,30 @@ static int redo_garbage(int fd, fs_rec *r, const fate *f, unsigned sector)
 }
 
 /* PAYLOAD: writes R whole except one interior sector, which keeps its old
- * bytes or (F->garbage) gets random ones; only below the file's size. */
-static int redo_hole(int fd, fs_rec *r, const fate *f, unsigned sector)
+ * bytes or (F->garbage) gets random ones; only below the file's size.
+ * Past EDGE (r4; UINT64_MAX: no such rule) the part after the hole is
+ * dropped, and with STOP everything past EDGE. */
+static int redo_hole(int fd, fs_rec *r, const fate *f, unsigned sector,
+                     uint64_t edge, int stop)
 {
 	uint64_t rng = f->seed ^ 0x686f6c65u, first = r->off / sector;
 	uint64_t last = (r->off + r->len - 1) / sector;
 	uint64_t s = first + 1 + mix(&rng) % (last - first - 1);
 	uint64_t from = s * sector, to = (s + 1) * sector;
+	uint64_t head = from, tail = r->off + r->len;
 	unsigned char buf[4096];
 	struct stat st;
 	int rc;
 
-	if ((rc = faultsim_write_exact(fd, rec_new(r), from - r->off, r->off)) ||
+	if (stop) {
+		head = from < edge ? from : edge > r->off ? edge : r->off;
+		tail = tail < edge ? tail : edge > to ? edge : to;
+	} else if (to > edge) {
+		tail = to; /* the hole is in the append: nothing after it */
+	}
+	if ((rc = faultsim_write_exact(fd, rec_new(r), head - r->off, r->off)) ||
 	    (rc = faultsim_write_exact(fd, rec_new(r) + (to - r->off),
-	                               r->off + r->len - to, to)))
+	                               tail - to, to)))
 		return rc;
 	if (!f->garbage)
 		return 0;
@@ -219,35 +302,78 @@ static int redo_hole(int fd, fs_rec *r, const fate *f, unsigned sector)
 	return faultsim_write_exact(fd, buf, to - from, from);
 }
 
+/*
+ * r4 and its absence.  EDGE is the file's size before R is redone.  Under
+ * r4 an unsynced write that ends past EDGE persists in its part below
+ * EDGE per its fate, and past EDGE only as a prefix (redo_torn,
+ * redo_hole); none of it past EDGE when EDGE is below R's old size (bytes
+ * appended before R were lost: the file's on-disk size never got there).
+ * *STOP says so; returns the limit for a kept write.
+ */
+static uint64_t append_edge(int fd, fs_rec *r, uint8_t st, uint32_t fs,
+                            int *stop)
+{
+	struct stat sb;
+
+	*stop = 0;
+	if (!fs_ordered_appends(fs) || st != ST_UNSYNCED ||
+	    r->kind != REC_WRITE || fstat(fd, &sb) != 0 ||
+	    r->off + r->len <= (uint64_t)sb.st_size)
+		return UINT64_MAX;
+	*stop = (uint64_t)sb.st_size < r->old_size;
+	return (uint64_t)sb.st_size;
+}
+
+/* Without r4 (ext4 data=writeback): a lost or torn append may leave the
+ * size grown over bytes never written, 1 in 2. */
+static int stale_size(int fd, fs_rec *r, const fate *f)
+{
+	uint64_t rng = f->seed ^ 0x73697a65u, end = r->off + r->len;
+	struct stat sb;
+
+	if (!(mix(&rng) & 1) || fstat(fd, &sb) != 0)
+		return 0;
+	return (uint64_t)sb.st_size < end ? set_size(fd, end) : 0;
+}
+
 static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
-                    faultsim_crash_report *rep)
+                    uint32_t fs, faultsim_crash_report *rep)
 {
 	uint8_t st = rec_state(r);
-	uint64_t pieces = 0;
-	int rc = 0, kept;
+	uint64_t pieces = 0, edge;
+	int rc = 0, kept, stop;
 
 	if (st == ST_LOST) {
 		rep->lost_failed++;
 		return 0;
 	}
+	edge = append_edge(fd, r, st, fs, &stop);
 	if (st == ST_SYNCED || f->what == FATE_KEEP) {
 		if (st == ST_SYNCED)
 			rep->durable++;
+		else if (stop && r->off >= edge)
+			rep->lost++; /* r4: all of it past a lost append */
+		else if (stop)
+			rep->torn++;
 		else
 			rep->kept++;
-		if (r->kind == REC_WRITE)
+		if (r->kind == REC_WRITE && stop)
+			rc = r->off < edge ? faultsim_write_exact(fd, rec_new(r),
+			                                          edge - r->off,
+			                                          r->off) : 0;
+		else if (r->kind == REC_WRITE)
 			rc = faultsim_write_exact(fd, rec_new(r), r->len, r->off);
 		else if (r->kind == REC_TRUNCATE ||
 		         r->new_size > r->old_size)
 			rc = set_size(fd, r->new_size);
 	} else if (f->what == FATE_HOLE) {
-		rc = redo_hole(fd, r, f, sector);
+		rc = redo_hole(fd, r, f, sector, edge, stop);
 		rep->torn++;
 		if (f->garbage)
 			rep->garbage++;
 		return rc;
 	} else if (f->what == FATE_TEAR && r->len > 0) {
-		kept = redo_torn(fd, r, f, sector, &pieces);
+		kept = redo_torn(fd, r, f, sector, edge, stop, &pieces);
 		rc = kept < 0 ? kept : 0;
 		if (kept == 0)
 			rep->lost++;
@@ -258,6 +384,10 @@ static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
 	} else {
 		rep->lost++;
 	}
+	if (rc == 0 && fs == FAULTSIM_FS_EXT4_WRITEBACK && st == ST_UNSYNCED &&
+	    r->kind == REC_WRITE && r->len > 0 &&
+	    (f->what == FATE_LOSE || f->what == FATE_TEAR))
+		rc = stale_size(fd, r, f);
 	if (rc == 0 && st == ST_UNSYNCED && f->garbage && r->len > 0) {
 		rc = redo_garbage(fd, r, f, sector);
 		rep->garbage++;
@@ -273,9 +403,11 @@ static void note_error(faultsim_crash_report *rep, const char *what,
 		         what, path, strerror(-err));
 }
 
-/* Rewrites file FILE: undo its records newest first, redo the survivors. */
+/* Rewrites file FILE: undo its records newest first, redo the survivors
+ * under model FS (faultsim_fs; POSIX where no crash is meant). */
 static void crash_file(faultsim_cache *c, int file, const fate *v, uint64_t n,
-                       unsigned sector, faultsim_crash_report *rep)
+                       unsigned sector, uint32_t fs,
+                       faultsim_crash_report *rep)
 {
 	uint64_t mine = 0;
 	int rc = 0;
@@ -303,7 +435,7 @@ static void crash_file(faultsim_cache *c, int file, const fate *v, uint64_t n,
 	for (uint64_t i = 0; i < n && rc == 0; i++) {
 		fs_rec *r = rec_at(c, v[i].pos);
 		if (rec_is_data(r) && r->file == file && rec_state(r) != ST_VOID)
-			rc = redo_one(fd, r, &v[i], sector, rep);
+			rc = redo_one(fd, r, &v[i], sector, fs, rep);
 	}
 	if (rc < 0)
 		note_error(rep, "rewriting", faultsim_file_path(&c->files[file]),
@@ -371,6 +503,17 @@ static void undo_namespace(fs_rec *r, faultsim_crash_report *rep)
 	rep->ns_undone++;
 }
 
+/* r2: an unsynced namespace record in the persisting prefix: what it
+ * replaced or unlinked is gone for good (as a directory sync settles it). */
+static void keep_namespace(fs_rec *r, faultsim_crash_report *rep)
+{
+	const char *stash = rec_path(r, 2);
+
+	if (*stash && exists(stash, NULL))
+		undo_step(unlink(stash) == 0, rep, "removing", stash);
+	rep->ns_kept++;
+}
+
 /* ---- the crash --------------------------------------------------------- */
 
 int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
@@ -396,12 +539,15 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t f = 0; f < c->nfiles; f++)
-		crash_file(c, (int)f, v, n, o.sector, rep);
+		crash_file(c, (int)f, v, n, o.sector,
+		           __atomic_load_n(&c->fs, __ATOMIC_ACQUIRE), rep);
 	for (uint64_t i = n; i-- > 0;) {
 		fs_rec *r = rec_at(c, v[i].pos);
 		if (rec_is_data(r))
 			continue;
-		if (rec_state(r) == ST_UNSYNCED)
+		if (rec_state(r) == ST_UNSYNCED && v[i].ns_keep)
+			keep_namespace(r, rep);
+		else if (rec_state(r) == ST_UNSYNCED)
 			undo_namespace(r, rep);
 		else if (rec_state(r) == ST_SYNCED)
 			rep->ns_durable++;
@@ -488,7 +634,8 @@ void faultsim_cache_evict_lost(faultsim_cache *c)
 	memset(&rep, 0, sizeof rep);
 	for (uint32_t f = 0; f < c->nfiles; f++)
 		if (has_lost[f])
-			crash_file(c, (int)f, v, n, 512, &rep);
+			crash_file(c, (int)f, v, n, 512, FAULTSIM_FS_POSIX,
+			           &rep);
 	for (uint64_t i = 0; i < n; i++) {
 		fs_rec *r = rec_at(c, v[i].pos);
 		if (rec_is_data(r) && rec_state(r) == ST_LOST)
@@ -602,6 +749,36 @@ int faultsim_profile_parse(const char *name, faultsim_profile *out)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+static const char *const fs_names[] = { "posix", "ext4", "ext4-writeback",
+	                                "xfs", "btrfs" };
+
+int faultsim_fs_parse(const char *name, faultsim_fs *out)
+{
+	for (int i = 0; i < 5; i++)
+		if (name && strcmp(name, fs_names[i]) == 0) {
+			*out = (faultsim_fs)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *faultsim_fs_name(faultsim_fs fs)
+{
+	return (unsigned)fs < 5 ? fs_names[fs] : "?";
+}
+
+faultsim_profile faultsim_fs_profile(faultsim_fs fs)
+{
+	switch (fs) {
+	case FAULTSIM_FS_XFS:
+		return FAULTSIM_PROFILE_XFS;
+	case FAULTSIM_FS_BTRFS:
+		return FAULTSIM_PROFILE_BTRFS;
+	default:
+		return FAULTSIM_PROFILE_EXT4;
+	}
 }
 
 const char *faultsim_device_name(faultsim_device d)

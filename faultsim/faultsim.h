@@ -52,7 +52,9 @@
  *     directories for a rename) was synced after it; otherwise it is undone:
  *     a created file disappears, a renamed file goes back to its old name and
  *     a file it replaced comes back, an unlinked file comes back with its
- *     content.  This holds in every device model.
+ *     content.  This holds in every device model.  It is the POSIX file
+ *     system model, the default; the other models (faultsim_fs below)
+ *     promise more, as ext4, xfs and btrfs do.
  *   - UNLINK IS DEFERRED BY A HARD LINK: before an unlink (or a rename onto an
  *     existing name) the cache hard-links the old file to a stash name
  *     ".faultsim.<seq>.stash" in the same directory, so its content outlives
@@ -239,9 +241,11 @@ typedef enum faultsim_profile {
 /*
  * Syncs.  faultsim_cache_sync_begin returns a mark; call the real fsync or
  * fdatasync WITHOUT holding anything, then faultsim_cache_sync_end with its
- * result.  On success every record of FILE made before the mark is durable;
- * on failure PROFILE decides what happens to them.  Records made while the
- * sync ran are left unsynced (the real sync may or may not cover them).
+ * result.  On success every record of FILE made before the mark is durable,
+ * and under the cache's file system model namespace records with them
+ * (faultsim_fs: r1 the file's name, r2 every earlier one); on failure
+ * PROFILE decides what happens to them.  Records made while the sync ran
+ * are left unsynced (the real sync may or may not cover them).
  */
 uint64_t faultsim_cache_sync_begin(faultsim_cache *c);
 void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
@@ -263,10 +267,62 @@ void faultsim_cache_namespace_end(faultsim_ticket *t, int result);
 
 /* fsync of directory ABSDIR: as the file syncs.  On success every create,
  * rename and unlink in ABSDIR made before the mark is durable (a rename
- * needs both of its directories) and its stash file is removed. */
+ * needs both of its directories; under an r2 model every earlier one, in
+ * any directory) and its stash file is removed. */
 uint64_t faultsim_cache_dir_sync_begin(faultsim_cache *c);
 void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
                                  uint64_t mark, int result);
+
+/* ---- the file system model ----------------------------------------------- */
+
+/*
+ * What the file system promises beyond the device: which namespace
+ * operations a crash may keep, and how unsynced data behaves next to them.
+ * The rules (docs/faults.md has each one's source):
+ *   r1  an fsync/fdatasync of a file also makes its name durable: its
+ *       create, the renames that brought it to its name, and every earlier
+ *       namespace operation on a name those depend on.
+ *   r2  metadata is committed in issue order (one journal or log): a file
+ *       sync that has metadata of its file to commit (its name, or a size
+ *       change) and a directory sync commit EVERY earlier create, rename
+ *       and unlink; at a crash the unsynced ones that persist are a prefix,
+ *       in issue order, drawn from the seed.
+ *   r3  replace-via-rename (ext4 auto_da_alloc in data=ordered): a rename
+ *       over an existing file that persists brings the renamed file's
+ *       data written before it along, whole.
+ *   r4  no stale bytes past the end (ext4 data=ordered, xfs's on-disk
+ *       size, btrfs's ordered extents): an unsynced append that is lost or
+ *       torn never leaves the size grown over bytes it did not write; the
+ *       appended bytes that persist are a prefix of what was appended.
+ *   POSIX           none of them (the default; today's strict model)
+ *   EXT4            r1 r2 r3 r4; failed sync: FAULTSIM_PROFILE_EXT4
+ *   EXT4_WRITEBACK  r1 r2; a lost or torn append may leave the size grown
+ *                   over zeros (1 in 2); failed sync: EXT4
+ *   XFS             r1 r2 r4; failed sync: FAULTSIM_PROFILE_XFS
+ *   BTRFS           r1 r4 (no global order); failed sync: BTRFS
+ * The model lives in the cache, so an LD_PRELOAD shim attached to it
+ * follows it too.  Set it before the first writer, with no writer alive.
+ */
+typedef enum faultsim_fs {
+	FAULTSIM_FS_POSIX = 0,
+	FAULTSIM_FS_EXT4 = 1,
+	FAULTSIM_FS_EXT4_WRITEBACK = 2,
+	FAULTSIM_FS_XFS = 3,
+	FAULTSIM_FS_BTRFS = 4,
+} faultsim_fs;
+
+/* Sets / reads the cache's model (a new cache is POSIX); an unknown FS
+ * is refused with -EINVAL. */
+int faultsim_cache_set_fs(faultsim_cache *c, faultsim_fs fs);
+faultsim_fs faultsim_cache_fs(const faultsim_cache *c);
+/* "posix", "ext4", "ext4-writeback", "xfs", "btrfs": 0, or -EINVAL for
+ * another name (FAULTSIM_FS_NAMES lists the valid ones for a message). */
+int faultsim_fs_parse(const char *name, faultsim_fs *out);
+const char *faultsim_fs_name(faultsim_fs fs);
+#define FAULTSIM_FS_NAMES "posix, ext4, ext4-writeback, xfs, btrfs"
+/* What a failed sync does on FS: ext4 -> EXT4, xfs -> XFS, btrfs -> BTRFS
+ * (posix: EXT4, the harshest that Linux does). */
+faultsim_profile faultsim_fs_profile(faultsim_fs fs);
 
 /* ---- the crash ---------------------------------------------------------- */
 
@@ -313,7 +369,8 @@ typedef struct faultsim_crash_report {
 	uint64_t garbage;      /* sectors filled with random bytes               */
 	uint64_t lost_failed;  /* records LOST to a failed sync, dropped         */
 	uint64_t ns_undone;    /* creates/renames/unlinks undone                 */
-	uint64_t ns_durable;   /* those kept because their directory was synced  */
+	uint64_t ns_durable;   /* those kept because a sync made them durable    */
+	uint64_t ns_kept;      /* unsynced ones kept anyway (the model's prefix) */
 	uint64_t files;        /* files rewritten                                */
 	uint64_t errors;       /* steps that could not be carried out            */
 	int overflowed;        /* the cache filled up during the run (see above) */

@@ -2,7 +2,10 @@
  * sync.c -- what a sync does to the record: a successful fsync/fdatasync
  * makes a file's earlier records durable, a failed one follows the fsync
  * profile (the kernel's behaviour after writeback fails), and a directory
- * sync makes the namespace operations in it durable.
+ * sync makes the namespace operations in it durable.  The file system model
+ * (faultsim.h) adds namespace records to what a sync makes durable: r1 the
+ * names a file's sync depends on (names_of), r2 all earlier ones when the
+ * sync commits the journal (names_settle_all).
  *
  * The profiles follow what CuttleFS (Rebello et al., ATC 2020) found Linux
  * does after a failed fsync:
@@ -128,6 +131,129 @@ out_free:
 	close(fd);
 }
 
+/* ---- the file system model: what else a file sync commits ----------------- */
+
+static void settle(faultsim_cache *c, fs_rec *r);
+
+/* The window's record positions, oldest first, in *LIST (freed by the
+ * caller); their count, or -ENOMEM. */
+static int64_t window_list(faultsim_cache *c, uint64_t **list)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE), n = 0;
+
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size)
+		n++;
+	*list = malloc((n ? n : 1) * sizeof **list);
+	if (!*list)
+		return -ENOMEM;
+	n = 0;
+	for (uint64_t pos = win_start(w); pos < win_tail(w);
+	     pos += rec_at(c, pos)->size)
+		(*list)[n++] = pos;
+	return (int64_t)n;
+}
+
+static int name_in(char *const *set, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(set[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * r1: the namespace records below MARK that FILE's name depends on, found
+ * newest first from its current name: a record naming (as path_a, or
+ * path_b of a rename) a name in the set joins it, with its own names.  So
+ * the rename that brought the file to its name, the create of the name it
+ * had before, and an earlier unlink or rename that freed one of those
+ * names (btrfs logs such a conflicting name too, or commits everything).
+ * With SETTLE_THEM the unsynced ones are settled.  Returns how many were
+ * unsynced (a lower bound when out of memory: then nothing is settled).
+ */
+static uint64_t names_of(faultsim_cache *c, int file, uint64_t mark,
+                         int settle_them)
+{
+	uint64_t *list, unsynced = 0;
+	int64_t n = window_list(c, &list);
+	char **set = n < 0 ? NULL : malloc((size_t)(2 * n + 1) * sizeof *set);
+	size_t nset = 0;
+
+	if (!set)
+		goto out_free;
+	set[nset++] = (char *)faultsim_file_path(&c->files[file]);
+	for (int64_t i = n; i-- > 0;) {
+		fs_rec *r = rec_at(c, list[i]);
+		uint8_t st = rec_state(r);
+		const char *a = rec_path(r, 0), *b = rec_path(r, 1);
+		if (rec_is_data(r) || r->seq >= mark || st == ST_VOID ||
+		    !(name_in(set, nset, a) || (*b && name_in(set, nset, b))))
+			continue;
+		if (!name_in(set, nset, a))
+			set[nset++] = rec_path(r, 0);
+		if (*b && !name_in(set, nset, b))
+			set[nset++] = rec_path(r, 1);
+		if (st != ST_UNSYNCED)
+			continue;
+		unsynced++;
+		if (settle_them)
+			settle(c, r);
+	}
+out_free:
+	free(set);
+	free(list);
+	return unsynced;
+}
+
+/* r2: does FILE's sync have metadata of its own to commit, a size change
+ * below MARK?  (Its name is asked by names_of.)  An overwrite in place
+ * needs no journal commit on ext4 or xfs, so it forces none. */
+static int size_changes(faultsim_cache *c, int file, uint64_t mark)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+
+	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (!rec_is_data(r) || r->file != file || r->seq >= mark ||
+		    rec_state(r) != ST_UNSYNCED)
+			continue;
+		if ((r->kind == REC_WRITE && r->off + r->len > r->old_size) ||
+		    (r->kind != REC_WRITE && r->new_size != r->old_size))
+			return 1;
+	}
+	return 0;
+}
+
+/* r2: a journal commit: every unsynced namespace record below MARK. */
+static void names_settle_all(faultsim_cache *c, uint64_t mark)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (!rec_is_data(r) && r->seq < mark &&
+		    rec_state(r) == ST_UNSYNCED)
+			settle(c, r);
+	}
+}
+
+/* A file sync succeeded: its records below MARK are durable, and under
+ * the model (r1, r2) namespace records with them. */
+static void file_synced(faultsim_cache *c, int file, uint64_t mark)
+{
+	uint32_t fs = __atomic_load_n(&c->fs, __ATOMIC_ACQUIRE);
+	int commit = fs_ordered_names(fs) && size_changes(c, file, mark);
+
+	mark_file(c, file, mark, ST_SYNCED);
+	if (fs_ordered_names(fs) && (commit || names_of(c, file, mark, 0)))
+		names_settle_all(c, mark);
+	else if (fs_names_on_fsync(fs) && !fs_ordered_names(fs))
+		names_of(c, file, mark, 1);
+}
+
 void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
                              int result, faultsim_profile profile)
 {
@@ -135,7 +261,7 @@ void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
 		return;
 	pthread_mutex_lock(&c->lock);
 	if (result >= 0)
-		mark_file(c, file, mark, ST_SYNCED);
+		file_synced(c, file, mark);
 	else if (profile == FAULTSIM_PROFILE_EXT4 ||
 	         profile == FAULTSIM_PROFILE_XFS)
 		mark_file(c, file, mark, ST_LOST);
@@ -189,9 +315,15 @@ void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
 		return; /* a failed directory sync makes nothing durable */
 	pthread_mutex_lock(&c->lock);
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	/* r2: one journal, so a directory's sync commits every earlier
+	 * namespace operation, in any directory */
+	int all = fs_ordered_names(__atomic_load_n(&c->fs, __ATOMIC_ACQUIRE));
 	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
 		pos += r->size;
+		if (all && !rec_is_data(r) && r->seq < mark &&
+		    rec_state(r) == ST_UNSYNCED)
+			settle(c, r);
 		if (rec_is_data(r) || r->seq >= mark ||
 		    rec_state(r) != ST_UNSYNCED)
 			continue;

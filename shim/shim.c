@@ -372,7 +372,7 @@ static int fd_track(int fd, const char *abs, int flags)
 	return 0;
 }
 
-/* Invariant (7) of faultsim/cache_internal.h: the cache may have given
+/* Invariant (8) of faultsim/cache_internal.h: the cache may have given
  * FD's file entry to another file since FD was tracked (the table was full
  * and nothing in the window named it).  Tracks FD's file again then, at
  * the name it has now.  IN_SHIM is set. */

@@ -37,7 +37,9 @@
  *                      /proc/<harness pid>/fd/<memfd>
  *   KEEL_SHIM_CACHE    the same for the faultsim cache
  *   KEEL_SHIM_FAULTS   the same for the fault state (optional: no faults)
- *   KEEL_SHIM_PROFILE  ext4 | xfs | btrfs: what a failed sync does
+ *   KEEL_SHIM_PROFILE  ext4 | xfs | btrfs: what a failed sync does (what a
+ *                      sync and a crash make durable, the file system
+ *                      model, is in the cache's header: faultsim_fs)
  *   KEEL_SHIM_VOLATILE ':'-separated shell patterns of file names that pass
  *                      through untracked: files the program never needs
  *                      after a crash (shared memory such as SQLite's -shm,

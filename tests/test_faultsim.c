@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <fiu-control.h>
 #include <fiu.h>
 #include <setjmp.h>
@@ -1282,6 +1283,288 @@ static void test_killed_truncate_cuts_only_if_made(void **state)
 	assert_true(cut_seen > 0);
 }
 
+/* ---- file system models ------------------------------------------------------
+ * Each rule of faultsim.h's "file system model" is pinned by a workload
+ * whose crash differs between a model that has the rule and one that has
+ * not.  Files are removed between models; the cache is empty after a crash.
+ */
+static const faultsim_fs all_fs[] = { FAULTSIM_FS_POSIX, FAULTSIM_FS_EXT4,
+	                              FAULTSIM_FS_EXT4_WRITEBACK,
+	                              FAULTSIM_FS_XFS, FAULTSIM_FS_BTRFS };
+#define NFS (sizeof all_fs / sizeof all_fs[0])
+
+static void fx_fs(fx *x, faultsim_fs fs)
+{
+	rm_dir_contents(x->dir);
+	assert_int_equal(faultsim_cache_set_fs(x->cache, fs), 0);
+	fx_profile(x, faultsim_fs_profile(fs));
+}
+
+static void xrename(fx *x, const char *from, const char *to)
+{
+	char a[160], b[160];
+	snprintf(a, sizeof a, "%s/%s", x->dir, from);
+	snprintf(b, sizeof b, "%s/%s", x->dir, to);
+	assert_int_equal(x->io->rename(x->io->ctx, a, b), 0);
+}
+
+static void test_fs_names(void **state)
+{
+	faultsim_fs fs;
+	fx *x = *state;
+
+	for (size_t i = 0; i < NFS; i++) {
+		assert_int_equal(faultsim_fs_parse(faultsim_fs_name(all_fs[i]),
+		                                   &fs), 0);
+		assert_int_equal(fs, all_fs[i]);
+	}
+	assert_int_equal(faultsim_fs_parse("zfs", &fs), -EINVAL);
+	assert_int_equal(faultsim_fs_profile(FAULTSIM_FS_EXT4),
+	                 FAULTSIM_PROFILE_EXT4);
+	assert_int_equal(faultsim_fs_profile(FAULTSIM_FS_XFS),
+	                 FAULTSIM_PROFILE_XFS);
+	assert_int_equal(faultsim_fs_profile(FAULTSIM_FS_BTRFS),
+	                 FAULTSIM_PROFILE_BTRFS);
+	assert_int_equal(faultsim_cache_fs(x->cache), FAULTSIM_FS_POSIX);
+	assert_int_equal(faultsim_cache_set_fs(x->cache, (faultsim_fs)9),
+	                 -EINVAL);
+}
+
+/* r1: create, write, fsync the file, never the directory. */
+static void test_fs_fsync_makes_the_name_durable(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		fx_fs(x, all_fs[i]);
+		int fd = xopen(x, "new", KEEL_IO_CREATE);
+		fill(x, fd, 'n', 100, 0);
+		xsync(x, fd);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_TORN, 512, 7, &rep);
+		if (all_fs[i] == FAULTSIM_FS_POSIX) {
+			assert_listing(x, "");
+		} else {
+			assert_listing(x, "new");
+			assert_file(x, "new", 'n', 100);
+		}
+	}
+}
+
+/* r1's dependencies: g moves from a to b, then a new file f is created at
+ * a and fsynced.  f's name needs a freed, so on btrfs the move persists
+ * with it (undoing it alone would put g back over f); ext4 commits both
+ * anyway; posix undoes both. */
+static void test_fs_fsync_keeps_what_its_name_depends_on(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		fx_fs(x, all_fs[i]);
+		durable_file(x, "a", 'g', 100);
+		xrename(x, "a", "b");
+		int fd = xopen(x, "a", KEEL_IO_CREATE);
+		fill(x, fd, 'f', 200, 0);
+		xsync(x, fd);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_TORN, 512, 3, &rep);
+		if (all_fs[i] == FAULTSIM_FS_POSIX) {
+			assert_listing(x, "a");
+			assert_file(x, "a", 'g', 100);
+		} else {
+			assert_listing(x, "a b");
+			assert_file(x, "a", 'f', 200);
+			assert_file(x, "b", 'g', 100);
+		}
+	}
+}
+
+/* r2: rename a, then sync b (which grew): the journal commits the rename
+ * with b's size on ext4 and xfs; btrfs logs b alone; posix wants a
+ * directory sync.  An overwrite in place commits nothing: some seed's
+ * crash then undoes the rename even on ext4. */
+static void test_fs_sync_commits_earlier_renames(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		int ordered = all_fs[i] != FAULTSIM_FS_POSIX &&
+		              all_fs[i] != FAULTSIM_FS_BTRFS;
+		for (uint64_t seed = 0; seed < 8; seed++) {
+			fx_fs(x, all_fs[i]);
+			durable_file(x, "a", 'a', 100);
+			durable_file(x, "b", 'b', 100);
+			xrename(x, "a", "a2");
+			int fd = xopen(x, "b", 0);
+			fill(x, fd, 'b', 100, 100);
+			xsync(x, fd);
+			x->io->close(x->io->ctx, fd);
+			crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+			assert_listing(x, ordered ? "a2 b" : "a b");
+			assert_file(x, "b", 'b', 200);
+		}
+	}
+	int undone = 0;
+	for (uint64_t seed = 0; seed < 64 && !undone; seed++) {
+		fx_fs(x, FAULTSIM_FS_EXT4);
+		durable_file(x, "a", 'a', 100);
+		durable_file(x, "b", 'b', 100);
+		xrename(x, "a", "a2");
+		int fd = xopen(x, "b", 0);
+		fill(x, fd, 'c', 100, 0);
+		xsync(x, fd);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+		char got[64];
+		listing(x, got, sizeof got);
+		undone = strcmp(got, "a b") == 0;
+	}
+	assert_true(undone);
+}
+
+/* r2 at the crash: two unsynced renames persist as a prefix on ext4 and
+ * xfs (never the second without the first), never on posix and btrfs. */
+static void test_fs_crash_keeps_a_prefix_of_names(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		int ordered = all_fs[i] != FAULTSIM_FS_POSIX &&
+		              all_fs[i] != FAULTSIM_FS_BTRFS;
+		unsigned seen = 0;
+		for (uint64_t seed = 0; seed < 64; seed++) {
+			fx_fs(x, all_fs[i]);
+			durable_file(x, "a", 'a', 100);
+			durable_file(x, "b", 'b', 100);
+			xrename(x, "a", "a2");
+			xrename(x, "b", "b2");
+			crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+			char got[64];
+			listing(x, got, sizeof got);
+			if (strcmp(got, "a b") == 0)
+				seen |= 1;
+			else if (strcmp(got, "a2 b") == 0)
+				seen |= 2;
+			else if (strcmp(got, "a2 b2") == 0)
+				seen |= 4;
+			else
+				fail_msg("%s seed %" PRIu64 ": %s",
+				         faultsim_fs_name(all_fs[i]), seed, got);
+			assert_int_equal(rep.ns_kept + rep.ns_undone, 2);
+		}
+		assert_int_equal(seen, ordered ? 7u : 1u);
+	}
+}
+
+/* r3: t written (not synced) and renamed over a durable cur, the rename
+ * made durable by a directory sync.  On ext4 cur then holds t's data in
+ * every crash; without r3 (posix, xfs, ext4-writeback) some crash leaves
+ * cur empty. */
+static void test_fs_rename_over_brings_its_data(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	const faultsim_fs fss[] = { FAULTSIM_FS_EXT4, FAULTSIM_FS_POSIX,
+	                            FAULTSIM_FS_XFS,
+	                            FAULTSIM_FS_EXT4_WRITEBACK };
+
+	for (size_t i = 0; i < sizeof fss / sizeof fss[0]; i++) {
+		int empty = 0;
+		for (uint64_t seed = 0; seed < 64; seed++) {
+			fx_fs(x, fss[i]);
+			durable_file(x, "cur", 'o', 300);
+			int fd = xopen(x, "t", KEEL_IO_CREATE);
+			fill(x, fd, 'z', 2048, 0);
+			x->io->close(x->io->ctx, fd);
+			xrename(x, "t", "cur");
+			xsync_dir(x);
+			crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+			assert_listing(x, "cur");
+			unsigned char buf[4096];
+			long n = slurp(x, "cur", buf, sizeof buf);
+			if (fss[i] == FAULTSIM_FS_EXT4)
+				assert_file(x, "cur", 'z', 2048);
+			empty |= n == 0;
+		}
+		assert_int_equal(empty, fss[i] != FAULTSIM_FS_EXT4);
+	}
+}
+
+/* Is any byte of DIR/NAME from FROM on zero? */
+static int zero_past(fx *x, const char *name, long from)
+{
+	unsigned char buf[FSZ];
+	long n = slurp(x, name, buf, sizeof buf);
+	for (long i = from; i < n; i++)
+		if (buf[i] == 0)
+			return 1;
+	return 0;
+}
+
+/* r4: appends that are lost or torn.  One 4096-byte append torn by the
+ * device, and two appends of which the first may be lost while the
+ * second persists.  On ext4, xfs and btrfs no zero byte ever shows past
+ * the durable 512; on ext4-writeback (and posix) some crash shows one. */
+static void test_fs_appends_never_expose_zeros(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+
+	for (size_t i = 0; i < NFS; i++) {
+		int zeros = 0;
+		for (uint64_t seed = 0; seed < 64; seed++) {
+			fx_fs(x, all_fs[i]);
+			durable_file(x, "f", 'a', 512);
+			int fd = xopen(x, "f", 0);
+			fill(x, fd, 'b', 4096, 512);
+			x->io->close(x->io->ctx, fd);
+			crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+			zeros |= zero_past(x, "f", 512);
+
+			fx_fs(x, all_fs[i]);
+			durable_file(x, "g", 'a', 512);
+			fd = xopen(x, "g", 0);
+			fill(x, fd, 'b', 512, 512);
+			fill(x, fd, 'c', 512, 1024);
+			x->io->close(x->io->ctx, fd);
+			crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+			zeros |= zero_past(x, "g", 512);
+		}
+		assert_int_equal(zeros, all_fs[i] == FAULTSIM_FS_POSIX ||
+		                        all_fs[i] == FAULTSIM_FS_EXT4_WRITEBACK);
+	}
+}
+
+/* ext4-writeback: a LOST append may still leave the size grown (zeros),
+ * which neither posix nor ext4 do. */
+static void test_fs_writeback_may_grow_over_lost_data(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	const faultsim_fs fss[] = { FAULTSIM_FS_EXT4_WRITEBACK,
+	                            FAULTSIM_FS_POSIX, FAULTSIM_FS_EXT4 };
+
+	for (size_t i = 0; i < sizeof fss / sizeof fss[0]; i++) {
+		int grown = 0;
+		for (uint64_t seed = 0; seed < 64; seed++) {
+			fx_fs(x, fss[i]);
+			durable_file(x, "f", 'a', 512);
+			int fd = xopen(x, "f", 0);
+			fill(x, fd, 'b', 512, 512);
+			x->io->close(x->io->ctx, fd);
+			crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+			unsigned char buf[2048];
+			long n = slurp(x, "f", buf, sizeof buf);
+			grown |= rep.lost == 1 && n == 1024;
+		}
+		assert_int_equal(grown, fss[i] == FAULTSIM_FS_EXT4_WRITEBACK);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1315,6 +1598,14 @@ int main(void)
 		T(test_killed_call_keeps_only_what_it_made),
 		T(test_next_writer_sees_what_a_killed_call_made),
 		T(test_killed_truncate_cuts_only_if_made),
+		T(test_fs_names),
+		T(test_fs_fsync_makes_the_name_durable),
+		T(test_fs_fsync_keeps_what_its_name_depends_on),
+		T(test_fs_sync_commits_earlier_renames),
+		T(test_fs_crash_keeps_a_prefix_of_names),
+		T(test_fs_rename_over_brings_its_data),
+		T(test_fs_appends_never_expose_zeros),
+		T(test_fs_writeback_may_grow_over_lost_data),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1284,6 +1284,8 @@ static int make_shared(xrun *r)
 	    (rc = faultsim_cache_create_fd(0, &r->cache_fd, &r->cache)) < 0)
 		return setup_error("cannot make the shared memory: %s",
 		                   strerror(-rc));
+	/* the shim reads the model from the cache it attaches */
+	faultsim_cache_set_fs(r->cache, (faultsim_fs)r->o->fs);
 	if (r->o->nfail || r->o->enumerate) {
 		if ((rc = faultsim_faults_create_fd(r->o->seed, &r->faults_fd,
 		                                    &r->faults)) < 0)
@@ -1363,6 +1365,9 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 		                      faultsim_device_name(
 		                              (faultsim_device)r->o->device),
 		                      r->o->sector);
+	if (n < cap && r->o->fs != FAULTSIM_FS_POSIX)
+		n += (size_t)snprintf(buf + n, cap - n, " --fs %s",
+		                      faultsim_fs_name((faultsim_fs)r->o->fs));
 	for (unsigned i = 0; i < r->o->nfail && n < cap; i++)
 		n += (size_t)snprintf(buf + n, cap - n, " --fail %s",
 		                      r->o->fail[i]);
@@ -1433,6 +1438,9 @@ static void summary(const xrun *r, int rc, const char *replay)
 	       "  structure %" PRIu64 "  writer %" PRIu64 "\n",
 	       r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
 	       r->structure, r->writer);
+	if (r->o->power_loss || r->o->enumerate || r->o->nfail)
+		printf("  file system model      %s\n",
+		       faultsim_fs_name((faultsim_fs)r->o->fs));
 	if (r->o->power_loss || r->o->enumerate)
 		printf("  power cuts             %" PRIu64 " (unsynced writes lost "
 		       "%" PRIu64 ", torn %" PRIu64 ", namespace ops undone %"

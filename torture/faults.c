@@ -99,6 +99,7 @@ int faults_setup(torture_options *o)
 		return -1;
 	}
 	f->opt = o;
+	faultsim_cache_set_fs(f->cache, (faultsim_fs)o->fs);
 	if (arm(f, 0) < 0) {
 		o->io = NULL;
 		faults_free(f);

@@ -305,6 +305,18 @@ static int f_fsync_profile(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_fs(torture_options *o, const char *f, const char *a)
+{
+	faultsim_fs fs;
+
+	if (faultsim_fs_parse(a, &fs) < 0)
+		return bad(f, a, "unknown file system model (known: "
+		           FAULTSIM_FS_NAMES ")");
+	o->fs = (int)fs;
+	o->fs_given = 1;
+	return 0;
+}
+
 static int f_enumerate(torture_options *o, const char *f, const char *a)
 {
 	(void)f;
@@ -516,6 +528,12 @@ static const flag_def flags[] = {
 	{"--fsync-profile", "FS", f_fsync_profile,
 	 "what a failed sync does to the cache: ext4 (default),\n"
 	 "                        xfs, btrfs"},
+	{"--fs", "NAME", f_fs,
+	 "the file system a power cut and a failed sync follow:\n"
+	 "                        posix (default: only a directory sync makes a\n"
+	 "                        name durable), ext4, ext4-writeback, xfs, btrfs\n"
+	 "                        (docs/faults.md); sets --fsync-profile unless\n"
+	 "                        that is given too"},
 	{"--crash-on-failed-sync", NULL, f_crash_on_failed_sync,
 	 "with --fail on fdatasync or fsync: a writer whose sync\n"
 	 "                        fails SIGKILLs itself at once (a program that\n"
@@ -663,6 +681,12 @@ static int check_faults(torture_options *o)
 	if (o->profile_given && !o->nfail)
 		return refuse("--fsync-profile says what a failed sync does: "
 		              "it needs a --fail spec");
+	if (o->fs_given && !cuts && !o->nfail)
+		return refuse("--fs says what a power cut keeps and what a "
+		              "failed sync does: it needs --power-loss, --mixed, "
+		              "--enumerate or a --fail spec");
+	if (o->fs_given && !o->profile_given)
+		o->profile = (int)faultsim_fs_profile((faultsim_fs)o->fs);
 	if (o->enumerate && o->compact_every_ns)
 		return refuse("--enumerate runs a fixed workload without "
 		              "compaction; drop --compact-every");
@@ -865,6 +889,9 @@ static size_t reproduce_faults(const torture_options *o, char *buf,
 		n = append(buf, n, cap, " --device %s --sector %u",
 		           faultsim_device_name((faultsim_device)o->device),
 		           o->sector);
+	if (o->fs != FAULTSIM_FS_POSIX)
+		n = append(buf, n, cap, " --fs %s",
+		           faultsim_fs_name((faultsim_fs)o->fs));
 	for (unsigned i = 0; i < o->nfail; i++)
 		n = append(buf, n, cap, " --fail %s", o->fail[i]);
 	if (o->nfail)

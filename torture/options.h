@@ -1,7 +1,7 @@
 /*
  * options.h -- torture's command line: one table of flags, each with its
  * parser; each mode (the fault simulator's --power-loss, --device, --fail,
- * --fsync-profile, --enumerate; --compact-every; --target http) is a row
+ * --fsync-profile, --fs, --enumerate; --compact-every; --target http) is a row
  * and a field.
  *
  * options_parse fills a torture_options from argv and never touches the file
@@ -72,6 +72,10 @@ typedef struct torture_options {
 	unsigned nfail;
 	int profile;             /* --fsync-profile: a faultsim_profile       */
 	int profile_given;
+	int fs;                  /* --fs: a faultsim_fs, what a power cut may
+	                            keep; sets profile unless --fsync-profile
+	                            is given too                          */
+	int fs_given;
 	int enumerate;           /* --enumerate: crash after every I/O step   */
 	int mixed;               /* --mixed PCT was given                     */
 	unsigned cut_pct;        /* --mixed: percent of kills that also cut

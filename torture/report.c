@@ -7,6 +7,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "faultsim.h"
+
 #define TTY_EVERY_NS 250000000ull
 #define PLAIN_EVERY_NS 5000000000ull
 
@@ -94,6 +96,9 @@ static void summary_faults(const report *r, const torture_options *o,
 		fprintf(out, "  crash states           %" PRIu64 " of %" PRIu64
 		        " I/O steps checked, %.1f/s\n", r->cycles,
 		        r->enum_steps, per_second(r->cycles, r->elapsed_ns));
+	if (options_faultsim(o))
+		fprintf(out, "  file system model      %s\n",
+		        faultsim_fs_name((faultsim_fs)o->fs));
 	if (o->power_loss || o->enumerate || o->mixed)
 		fprintf(out, "  power cuts             %" PRIu64 " (unsynced "
 		        "writes lost %" PRIu64 ", torn %" PRIu64 ", namespace "

@@ -16,6 +16,12 @@
  *   stdio      fopen("a") + fprintf + fflush; fsync(fileno())
  *   dup        writes through a dup()ed descriptor and an F_DUPFD one;
  *              fdatasync on the original
+ *   fsyncname  KEY.tmp written and fsynced, renamed over KEY, then KEY
+ *              fsynced again: never a directory fsync.  Durable where a
+ *              file's fsync makes its name durable (torture --fs ext4,
+ *              xfs, btrfs), not under --fs posix; UNSAFE leaves out the
+ *              fsync after the rename.  60 puts a process, then it exits
+ *              (files replaced without a directory sync stay tracked)
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -167,6 +173,17 @@ static void put_file(const char *key, const char *v, int del)
 			die("rename");
 		if (safe)
 			dir_sync();
+	} else if (!strcmp(family, "fsyncname")) {
+		snprintf(tmp, sizeof tmp, "%s.tmp", key);
+		fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+		if (write(fd, v, strlen(v)) != (ssize_t)strlen(v) || fsync(fd))
+			die("write");
+		path(from, tmp);
+		if (rename(from, p) != 0)
+			die("rename");
+		if (safe && fsync(fd) != 0)
+			die("fsync after rename");
+		close(fd);
 	} else if (del) {
 		if (unlink(p) != 0)
 			die("unlink");
@@ -209,7 +226,7 @@ static void put(int k, const char *v, int del)
 	           !strcmp(family, "dup")) {
 		put_slot(k, key, v);
 	} else if (!strcmp(family, "truncate") || !strcmp(family, "rename") ||
-	           !strcmp(family, "unlink")) {
+	           !strcmp(family, "unlink") || !strcmp(family, "fsyncname")) {
 		put_file(key, v, del);
 	} else {
 		fprintf(stderr, "unknown family %s\n", family);
@@ -335,6 +352,8 @@ int main(int argc, char **argv)
 		struct stat st;
 		snprintf(key, sizeof key, "k%d", k);
 		path(p, key);
+		if (!strcmp(family, "fsyncname") && i > 60)
+			return 0;
 		/* unlink: a present key is deleted, an absent one created (an
 		 * O_TRUNC over an existing file could show empty at a crash) */
 		if (!strcmp(family, "unlink"))
