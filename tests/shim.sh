@@ -70,6 +70,12 @@ run "seed-arith" 0 "" --kill-every 100ms --cycles 8 --seed 3 \
 	--workload 'bash -c "n=\$((KEEL_TORTURE_SEED % 1000)); [ \$n -ge 0 ] || exit 9; echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 1"' \
 	--checker 'echo k v1'
 
+# a cycle that ends in a structure failure still counts what it acknowledged
+run "structure-counts" 1 "acknowledged +1 of 1 operations" --kill-every 200ms \
+	--cycles 3 --seed 3 \
+	--workload 'bash -c "echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 5"' \
+	--checker 'sh -c "[ -f {dir}/seen ] && exit 1; touch {dir}/seen; echo k v1"'
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"

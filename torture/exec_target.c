@@ -813,6 +813,10 @@ static int verify(xrun *r, uint64_t cycle)
 	if (refused(r))
 		return 2;
 	after_checker(r);
+	/* counted before the verdict: a cycle that ends in a structure
+	 * failure acknowledged its operations too */
+	r->acked += exec_model_acked(r->model);
+	r->issued += exec_model_issued(r->model);
 	if (failed[0]) {
 		char what[400];
 		snprintf(what, sizeof what, "%s after the crash: the program "
@@ -821,8 +825,6 @@ static int verify(xrun *r, uint64_t cycle)
 		log_tail(r);
 		return 1;
 	}
-	r->acked += exec_model_acked(r->model);
-	r->issued += exec_model_issued(r->model);
 	n = exec_model_verify_end(r->model, on_violation, &v, counts);
 	for (int i = 0; i < ORACLE_KINDS; i++)
 		r->violations[i] += counts[i];
