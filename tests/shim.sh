@@ -76,6 +76,13 @@ run "structure-counts" 1 "acknowledged +1 of 1 operations" --kill-every 200ms \
 	--workload 'bash -c "echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 5"' \
 	--checker 'sh -c "[ -f {dir}/seen ] && exit 1; touch {dir}/seen; echo k v1"'
 
+# a checker that exits 3 says the program will not start: availability,
+# exit 3, kept apart from lost data
+run "availability" 3 "UNAVAILABLE -- .*|unavailable 1" --kill-every 200ms \
+	--cycles 3 --seed 3 \
+	--workload 'bash -c "echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 5"' \
+	--checker 'sh -c "[ -f {dir}/seen ] && exit 3; touch {dir}/seen; echo k v1"'
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"

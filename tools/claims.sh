@@ -33,7 +33,10 @@ verdict() { # NAME:CONFIG FAULT-NAME FLAGS...
 		return
 	fi
 	c=$(field "$j" cycles)
-	if [ "$(field "$j" result)" = pass ]; then
+	if [ "$(field "$j" result)" = unavailable ]; then
+		echo "UNAVAILABLE cycle $c: refuses to start or needs repair"
+		echo "$t $f: $(field "$j" reproducer)" >>"$T/repro"
+	elif [ "$(field "$j" result)" = pass ]; then
 		extra=""
 		[ "$(field "$j" faults_fired)" != 0 ] &&
 			extra=", $(field "$j" fault_stops) stopped on the error of $(field "$j" faults_fired) injected"

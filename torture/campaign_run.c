@@ -416,10 +416,12 @@ static int run_one(shard *x, size_t k)
 		close(logfd);
 		return 3;
 	}
-	if (len > 0 && rc >= 0 && rc <= 2)
+	if (len > 0 && rc >= 0 && rc <= 3)
 		nf = campaign_json_parse(summary, len, fields,
 		                         CAMPAIGN_FIELDS_MAX, why, sizeof why);
-	if ((rc == 0 || rc == 1) && nf > 0) {
+	if ((rc == 0 || rc == 1 || rc == 3) && nf > 0) {
+		/* 3: the program refused to start (availability); its
+		 * message says so */
 		verdict = rc == 0 ? "holds" : "broken";
 	} else if (rc == 2 && nf > 0 && text(fields, nf, "refusal")) {
 		/* a set-up error after cycles that passed: they are kept */

@@ -28,6 +28,7 @@
 #include "shim.h"
 
 #define CHECKER_TIMEOUT_NS (60ull * 1000000000ull)
+#define CHECKER_UNAVAILABLE 3 /* checker exit status: the program will not start */
 #define REAP_TIMEOUT_NS (5ull * 1000000000ull)
 #define ENUM_RUN_TIMEOUT_NS (60ull * 1000000000ull)
 #define LINE_MAX_BYTES 4096
@@ -63,6 +64,8 @@ typedef struct xrun {
 	         cut_undone, acked, issued, verified, faults_fired, steps,
 	         fault_stops;            /* workloads that exited on a fault */
 	uint64_t violations[ORACLE_KINDS], structure, writer;
+	uint64_t unavailable;    /* availability: the program refused to start */
+	int checker_status;      /* the last checker's exit status, -1: signal */
 	uint64_t start_ns, last_progress_ns;
 	char first[900];
 	uint64_t first_cycle;
@@ -567,6 +570,7 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 	}
 	kill_group(pid, &st, reaped);
 	close(p[0]);
+	r->checker_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	if (rc == 0 && !failed[0] && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
 		if (WIFEXITED(st))
 			snprintf(failed, failed_len, "the checker exited with "
@@ -795,6 +799,25 @@ static void structure_violation(xrun *r, uint64_t cycle, const char *what)
 	}
 }
 
+/* The checker exited CHECKER_UNAVAILABLE: the program refuses to start or
+ * needs a person to repair it (a stale lock, a paranoid check, a torn log
+ * it will not truncate) -- an availability verdict, kept apart from lost
+ * data. */
+static void availability_violation(xrun *r, uint64_t cycle)
+{
+	fprintf(stderr, "torture: cycle %" PRIu64 ": availability: the checker "
+	        "exited %d after the crash: the program refuses to start or "
+	        "needs manual repair\n", cycle, CHECKER_UNAVAILABLE);
+	r->unavailable++;
+	if (!r->first[0]) {
+		snprintf(r->first, sizeof r->first, "availability: the checker "
+		         "exited %d after the crash: the program refuses to "
+		         "start or needs manual repair", CHECKER_UNAVAILABLE);
+		r->first_cycle = cycle;
+		explain_calls(r, "");
+	}
+}
+
 /* ---- one cycle ------------------------------------------------------------------ */
 
 /* Verifies the state the crash left.  0 (pass), 1 (violation), 2. */
@@ -817,6 +840,11 @@ static int verify(xrun *r, uint64_t cycle)
 	 * failure acknowledged its operations too */
 	r->acked += exec_model_acked(r->model);
 	r->issued += exec_model_issued(r->model);
+	if (failed[0] && r->checker_status == CHECKER_UNAVAILABLE) {
+		availability_violation(r, cycle);
+		log_tail(r);
+		return 1;
+	}
 	if (failed[0]) {
 		char what[400];
 		snprintf(what, sizeof what, "%s after the crash: the program "
@@ -1390,7 +1418,7 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 
 static uint64_t total_violations(const xrun *r)
 {
-	uint64_t n = r->structure + r->writer;
+	uint64_t n = r->structure + r->writer + r->unavailable;
 	for (int i = 0; i < ORACLE_KINDS; i++)
 		n += r->violations[i];
 	return n;
@@ -1427,7 +1455,9 @@ static void summary(const xrun *r, int rc, const char *replay)
 
 	printf("torture: %s -- %" PRIu64 " cycles %sin %.1fs (%.1f cycles/s), "
 	       "%" PRIu64 " kills, %" PRIu64 " ended on their own\n",
-	       rc == 0 ? "PASS" : rc == 1 ? "FAIL" : "STOPPED", r->cycles,
+	       rc == 0 ? "PASS" : rc == 1 ? "FAIL" : rc == 3 ? "UNAVAILABLE"
+	                                                        : "STOPPED",
+	       r->cycles,
 	       rc == 2 ? "passed " : "", el,
 	       el > 0 ? (double)r->cycles / el : 0.0, r->kills, r->exits);
 	printf("  workload               %s\n", r->workload);
@@ -1437,9 +1467,10 @@ static void summary(const xrun *r, int rc, const char *replay)
 	if (!r->o->enumerate)
 		summary_lives(r);
 	printf("  violations             lost %" PRIu64 "  phantom %" PRIu64
-	       "  structure %" PRIu64 "  writer %" PRIu64 "\n",
+	       "  structure %" PRIu64 "  writer %" PRIu64 "  unavailable %"
+	       PRIu64 "\n",
 	       r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
-	       r->structure, r->writer);
+	       r->structure, r->writer, r->unavailable);
 	if (r->o->power_loss || r->o->enumerate || r->o->nfail)
 		printf("  file system model      %s\n",
 		       faultsim_fs_name((faultsim_fs)r->o->fs));
@@ -1530,7 +1561,8 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	        "\"workload\": ", r->o->adapter ? r->o->adapter->name : "exec",
 	        r->o->adapter ? ":" : "",
 	        r->o->adapter ? r->o->adapter_config : "",
-	        rc == 0 ? "pass" : rc == 1 ? "fail" : "setup-error");
+	        rc == 0 ? "pass" : rc == 1 ? "fail" : rc == 3 ? "unavailable"
+	                                                    : "setup-error");
 	json_string(f, r->o->workload);
 	fprintf(f, ", \"checker\": ");
 	json_string(f, r->o->checker);
@@ -1539,7 +1571,8 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	        ", \"issued\": %" PRIu64 ", \"lost\": %" PRIu64
 	        ", \"phantom\": %" PRIu64 ", \"holes\": %" PRIu64
 	        ", \"order\": %" PRIu64 ", \"structure_errors\": %" PRIu64
-	        ", \"writer_errors\": %" PRIu64 ", \"elapsed_s\": %.3f"
+	        ", \"writer_errors\": %" PRIu64 ", \"unavailable\": %" PRIu64
+	        ", \"elapsed_s\": %.3f"
 	        ", \"cycles_per_second\": %.2f, \"power_loss\": %s"
 	        ", \"enumerate\": %s, \"device\": \"%s\", \"sector\": %u"
 	        ", \"power_cuts\": %" PRIu64 ", \"crash_states\": %" PRIu64
@@ -1549,7 +1582,8 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	        r->cycles, r->kills, r->exits, r->acked, r->issued,
 	        r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
 	        r->violations[ORACLE_HOLE], r->violations[ORACLE_ORDER],
-	        r->structure, r->writer, el, el > 0 ? (double)r->cycles / el : 0,
+	        r->structure, r->writer, r->unavailable, el,
+	        el > 0 ? (double)r->cycles / el : 0,
 	        r->o->power_loss ? "true" : "false",
 	        r->o->enumerate ? "true" : "false",
 	        faultsim_device_name((faultsim_device)r->o->device),
@@ -1643,6 +1677,10 @@ int exec_target_main(const torture_options *given, const char *prog)
 	r->stopped = rc == 2 && r->cycles > 0 && setup_said[0];
 	if (rc == 0 && total_violations(r))
 		rc = 1;
+	/* a program that refuses to start lost nothing it said it kept: an
+	 * availability verdict of its own (exit 3) unless data was lost too */
+	if (rc == 1 && r->unavailable && total_violations(r) == r->unavailable)
+		rc = 3;
 	if (rc == 0 && r->acked == 0) {
 		log_tail(r);
 		rc = setup_error("the workload never acknowledged an operation "

@@ -602,7 +602,9 @@ void options_usage(const char *prog)
 	       "recovers the store,\nand checks that every acknowledged write "
 	       "survived and nothing else appeared.\n"
 	       "Exit 0: no violation; 1: a violation (the store is kept); "
-	       "2: bad usage or set-up.\n\n", prog);
+	       "2: bad usage or set-up;\n3 (--target exec): the program "
+	       "refused to start after a crash (its checker exited 3),\n"
+	       "nothing acknowledged was lost.\n\n", prog);
 	for (size_t i = 0; i < NFLAGS; i++) {
 		char left[40];
 		snprintf(left, sizeof(left), "%s%s%s", flags[i].name,
