@@ -83,6 +83,16 @@ run "availability" 3 "UNAVAILABLE -- .*|unavailable 1" --kill-every 200ms \
 	--workload 'bash -c "echo intent 1 k v1 >&\$KEEL_TORTURE_FD; echo ack 1 >&\$KEEL_TORTURE_FD; sleep 5"' \
 	--checker 'sh -c "[ -f {dir}/seen ] && exit 3; touch {dir}/seen; echo k v1"'
 
+# --setup prepares the directory once; what it leaves is durable (the
+# workload refuses to run without it, and no power cut takes it away,
+# though the setup never synced it); a failing setup names itself
+run "setup" 0 "" --power-loss --kill-every 200ms --duration 3s --seed 5 \
+	--setup 'echo ok > {dir}/ready' \
+	--workload 'sh -c "[ -f {dir}/ready ] || exit 7; exec sh tests/targets/kv_files.sh {dir}"' \
+	--checker 'sh tests/targets/kv_files_check.sh {dir}'
+run "setup-fails" 2 "--setup 'exit 4' failed \\(exit status 4\\)" --cycles 1 \
+	--setup 'exit 4' --workload true --checker true
+
 # the explanation: the last calls, which were synced, and a replay command
 contains "a violation names the calls" "$T/rename-unsafe.out" \
 	"rename +k[0-9].tmp -> k[0-9] .*directory NOT synced"

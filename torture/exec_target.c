@@ -28,6 +28,7 @@
 #include "shim.h"
 
 #define CHECKER_TIMEOUT_NS (60ull * 1000000000ull)
+#define SETUP_TIMEOUT_NS (600ull * 1000000000ull)
 #define CHECKER_UNAVAILABLE 3 /* checker exit status: the program will not start */
 #define REAP_TIMEOUT_NS (5ull * 1000000000ull)
 #define ENUM_RUN_TIMEOUT_NS (60ull * 1000000000ull)
@@ -1342,10 +1343,62 @@ static int make_shared(xrun *r)
 
 /* Before the first cycle the checker reads the directory as it is: its
  * answer is the starting state (empty for a fresh directory). */
+/* --setup: the command prepares the directory once, under the shim (so
+ * what it creates is tracked like the rest) but with no fault injected;
+ * baseline then settles what it left as durable, as after a clean
+ * shutdown.  0, or 2 naming the command. */
+static int run_setup(xrun *r)
+{
+	uint64_t deadline = now_ns() + SETUP_TIMEOUT_NS;
+	char *cmd;
+	pid_t pid;
+	int st = 0, reaped = 0;
+
+	if (!r->o->setup)
+		return 0;
+	r->cycle_now = 0;
+	r->stage = "set-up";
+	cmd = subst_dir(r->o->setup, r->dir);
+	if (!cmd)
+		return setup_error("out of memory");
+	pid = spawn(r, cmd, -1, -1, r->o->seed, 0);
+	free(cmd);
+	if (pid < 0)
+		return setup_error("fork: %s", strerror(errno));
+	while (!reaped && now_ns() < deadline) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			reaped = 1;
+		else
+			usleep(2000);
+	}
+	if (kill_group(pid, &st, reaped) < 0)
+		return setup_error("a process of --setup survived SIGKILL");
+	if (refused(r))
+		return 2;
+	if (!reaped) {
+		log_tail(r);
+		return setup_error("--setup '%s' did not finish in %llu s "
+		                   "(killed)", r->o->setup, (unsigned long long)
+		                   (SETUP_TIMEOUT_NS / 1000000000ull));
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		log_tail(r);
+		return setup_error("--setup '%s' failed (%s %d) before the first "
+		                   "cycle", r->o->setup, WIFEXITED(st) ?
+		                   "exit status" : "signal", WIFEXITED(st) ?
+		                   WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	return 0;
+}
+
 static int baseline(xrun *r)
 {
 	char failed[200];
-	int rc = run_checker(r, 0, adopt_line, failed, sizeof failed);
+	int rc = run_setup(r);
+
+	if (rc)
+		return rc;
+	rc = run_checker(r, 0, adopt_line, failed, sizeof failed);
 
 	if (rc)
 		return rc;
@@ -1411,6 +1464,11 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 		char qv[1100];
 		shell_quote(r->o->volatile_files, qv, sizeof qv);
 		n += (size_t)snprintf(buf + n, cap - n, " --volatile %s", qv);
+	}
+	if (n < cap && r->o->setup) {
+		char qs[4096];
+		shell_quote(r->o->setup, qs, sizeof qs);
+		n += (size_t)snprintf(buf + n, cap - n, " --setup %s", qs);
 	}
 	if (n < cap && r->o->dir)
 		snprintf(buf + n, cap - n, " --dir %s", qd);

@@ -437,6 +437,14 @@ static int f_workload(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_setup(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty command");
+	o->setup = a;
+	return 0;
+}
+
 static int f_volatile(torture_options *o, const char *f, const char *a)
 {
 	if (!*a)
@@ -586,6 +594,11 @@ static const flag_def flags[] = {
 	 "                        the watched directory; docs/targets.md)"},
 	{"--checker", "CMD", f_checker,
 	 "--target exec: prints the recovered state as KEY VALUE lines"},
+	{"--setup", "CMD", f_setup,
+	 "--target exec: run once before the first cycle to prepare the\n"
+	 "                        directory (a database created and filled), so\n"
+	 "                        the program is tested in its steady state; what\n"
+	 "                        it leaves counts as durable"},
 	{"--volatile", "PATTERNS", f_volatile,
 	 "--target exec: file names (shell patterns, ':'-separated) the\n"
 	 "                        program never needs after a crash: not tracked"},
@@ -763,10 +776,10 @@ static int check_together(torture_options *o)
 	}
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
-	if ((o->workload || o->checker || o->volatile_files) &&
+	if ((o->workload || o->checker || o->volatile_files || o->setup) &&
 	    !o->target_exec) {
-		fprintf(stderr, "torture: --workload, --checker and --volatile "
-		        "are for --target exec, which is not given\n");
+		fprintf(stderr, "torture: --workload, --checker, --setup and "
+		        "--volatile are for --target exec, which is not given\n");
 		return -1;
 	}
 	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {

@@ -111,6 +111,7 @@ typedef struct torture_options {
 	const char *workload;    /* --workload CMD                             */
 	const char *checker;     /* --checker CMD                              */
 	const char *volatile_files; /* --volatile PATTERNS: not tracked        */
+	const char *setup;          /* --setup CMD: prepares the directory    */
 	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
 	 * adapter's own workload and checker. */
 	const struct torture_adapter *adapter; /* NULL: none             */
