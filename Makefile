@@ -32,7 +32,7 @@ DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 DEPS_STAMP = $(B)/.deps-build
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
-	redis-server
+	redis-server git sqlite3
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -61,7 +61,10 @@ SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/s
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
 TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel
-TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%)
+# Programs people run, driven by a script each (targets/NAME.sh).
+TARGET_SCRIPTS = git sqlite3
+TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%) \
+	$(TARGET_SCRIPTS:%=$(B)/targets/%)
 TARGET_LIBS_files =
 TARGET_LIBS_sqlite = -lsqlite3
 TARGET_LIBS_lmdb = -llmdb
@@ -185,6 +188,10 @@ $(B)/targets/%: targets/%.c targets/adapter.c targets/adapter.h targets/lsm.h \
 		targets/adapter.c $(TARGET_LIBS_$*)
 
 $(B)/targets/keel: $(LIB_SRCS) $(wildcard engine/*.h recovery/*.h)
+
+$(B)/targets/%: targets/%.sh $(DEPS_TARGETS_STAMP)
+	@mkdir -p $(dir $@)
+	install -m 755 $< $@
 
 $(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
 	@rm -f $@

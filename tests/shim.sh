@@ -57,9 +57,8 @@ run "dirsync-none" 1 "cycle [0-9]+: lost" --power-loss --duration 10s \
 # ---- git: a process per call, a file per object, under kills -------------
 # (hundreds of files over a run; a commit is durable in the page cache)
 if command -v git >/dev/null 2>&1; then
-	run "git-kills" 0 "acknowledged +[1-9]" --kill-every 2s --duration 8s --seed 5 \
-		--workload "sh tests/targets/git_commits.sh {dir}" \
-		--checker "sh tests/targets/git_commits_check.sh {dir}"
+	run "git-kills" 0 "acknowledged +[1-9]" --target git:defaults \
+		--kill-every 2s --duration 8s --seed 5
 else
 	echo "skip git-kills: no git"
 fi

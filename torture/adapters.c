@@ -21,6 +21,9 @@ static const torture_adapter adapters[] = {
 	{ "rocksdb", { "sync", "nosync", NULL }, NULL, "librocksdb-dev", 300 },
 	{ "redis", { "always", "everysec", "no", NULL }, NULL,
 	  "redis-server", 300 },
+	/* programs people run, one process per put (scripts in targets/) */
+	{ "git", { "defaults", "fsync", NULL }, NULL, "git", 2000 },
+	{ "sqlite3", { "defaults", "extra", NULL }, NULL, "sqlite3", 1000 },
 	/* the engine's durable marker is memory shared with readers, never
 	 * synced and never read by recovery (docs/targets.md) */
 	{ "keel", { "default", "no-sync", NULL }, "*.durable*", NULL, 50 },
