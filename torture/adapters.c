@@ -24,6 +24,7 @@ static const torture_adapter adapters[] = {
 	/* programs people run, one process per put (scripts in targets/) */
 	{ "git", { "defaults", "fsync", NULL }, NULL, "git", 2000 },
 	{ "sqlite3", { "defaults", "extra", NULL }, NULL, "sqlite3", 1000 },
+	{ "glib", { "defaults", "durable", NULL }, NULL, "libglib2.0-dev", 50 },
 	/* the engine's durable marker is memory shared with readers, never
 	 * synced and never read by recovery (docs/targets.md) */
 	{ "keel", { "default", "no-sync", NULL }, "*.durable*", NULL, 50 },
