@@ -45,6 +45,7 @@ LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
 FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
@@ -52,6 +53,7 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
 SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))

@@ -143,6 +143,7 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 	/* it may have died inside a call: the record says what the call did
 	 * before anyone reads it (the next writer's device view, a sync) */
 	faultsim_inflight_settle(c);
+	faultsim_map_settle(c); /* its stores through a mapping, as they are */
 	/* the dead writer may have been between two of these updates: scan
 	 * every file from the window's start next time (always correct) */
 	for (uint32_t i = 0; i < c->nfiles; i++)
