@@ -75,6 +75,9 @@ enum shim_op {
 	SHIM_OP_LINK,
 	SHIM_OP_MKDIR,         /* passed through: a crash never undoes it     */
 	SHIM_OP_RMDIR,         /* passed through: a crash never undoes it     */
+	SHIM_OP_MAP_WRITE,     /* first store into a page of a shared mapping
+	                          since its last seal; off/len: the page     */
+	SHIM_OP_MSYNC,         /* msync(MS_SYNC): a data sync of the file    */
 	SHIM_OP_COUNT
 };
 
