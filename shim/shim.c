@@ -185,6 +185,7 @@ static int make_room(void)
 {
 	if (!kills_only)
 		return 0;
+	map_seal_all(); /* an unsealed page stays unsynced (invariant 7) */
 	all_mark = faultsim_cache_sync_begin(cache);
 	sync_everything(0, 0);
 	faultsim_cache_clear_overflow(cache);
@@ -1273,26 +1274,40 @@ static void map_stop(void *arg, uint64_t off, uint64_t len, uint32_t tag)
 	map_dirty[m->file]--;
 }
 
+/* As map_seal, with the cache's lock held (T). */
+static void map_seal_locked(faultsim_ticket *t, int file)
+{
+	const char *path = NULL;
+	int fd = -1, rc = 0;
+
+	for (int i = 0; i < maps_high && fd < 0; i++)
+		if (maps[i].state == SLOT_LIVE && maps[i].file == file) {
+			fd = maps[i].fd;
+			path = maps[i].path;
+		}
+	if (fd >= 0)
+		rc = faultsim_cache_map_seal(t, file, fd, (uint32_t)getpid(),
+		                             map_stop, NULL);
+	if (rc < 0) {
+		faultsim_cache_map_unlock(t);
+		recording_failed(rc, "sealing the pages written through a "
+		                 "mapping of", path);
+		refuse("sealing the pages written through a mapping of %s: %s",
+		       relative(path), strerror(-rc));
+	}
+}
+
 /* Seals this process's dirty pages of FILE (see above).  IN_SHIM set. */
 static void map_seal(int file)
 {
 	faultsim_ticket t = { 0 };
-	int fd = -1, rc;
 
 	if (file < 0 || file >= FAULTSIM_MAX_FILES ||
 	    !__atomic_load_n(&map_dirty[file], __ATOMIC_ACQUIRE))
 		return;
 	faultsim_cache_map_lock(cache, &t);
-	for (int i = 0; i < maps_high && fd < 0; i++)
-		if (maps[i].state == SLOT_LIVE && maps[i].file == file)
-			fd = maps[i].fd;
-	rc = fd < 0 ? 0 : faultsim_cache_map_seal(&t, file, fd,
-	                                          (uint32_t)getpid(), map_stop,
-	                                          NULL);
+	map_seal_locked(&t, file);
 	faultsim_cache_map_unlock(&t);
-	if (rc < 0)
-		refuse("sealing the pages written through a mapping of file %d: "
-		       "%s", file, strerror(-rc));
 }
 
 static void map_seal_all(void)
@@ -1312,7 +1327,7 @@ static void map_seal_all(void)
  * slot is gone or not writable), 2 (the page lies past the file's end: a
  * store there is a SIGBUS, as without the shim).  IN_SHIM set.
  */
-static int map_make_writable(int s, uintptr_t a)
+static int map_make_writable(int s, uintptr_t a, int retried)
 {
 	faultsim_ticket t = { 0 };
 	map_slot *m = &maps[s];
@@ -1330,10 +1345,10 @@ static int map_make_writable(int s, uintptr_t a)
 	if (!dirty_test(m, pg)) {
 		rc = faultsim_cache_map_record(&t, m->file, m->fd, off, page,
 		                               (uint32_t)getpid(), (uint32_t)s);
-		if (rc == -ENOBUFS && kills_only) {
+		if (rc == -ENOBUFS && kills_only && !retried) {
 			faultsim_cache_map_unlock(&t);
 			make_room();
-			return map_make_writable(s, a);
+			return map_make_writable(s, a, 1);
 		}
 		if (rc < 0) {
 			faultsim_cache_map_unlock(&t);
@@ -1400,7 +1415,7 @@ static void map_fault(int sig, siginfo_t *si, void *uc)
 			       "handler?)", relative(maps[s].path));
 		in_shim = 1;
 		step();
-		rc = map_make_writable(s, (uintptr_t)si->si_addr);
+		rc = map_make_writable(s, (uintptr_t)si->si_addr, 0);
 		in_shim = 0;
 	}
 	errno = saved;
@@ -1500,8 +1515,10 @@ static void map_forget(uintptr_t a, size_t len)
 		if (m->state != SLOT_LIVE || end <= m->addr ||
 		    a >= m->addr + m->len)
 			continue;
-		map_seal(m->file);
+		/* sealed under the same lock: no store of another thread
+		 * can make a page dirty before the slot goes */
 		faultsim_cache_map_lock(cache, &t);
+		map_seal_locked(&t, m->file);
 		if (a <= m->addr && end >= m->addr + m->len) {
 			map_slot_free(m);
 		} else if (a <= m->addr) { /* the head goes: no page is dirty */
@@ -1577,8 +1594,8 @@ int mprotect(void *addr, size_t len, int prot)
 	if (a != m->addr || (len + page - 1) / page * page != m->len)
 		refuse("mprotect of part of a shared mapping of %s is not "
 		       "modelled", relative(m->path));
-	map_seal(m->file);
 	faultsim_cache_map_lock(cache, &t);
+	map_seal_locked(&t, m->file);
 	rc = real_mprotect(addr, len, prot & ~PROT_WRITE);
 	if (rc == 0)
 		m->prot = prot;
@@ -1676,7 +1693,7 @@ static void map_prefault(const void *buf, size_t len)
 	for (uintptr_t p = a & ~(uintptr_t)(page - 1); p < end; p += page) {
 		int s = map_find(p < a ? a : p);
 		if (s >= 0)
-			(void)map_make_writable(s, p < a ? a : p);
+			(void)map_make_writable(s, p < a ? a : p, 0);
 	}
 	in_shim = 0;
 }
