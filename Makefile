@@ -32,7 +32,7 @@ DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 DEPS_STAMP = $(B)/.deps-build
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
-	redis-server
+	redis-server libgdbm-dev libtdb-dev
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -62,7 +62,7 @@ SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/s
 
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
-TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel
+TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel gdbm tdb
 TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%)
 TARGET_LIBS_files =
 TARGET_LIBS_sqlite = -lsqlite3
@@ -70,6 +70,9 @@ TARGET_LIBS_lmdb = -llmdb
 TARGET_LIBS_leveldb = -lleveldb
 TARGET_LIBS_rocksdb = -lrocksdb
 TARGET_LIBS_redis =
+TARGET_LIBS_gdbm = -lgdbm
+TARGET_LIBS_tdb = -ltdb
+TARGET_CFLAGS_tdb = -DTDB_VERSION_TEXT='"$(shell pkg-config --modversion tdb 2>/dev/null)"'
 # keel's adapter compiles the engine's sources itself, without sanitizers
 # (build-asan's libkeel.a carries them, and adapters run under the shim).
 TARGET_LIBS_keel = $(LIB_SRCS) -lfiu -lpthread
