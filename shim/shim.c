@@ -1463,7 +1463,10 @@ static void map_follow(void *p, size_t len, int prot, int fd, off_t off)
 	faultsim_ticket t = { 0 };
 	size_t pages = (len + page - 1) / page;
 	size_t blen = ((pages + BITS - 1) / BITS) * sizeof(unsigned long);
-	int dfd = real_fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	/* high, out of the way of a program that dup2()s onto low numbers */
+	int dfd = real_fcntl(fd, F_DUPFD_CLOEXEC, 900);
+	if (dfd < 0 && errno == EINVAL) /* a descriptor limit below 900 */
+		dfd = real_fcntl(fd, F_DUPFD_CLOEXEC, 0);
 
 	if (dfd < 0)
 		refuse("mmap of %s: cannot keep a descriptor on it: %s",
