@@ -1720,24 +1720,27 @@ ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 	return pread(fd, buf, len, off);
 }
 
-/* glibc's _FORTIFY_SOURCE entry points */
+/* glibc's _FORTIFY_SOURCE entry points, with their check kept */
+extern void __chk_fail(void) __attribute__((noreturn));
+
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	(void)buflen;
+	if (len > buflen)
+		__chk_fail();
 	return read(fd, buf, len);
 }
 
 ssize_t __pread_chk(int fd, void *buf, size_t len, off_t off, size_t buflen)
 {
-	(void)buflen;
+	if (len > buflen)
+		__chk_fail();
 	return pread(fd, buf, len, off);
 }
 
 ssize_t __pread64_chk(int fd, void *buf, size_t len, off_t off,
                       size_t buflen)
 {
-	(void)buflen;
-	return pread(fd, buf, len, off);
+	return __pread_chk(fd, buf, len, off, buflen);
 }
 
 /* A program that installs its own SIGSEGV handler keeps the shim's: its
