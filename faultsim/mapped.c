@@ -210,13 +210,15 @@ void faultsim_map_settle(faultsim_cache *c)
 		fs_rec *r = rec_at(c, pos);
 		uint64_t seq = r->seq;
 		int fd = faultsim_file_open(c, r->file);
-		if ((fd < 0 || seal_one(c, pos, fd) < 0) &&
-		    (r = find_seq(c, seq)) != NULL) {
+		int failed = fd < 0 || seal_one(c, pos, fd) < 0;
+		if (fd >= 0)
+			close(fd);
+		if (failed) {
+			if (!(r = find_seq(c, seq)))
+				break; /* cannot happen: an unsynced record is kept */
 			rec_set_state(r, ST_VOID);
 			set_sealed(r);
 		}
-		if (fd >= 0)
-			close(fd);
 		w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	}
 }

@@ -1257,10 +1257,12 @@ static int map_find(uintptr_t a)
  * to read-only first, so no store lands between the seal and the flush. */
 static void map_stop(void *arg, uint64_t off, uint64_t len, uint32_t tag)
 {
-	map_slot *m = &maps[tag];
 	(void)arg;
 	(void)len;
-	if (tag >= MAP_SLOTS || m->state != SLOT_LIVE || off < m->off ||
+	if (tag >= MAP_SLOTS)
+		return;
+	map_slot *m = &maps[tag];
+	if (m->state != SLOT_LIVE || off < m->off ||
 	    off - m->off >= m->len)
 		return;
 	size_t pg = (size_t)(off - m->off) / page;

@@ -105,7 +105,8 @@ run "fail-fdatasync" 0 "" --fail fdatasync:EIO:p=0.2 --fsync-profile ext4 \
 
 # ---- keel itself through the shim: its POSIX backend passes, no-sync is
 # caught (the .durable marker is shared memory, never synced: --volatile)
-export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0"
+# (allow_user_segv_handler: the shim installs one for mapped writes)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0:allow_user_segv_handler=1"
 K=$B/shim-tests/keel_kv
 run "keel-power-loss" 0 "" --power-loss --kill-every 500ms --duration 8s \
 	--seed 31 --volatile '*.durable*' \
