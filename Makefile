@@ -32,7 +32,7 @@ DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 DEPS_STAMP = $(B)/.deps-build
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
-	redis-server git sqlite3 libglib2.0-dev
+	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -45,6 +45,7 @@ LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
 FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
@@ -52,6 +53,7 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
 SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+	faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
@@ -60,7 +62,7 @@ SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/s
 
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
-TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel glib
+TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel glib gdbm tdb
 # Programs people run, driven by a script each (targets/NAME.sh).
 TARGET_SCRIPTS = git sqlite3
 TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%) \
@@ -73,6 +75,9 @@ TARGET_LIBS_rocksdb = -lrocksdb
 TARGET_LIBS_redis =
 TARGET_LIBS_glib = $(shell pkg-config --libs glib-2.0 2>/dev/null)
 TARGET_CFLAGS_glib = $(shell pkg-config --cflags glib-2.0 2>/dev/null)
+TARGET_LIBS_gdbm = -lgdbm
+TARGET_LIBS_tdb = -ltdb
+TARGET_CFLAGS_tdb = -DTDB_VERSION_TEXT='"$(shell pkg-config --modversion tdb 2>/dev/null)"'
 # keel's adapter compiles the engine's sources itself, without sanitizers
 # (build-asan's libkeel.a carries them, and adapters run under the shim).
 TARGET_LIBS_keel = $(LIB_SRCS) -lfiu -lpthread

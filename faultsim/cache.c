@@ -144,6 +144,7 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 	/* it may have died inside a call: the record says what the call did
 	 * before anyone reads it (the next writer's device view, a sync) */
 	faultsim_inflight_settle(c);
+	faultsim_map_settle(c); /* its stores through a mapping, as they are */
 	/* the dead writer may have been between two of these updates: scan
 	 * every file from the window's start next time (always correct) */
 	for (uint32_t i = 0; i < c->nfiles; i++)
@@ -249,7 +250,7 @@ int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
 	return n;
 }
 
-/* Lock held, invariant (8): an entry no record in the window names, a
+/* Lock held, invariant (9): an entry no record in the window names, a
  * durably unlinked one first, else the one idle longest; or -1. */
 static int reusable_slot(faultsim_cache *c)
 {
@@ -303,7 +304,7 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		}
 	}
 	if (c->nfiles >= FAULTSIM_MAX_FILES) {
-		/* (8): a program that creates, syncs and closes file after
+		/* (9): a program that creates, syncs and closes file after
 		 * file (git's objects, a journal per transaction) reuses the
 		 * entries of files nothing in the window names */
 		int slot = reusable_slot(c);

@@ -44,7 +44,20 @@
  *       alone) a file sync settles the file's own records together with
  *       every earlier record on a name they touch (sync.c, names_settle).
  *       The crash undoes the rest newest first.
- *   (8) A file entry is reused for another file only when no record in the
+ *   (8) A write through a shared mapping is recorded when the program's
+ *       first store to a read-only page faults, before the page is made
+ *       writable (so (1) holds: the stores come after the publish).  Its
+ *       pre-image is the page then; its new bytes are unknown until it is
+ *       SEALED: the recorder makes the page read-only again, then fills
+ *       them from the file, then sets REC_F_SEALED (a kill in between
+ *       leaves it unsealed).  The recorder seals before every flush
+ *       point (sync, munmap, a recorded write or truncate of the file),
+ *       so a sync finds only the unsealed records of stores that raced
+ *       with it: mark_file leaves those unsynced (a store concurrent with
+ *       a sync is not covered by it).  Whoever takes over from a dead
+ *       writer seals what is left from the file as it stands
+ *       (faultsim_map_settle), before anything reads the records.
+ *   (9) A file entry is reused for another file only when no record in the
  *       window names it (nothing a crash could undo or redo on it), and then
  *       its gen is bumped: an id is valid while its gen is the one read when
  *       it was handed out (faultsim_cache_file_gen).  When the table is
@@ -83,6 +96,10 @@ enum {
 /* dirsync bits of a namespace record */
 #define SCAN_NONE UINT64_MAX
 
+/* pad bits of a write through a shared mapping (mapped.c) */
+#define REC_F_MAPPED 1 /* recorded at a write fault: new bytes filled later */
+#define REC_F_SEALED 2 /* its new bytes are filled                        */
+
 #define DIRSYNC_A 1 /* the directory of path_a was synced after it       */
 #define DIRSYNC_B 2 /* the directory of path_b (rename) was synced       */
 
@@ -91,10 +108,12 @@ typedef struct fs_rec {
 	uint8_t kind;      /* REC_*                                            */
 	uint8_t state;     /* ST_*; stored atomically                          */
 	uint8_t dirsync;   /* DIRSYNC_* bits (namespace records)               */
-	uint8_t pad;
+	uint8_t pad;       /* REC_F_* bits (writes through a mapping); stored
+	                      atomically                                     */
 	uint64_t seq;      /* global order, for sync marks                     */
 	int32_t file;      /* file id (data records), -1 otherwise             */
-	uint32_t plen[3];  /* namespace: path_a, path_b, stash lengths + NUL   */
+	uint32_t plen[3];  /* namespace: path_a, path_b, stash lengths + NUL;
+	                      a mapped write: [0] owner, [1] the owner's tag */
 	uint64_t off;      /* write/extend: first byte                         */
 	uint64_t len;      /* write: bytes written (new bytes stored)          */
 	uint64_t old_size; /* file size before the call                        */
@@ -114,9 +133,9 @@ typedef struct fs_file {
 	                      or SCAN_NONE: where a sync starts looking (a
 	                      writer whose syncs overlap keeps the window long) */
 	uint64_t last_seq; /* seq of its newest record (0: none yet): the
-	                      entry reused first is the one idle longest (8) */
+	                      entry reused first is the one idle longest (9) */
 	uint32_t gen;      /* bumped each time the entry is reused for another
-	                      file: a holder of the id checks it (8)          */
+	                      file: a holder of the id checks it (9)          */
 	uint32_t pad;
 	char path[2][FAULTSIM_PATH_MAX];
 } fs_file;
@@ -180,6 +199,12 @@ static inline int rec_is_data(const fs_rec *r)
 {
 	return r->kind <= REC_EXTEND;
 }
+/* A write through a mapping whose new bytes are not known yet (8). */
+static inline int rec_unsealed(const fs_rec *r)
+{
+	return r->kind == REC_WRITE &&
+	       __atomic_load_n(&r->pad, __ATOMIC_ACQUIRE) == REC_F_MAPPED;
+}
 static inline uint8_t rec_state(const fs_rec *r)
 {
 	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
@@ -235,6 +260,8 @@ int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t);
 /* no writer alive: trims the record a dead writer left in flight to what
  * its file shows the real call did (invariant 6) */
 void faultsim_inflight_settle(faultsim_cache *c);
+/* no writer alive: seals every unsealed mapped write from its file (8) */
+void faultsim_map_settle(faultsim_cache *c);
 /* undo one data record on FD (newest first); 0 or a negative errno */
 int faultsim_undo_data(int fd, fs_rec *r);
 /* whole-buffer pwrite; 0 or a negative errno */

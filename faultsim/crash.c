@@ -535,6 +535,7 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 	memset(rep, 0, sizeof *rep);
 	rep->overflowed = faultsim_cache_overflowed(c);
 	faultsim_inflight_settle(c); /* a call the writer died in: what it did */
+	faultsim_map_settle(c);      /* its stores through a mapping         */
 	v = decide(c, &o, &n);
 	if (!v)
 		return -ENOMEM;
@@ -589,6 +590,7 @@ int faultsim_cache_device_view(faultsim_cache *c, int file, unsigned char *buf,
 		uint8_t st = rec_state(r);
 		if (st == ST_VOID)
 			continue;
+		int unsealed = rec_unsealed(r); /* its bytes are BUF's own */
 		uint64_t lo = r->off > off ? r->off : off;
 		uint64_t hi = r->off + r->len < off + len ? r->off + r->len
 		                                          : off + len;
@@ -598,6 +600,8 @@ int faultsim_cache_device_view(faultsim_cache *c, int file, unsigned char *buf,
 				continue;
 			if (st == ST_LOST) {
 				buf[i] = k < r->pre_len ? rec_pre(r)[k] : 0;
+			} else if (unsealed) {
+				decided[i] = 1;
 			} else {
 				buf[i] = rec_new(r)[k];
 				decided[i] = 1;

@@ -46,7 +46,9 @@
  *   - Bytes covered by a successful sync of their file are exactly as
  *     written, in every device model.
  *   - A write, truncate or extension not yet synced persists or not per the
- *     device model (faultsim_device below).  One that was LOST to a failed
+ *     device model (faultsim_device below).  A page written through a shared
+ *     mapping counts as one write of that page (clipped at the file's end)
+ *     with the bytes it held at the flush point after the stores.  One that was LOST to a failed
  *     sync under the ext4/xfs profile never persists.
  *   - A create, rename or unlink persists only when its directory (both
  *     directories for a rename) was synced after it; otherwise it is undone:
@@ -76,8 +78,12 @@
  *     removed other than through the recording calls.  Removing a tracked
  *     file that way and creating another (which may reuse the inode) while
  *     records remain mixes the two; crash or forget first.
- *   - Writes through a writable mapping; mkdir/rmdir; hard links made by the
- *     program; O_TRUNC opens (keel_io has none).
+ *   - Writes through a writable shared mapping are seen only when the
+ *     recorder keeps its pages read-only and calls the map functions (the
+ *     shim does; a faultsim_io does not map for writing); they are recorded
+ *     a page at a time, with the page's content at the next flush point as
+ *     their new bytes.  mkdir/rmdir; hard links made by the program;
+ *     O_TRUNC opens (keel_io has none).
  *   - Page granularity after a failed sync (see sync.c: a LOST write stays
  *     lost even if its page is written and synced again).
  *
@@ -223,6 +229,59 @@ int faultsim_cache_extend_begin(faultsim_cache *c, int file, int fd,
                                 faultsim_ticket *t);
 /* ends a truncate or extend: RESULT is 0 or a negative errno */
 void faultsim_cache_change_end(faultsim_ticket *t, int result);
+
+/*
+ * Writes through a shared mapping (MAP_SHARED, PROT_WRITE).  Stores make no
+ * system call, so the recorder keeps each page of such a mapping read-only
+ * until the program stores into it, and records the page at that fault,
+ * before it lets the store through:
+ *
+ *     faultsim_cache_map_lock(c, &t);            // the cache's lock
+ *     if (page not yet writable) {
+ *         faultsim_cache_map_record(&t, file, fd, page_off, page_len,
+ *                                   owner, tag);
+ *         make the page writable;                // the store is retried
+ *     }
+ *     faultsim_cache_map_unlock(&t);
+ *
+ * The record's pre-image is the page's bytes at the fault; its new bytes
+ * are not known yet (the record is UNSEALED).  Before every flush point of
+ * the file -- fsync/fdatasync/msync, munmap, a recorded write or truncate
+ * -- the recorder SEALS its records of the file, in one locked section:
+ *
+ *     faultsim_cache_map_lock(c, &t);
+ *     faultsim_cache_map_seal(&t, file, fd, owner, stop, arg);
+ *     faultsim_cache_map_unlock(&t);
+ *
+ * which, for each unsealed record of FILE made by OWNER (0: by anyone),
+ * calls STOP(ARG, off, len, tag) -- the recorder makes that page read-only
+ * again, so the next store faults and makes a new record -- then fills the
+ * new bytes from FD (any readable descriptor on the file).  A sync then
+ * makes exactly the sealed bytes durable.  A record still unsealed at a
+ * sync (a store that raced with it) stays unsynced.  The parent seals what
+ * a dead writer left unsealed from the file as it stands, first thing in
+ * faultsim_cache_crash and faultsim_cache_writer_died (so also in
+ * _write_back and _evict_lost).  The record covers the page clipped at the
+ * file's end (a store past the end never reaches the file), so it persists,
+ * is lost or is torn at a crash as one pwrite of that page would be.
+ *
+ * OWNER is the recording process's id (a forked child seals only its own
+ * records); TAG is the recorder's own, handed back to STOP (the shim: its
+ * mapping table slot).  _map_record returns 1 (recorded), 0 (the page lies
+ * wholly past the end: nothing to record), -ENOBUFS (the cache is full;
+ * sticky, as for every recording call), -EBADF or another negative errno.
+ * _map_seal returns how many records it sealed, or a negative errno.
+ * _map_lock returns 0.  Every call but _map_lock needs the lock held.
+ */
+typedef void (*faultsim_map_stop)(void *arg, uint64_t off, uint64_t len,
+                                  uint32_t tag);
+int faultsim_cache_map_lock(faultsim_cache *c, faultsim_ticket *t);
+void faultsim_cache_map_unlock(faultsim_ticket *t);
+int faultsim_cache_map_record(faultsim_ticket *t, int file, int fd,
+                              uint64_t off, uint64_t len, uint32_t owner,
+                              uint32_t tag);
+int faultsim_cache_map_seal(faultsim_ticket *t, int file, int fd,
+                            uint32_t owner, faultsim_map_stop stop, void *arg);
 
 /* What the cache does with a file's unsynced records when its sync fails. */
 typedef enum faultsim_profile {

@@ -48,7 +48,9 @@ static void mark_file(faultsim_cache *c, int file, uint64_t mark, uint8_t state)
 		fs_rec *r = rec_at(c, pos);
 		if (rec_is_data(r) && r->file == file &&
 		    rec_state(r) == ST_UNSYNCED) {
-			if (r->seq < mark)
+			/* (8): stores through a mapping that raced with the
+			 * sync stay unsynced until sealed and synced again */
+			if (r->seq < mark && !rec_unsealed(r))
 				rec_set_state(r, state);
 			else if (next == SCAN_NONE)
 				next = pos; /* made while the sync ran */
@@ -112,7 +114,7 @@ static void revert_file(faultsim_cache *c, int file, uint64_t mark)
 	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
 		if (rec_is_data(r) && r->file == file && r->seq < mark &&
-		    rec_state(r) == ST_UNSYNCED) {
+		    rec_state(r) == ST_UNSYNCED && !rec_unsealed(r)) {
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
 				uint64_t *l = realloc(list, cap * sizeof *l);

@@ -12,14 +12,21 @@
  *   truncate, allocation and namespace change is recorded BEFORE the real
  *   call; fsync/fdatasync make a file's records durable, an fsync of a
  *   directory makes its namespace changes durable, O_SYNC/O_DSYNC writes are
- *   durable one by one, sync()/syncfs() make everything durable.  Every other
+ *   durable one by one, sync()/syncfs() make everything durable.  Stores
+ *   through a writable MAP_SHARED mapping of a tracked file are recorded a
+ *   page at a time: the mapping is kept read-only, a SIGSEGV handler
+ *   records a page at its first store and makes it writable, and before
+ *   the file's next flush point (a sync, msync(MS_SYNC), munmap, a
+ *   recorded write) the page is made read-only again and its record takes
+ *   the file's bytes (faultsim.h, "Writes through a shared mapping").  Every other
  *   file, and every call on one, passes straight through.  The calls wrapped
  *   are listed in docs/targets.md ("What the shim sees").
  *
  * WHAT IT REFUSES (one line naming the call and the file on stderr and in
  *   the control block, then _exit(2): a set-up error, never a verdict)
- *   a writable MAP_SHARED mapping of a tracked file; O_DIRECT or O_TMPFILE on
- *   one; a rename across the watched directory's edge; RENAME_EXCHANGE;
+ *   mremap of a writable MAP_SHARED mapping of a tracked file, munmap of
+ *   its middle or mprotect of a part of it, MAP_SYNC, more than 1024 such
+ *   mappings; O_DIRECT or O_TMPFILE on one; a rename across the watched directory's edge; RENAME_EXCHANGE;
  *   fallocate modes that move data (collapse, insert); io_uring_setup
  *   through syscall(2); exec of a statically linked program, or of anything
  *   with the shim removed from its environment; the cache filling up.
@@ -77,6 +84,9 @@ enum shim_op {
 	SHIM_OP_LINK,
 	SHIM_OP_MKDIR,         /* passed through: a crash never undoes it     */
 	SHIM_OP_RMDIR,         /* passed through: a crash never undoes it     */
+	SHIM_OP_MAP_WRITE,     /* first store into a page of a shared mapping
+	                          since its last seal; off/len: the page     */
+	SHIM_OP_MSYNC,         /* msync(MS_SYNC): a data sync of the file    */
 	SHIM_OP_COUNT
 };
 

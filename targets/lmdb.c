@@ -7,7 +7,7 @@
  *   nometasync   MDB_NOMETASYNC
  *   nosync       MDB_NOSYNC
  *   writemap     MDB_WRITEMAP: the data file is a writable shared mapping,
- *                which the shim cannot see into and refuses (exit 2)
+ *                whose stores the shim records a page at a time
  *
  * lock.mdb (the reader table, a writable shared mapping) is never needed
  * after a crash: torture runs this adapter with --volatile 'lock.mdb'.

@@ -1,5 +1,5 @@
 /*
- * test_faultsim_files.c -- the fault simulator's file table (invariant (8)
+ * test_faultsim_files.c -- the fault simulator's file table (invariant (9)
  * of faultsim/cache_internal.h): it holds FAULTSIM_MAX_FILES files at once,
  * not over a run.  A program that writes, syncs and closes file after file
  * is never refused; an entry is reused only when nothing in the window names

@@ -28,6 +28,11 @@ static const torture_adapter adapters[] = {
 	/* the engine's durable marker is memory shared with readers, never
 	 * synced and never read by recovery (docs/targets.md) */
 	{ "keel", { "default", "no-sync", NULL }, "*.durable*", NULL, 50 },
+	/* both write through a writable shared mapping of their one file */
+	{ "gdbm", { "sync", "nosync", "nommap-sync", NULL }, NULL,
+	  "libgdbm-dev", 50 },
+	{ "tdb", { "transaction", "nosync", "plain", NULL }, NULL, "libtdb-dev",
+	  50 },
 };
 #define NADAPTERS (sizeof adapters / sizeof adapters[0])
 

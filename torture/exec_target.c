@@ -674,7 +674,8 @@ static int later_sync(const xrun *r, uint64_t i)
 			continue;
 		if (d->op == SHIM_OP_SYNC_ALL)
 			return 1;
-		if ((d->op == SHIM_OP_FSYNC || d->op == SHIM_OP_FDATASYNC) &&
+		if ((d->op == SHIM_OP_FSYNC || d->op == SHIM_OP_FDATASYNC ||
+		     d->op == SHIM_OP_MSYNC) &&
 		    d->file == c->file && c->file >= 0)
 			return 1;
 	}
@@ -713,6 +714,7 @@ static void show_call(const xrun *r, uint64_t i)
 
 	switch (c->op) {
 	case SHIM_OP_WRITE: case SHIM_OP_TRUNCATE: case SHIM_OP_ALLOCATE:
+	case SHIM_OP_MAP_WRITE:
 		snprintf(state, sizeof state, "%s", c->durable ? "synced (O_SYNC)"
 		         : later_sync(r, i) ? "synced later" : "NOT synced");
 		break;
@@ -724,7 +726,8 @@ static void show_call(const xrun *r, uint64_t i)
 	default:
 		break;
 	}
-	if (c->op == SHIM_OP_WRITE || c->op == SHIM_OP_ALLOCATE)
+	if (c->op == SHIM_OP_WRITE || c->op == SHIM_OP_ALLOCATE ||
+	    c->op == SHIM_OP_MAP_WRITE)
 		fprintf(stderr, "    %-16s %-28s off %" PRIu64 " len %" PRIu64
 		        " -> %" PRId64 "  %s\n", shim_op_name(c->op), c->path,
 		        c->off, c->len, c->result, state);

@@ -22,21 +22,33 @@
  *              xfs, btrfs), not under --fs posix; UNSAFE leaves out the
  *              fsync after the rename.  60 puts a process, then it exits
  *              (files replaced without a directory sync stay tracked)
+ *   mmap       a file of 1 KiB slots over two pages, mapped MAP_SHARED
+ *              once and written by stores (every third value by read()
+ *              from a pipe straight into the mapping); msync(MS_SYNC) and
+ *              fdatasync in turn (UNSAFE: msync(MS_ASYNC) or nothing);
+ *              it installs a SIGSEGV handler of its own first and makes
+ *              it catch one fault, which the shim's handler must pass on
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #define KEYS 8
 #define SLOT 32
+#define MSLOT 1024 /* mmap: a slot's stride (four to a page) */
 
 static const char *dir, *family;
 static int safe;
+static int map_fd = -1;       /* mmap: the slots file and its mapping */
+static unsigned char *map;
 
 static void die(const char *what)
 {
@@ -148,6 +160,84 @@ static void put_slot(int k, const char *key, const char *v)
 	close(fd);
 }
 
+static sigjmp_buf segv_back;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(segv_back, 1);
+}
+
+/* A program's own SIGSEGV handler still sees the faults that are not the
+ * shim's: one store into a PROT_NONE page must land in on_segv. */
+static void own_handler_works(void)
+{
+	struct sigaction sa;
+	volatile int caught = 0;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_segv;
+	if (sigaction(SIGSEGV, &sa, NULL) != 0)
+		die("sigaction");
+	char *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+	                  -1, 0);
+	if (none == MAP_FAILED)
+		die("mmap");
+	if (sigsetjmp(segv_back, 1) == 0)
+		*(volatile char *)none = 1;
+	else
+		caught = 1;
+	if (!caught) {
+		fprintf(stderr, "family: the store into PROT_NONE did not fault\n");
+		exit(1);
+	}
+	munmap(none, 4096);
+}
+
+/* mmap: the slots file is made its full size, durably, once per life;
+ * then mapped for good. */
+static void map_open(void)
+{
+	map_fd = open_file("mslots", O_RDWR | O_CREAT);
+	if (ftruncate(map_fd, KEYS * MSLOT) != 0 || fsync(map_fd) != 0)
+		die("mslots");
+	dir_sync();
+	map = mmap(NULL, KEYS * MSLOT, PROT_READ | PROT_WRITE, MAP_SHARED,
+	           map_fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	own_handler_works();
+}
+
+static void put_map(unsigned i, int k, const char *key, const char *v)
+{
+	char rec[SLOT];
+	unsigned char *at = map + (size_t)k * MSLOT;
+	int p[2];
+
+	memset(rec, ' ', sizeof rec);
+	int n = snprintf(rec, sizeof rec, "%s=%s", key, v);
+	rec[n] = ' ';
+	rec[SLOT - 1] = '\n';
+	if (i % 3 == 0) {
+		/* the kernel stores into the mapping: no fault to catch */
+		if (pipe(p) != 0 || write(p[1], rec, SLOT) != SLOT ||
+		    read(p[0], at, SLOT) != SLOT)
+			die("read into the mapping");
+		close(p[0]);
+		close(p[1]);
+	} else {
+		memcpy(at, rec, SLOT);
+	}
+	unsigned char *pg = map + (size_t)k * MSLOT / 4096 * 4096;
+	if (safe && i % 2 && msync(pg, 4096, MS_SYNC) != 0)
+		die("msync");
+	if (safe && !(i % 2) && fdatasync(map_fd) != 0)
+		die("fdatasync");
+	if (!safe && i % 2 && msync(pg, 4096, MS_ASYNC) != 0)
+		die("msync");
+}
+
 static void put_file(const char *key, const char *v, int del)
 {
 	char p[4096], from[4096], tmp[64];
@@ -198,7 +288,7 @@ static void put_file(const char *key, const char *v, int del)
 	}
 }
 
-static void put(int k, const char *v, int del)
+static void put(unsigned i, int k, const char *v, int del)
 {
 	char key[16], p[4096], rec[64];
 
@@ -228,6 +318,8 @@ static void put(int k, const char *v, int del)
 	} else if (!strcmp(family, "truncate") || !strcmp(family, "rename") ||
 	           !strcmp(family, "unlink") || !strcmp(family, "fsyncname")) {
 		put_file(key, v, del);
+	} else if (!strcmp(family, "mmap")) {
+		put_map(i, k, key, v);
 	} else {
 		fprintf(stderr, "unknown family %s\n", family);
 		exit(2);
@@ -258,16 +350,16 @@ static void check_log(void)
 			printf("k%d %s\n", k, last[k]);
 }
 
-static void check_slots(void)
+static void check_slots(const char *name, off_t stride)
 {
 	char rec[SLOT + 1], v[64];
 	char p[4096];
 	int fd, k2;
-	path(p, "slots");
+	path(p, name);
 	if ((fd = open(p, O_RDONLY)) < 0)
 		return;
 	for (int k = 0; k < KEYS; k++) {
-		ssize_t n = pread(fd, rec, SLOT, (off_t)k * SLOT);
+		ssize_t n = pread(fd, rec, SLOT, (off_t)k * stride);
 		if (n <= 0)
 			break;
 		rec[n] = '\0';
@@ -327,7 +419,9 @@ int main(int argc, char **argv)
 			check_log();
 		else if (!strcmp(family, "overwrite") || !strcmp(family, "odsync") ||
 		         !strcmp(family, "dup"))
-			check_slots();
+			check_slots("slots", SLOT);
+		else if (!strcmp(family, "mmap"))
+			check_slots("mslots", MSLOT);
 		else
 			check_files(!strcmp(family, "truncate"));
 		return 0;
@@ -344,6 +438,8 @@ int main(int argc, char **argv)
 		if (!strcmp(family, "append") || !strcmp(family, "stdio"))
 			log_recover();
 	}
+	if (!strcmp(family, "mmap"))
+		map_open();
 	srand((unsigned)strtoul(getenv("KEEL_TORTURE_SEED"), NULL, 10));
 	for (unsigned i = 1; i < 100000; i++) {
 		int k = rand() % KEYS;
@@ -362,7 +458,7 @@ int main(int argc, char **argv)
 		snprintf(v, sizeof v, "v%u", !strcmp(family, "truncate") ?
 		         (unsigned)(rand() % 5000) + 1 : i);
 		say(del ? "intent %u %s delete\n" : "intent %u %s %s\n", i, key, v);
-		put(k, v, del);
+		put(i, k, v, del);
 		say("ack %u\n", i, key, v);
 	}
 	return 0;

@@ -5,7 +5,9 @@
  *
  *   raw-append    syscall(SYS_pwrite64) past the end of a tracked file
  *   raw-overwrite syscall(SYS_pwrite64) over the newest write's bytes
- *   mmap          a writable MAP_SHARED mapping of a tracked file
+ *   mremap        mremap of a writable MAP_SHARED mapping of a tracked file
+ *   many-maps     more shared mappings of a tracked file than the shim
+ *                 follows at once
  *   direct        open(O_DIRECT) of a file below the watched directory
  *   io-uring      syscall(SYS_io_uring_setup)
  *   plain         nothing: the control, which must pass
@@ -53,12 +55,6 @@ static void open_direct(const char *dir)
 	open(p, O_RDWR | O_CREAT | O_DIRECT, 0644);
 }
 
-static void map_shared(int fd)
-{
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	(void)p;
-}
-
 int main(int argc, char **argv)
 {
 	char path[4096], dpath[4096];
@@ -101,8 +97,14 @@ int main(int argc, char **argv)
 		syscall(SYS_pwrite64, fd, "xyz", 3, 2);
 	} else if (!strcmp(argv[2], "raw-overwrite")) {
 		syscall(SYS_pwrite64, fd, "zz", 2, 0);
-	} else if (!strcmp(argv[2], "mmap")) {
-		map_shared(fd);
+	} else if (!strcmp(argv[2], "mremap")) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+		               fd, 0);
+		if (p != MAP_FAILED)
+			mremap(p, 4096, 8192, MREMAP_MAYMOVE);
+	} else if (!strcmp(argv[2], "many-maps")) {
+		for (int i = 0; i < 5000; i++)
+			mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	} else if (!strcmp(argv[2], "direct")) {
 		snprintf(dpath, sizeof dpath, "%s/direct", argv[1]);
 		open(dpath, O_RDWR | O_CREAT | O_DIRECT, 0644);
