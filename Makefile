@@ -51,7 +51,7 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
-SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
+SHIM_SRCS = shim/shim.c shim/shim_backstop.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
 	faultsim/crash.c faultsim/fault.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "shim_internal.h"
 
 #define SHIM_FDS 65536        /* descriptors the shim can follow        */
 #define FD_APPEND 1u          /* O_APPEND                               */
@@ -1234,21 +1235,24 @@ static int env_has(char *const envp[], const char *name)
 	return 0;
 }
 
+void shim_exec_check(const char *path, char *const envp[])
+{
+	if (!active || in_shim)
+		return;
+	in_shim = 1;
+	if (is_static_elf(path))
+		refuse("exec %s: a statically linked program cannot load the "
+		       "shim", path);
+	if (!env_has(envp, "LD_PRELOAD") || !env_has(envp, "KEEL_SHIM_DIR"))
+		refuse("exec %s with LD_PRELOAD or KEEL_SHIM_DIR removed from "
+		       "its environment: its writes would not be seen", path);
+	in_shim = 0;
+}
+
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	load_execve();
-	if (active && !in_shim) {
-		in_shim = 1;
-		if (is_static_elf(path))
-			refuse("exec %s: a statically linked program cannot "
-			       "load the shim", path);
-		if (!env_has(envp, "LD_PRELOAD") ||
-		    !env_has(envp, "KEEL_SHIM_DIR"))
-			refuse("exec %s with LD_PRELOAD or KEEL_SHIM_DIR removed "
-			       "from its environment: its writes would not be "
-			       "seen", path);
-		in_shim = 0;
-	}
+	shim_exec_check(path, envp);
 	return real_execve(path, argv, envp);
 }
 
@@ -1693,4 +1697,28 @@ static void __attribute__((constructor)) shim_init(void)
 	active = 1;
 	adopt_inherited();
 	in_shim = 0;
+	shim_backstop_init();
+}
+
+/* ---- lent to the system-call backstop (shim_internal.h) ----------------- */
+
+int shim_fd_followed(int fd)
+{
+	return active && fd_tracked(fd);
+}
+
+int shim_in_call(void)
+{
+	return in_shim;
+}
+
+const char *shim_watched(size_t *len)
+{
+	*len = watched_len;
+	return watched;
+}
+
+void shim_refuse_msg(const char *msg)
+{
+	refuse("%s", msg);
 }
