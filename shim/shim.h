@@ -42,6 +42,9 @@
  *                      through untracked: files the program never needs
  *                      after a crash (shared memory such as SQLite's -shm,
  *                      keel's .durable marker).  The user's claim.
+ *   KEEL_SHIM_BACKSTOP 1: the system-call backstop (shim_backstop.c) --
+ *                      every system call is caught, so the writes no
+ *                      wrapper sees are recorded too; a signal per call.
  *   With KEEL_SHIM_DIR unset the shim passes everything through.
  */
 #ifndef KEEL_SHIM_H
@@ -134,6 +137,11 @@ void shim_shared_reset_files(shim_shared *s);
  */
 int shim_check_files(const shim_shared *s, const char *dir, char *why,
                      size_t whylen);
+
+/* 0 when this kernel and machine can run the system-call backstop
+ * (KEEL_SHIM_BACKSTOP=1: Syscall User Dispatch, Linux 5.11+, x86-64); -1
+ * with the reason in WHY when not. */
+int shim_backstop_probe(char *why, size_t whylen);
 
 /* Words for an op ("write", "fdatasync", ...). */
 const char *shim_op_name(uint32_t op);

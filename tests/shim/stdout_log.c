@@ -17,6 +17,8 @@
  *   fork     stdio, from a forked child per put
  *   spawn    stdio, from a posix_spawn'ed copy of this program per put
  *   vfork    the same through vfork + execv
+ *   io-uring io_uring_setup from a syscall instruction of its own, after
+ *            the first put (the backstop must refuse it)
  *
  * stdio, asm, thread and fork run under a 1 ms interval timer whose handler
  * counts: system calls interrupted and restarted, and handlers returning
@@ -51,13 +53,12 @@ static void on_tick(int sig)
 	ticks++;
 }
 
-static long asm_write(int fd, const void *buf, size_t n)
+static long asm_syscall3(long nr, long a, const void *b, size_t c)
 {
 	long r;
 	__asm__ volatile("syscall"
 	                 : "=a"(r)
-	                 : "a"((long)SYS_write), "D"((long)fd), "S"(buf),
-	                   "d"(n)
+	                 : "a"(nr), "D"(a), "S"(b), "d"(c)
 	                 : "rcx", "r11", "memory");
 	return r;
 }
@@ -95,7 +96,12 @@ static int put(const char *line)
 	if (!strcmp(how, "syscall"))
 		return syscall(SYS_write, 1, line, n) == (long)n ? 0 : -1;
 	if (!strcmp(how, "asm"))
-		return asm_write(1, line, n) == (long)n ? 0 : -1;
+		return asm_syscall3(SYS_write, 1, line, n) == (long)n ? 0 : -1;
+	if (!strcmp(how, "io-uring")) {
+		char params[120] = { 0 };
+		asm_syscall3(SYS_io_uring_setup, 4, params, 0);
+		return put_stdio(line);
+	}
 	if (!strcmp(how, "thread"))
 		return pthread_create(&t, NULL, thread_put, (void *)line) ||
 		       pthread_join(t, &rc) || rc ? -1 : 0;
