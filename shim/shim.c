@@ -62,8 +62,10 @@ static char *fd_path[SHIM_FDS];     /* absolute path (tracked files, dirs) */
 
 /* ---- the real functions ---------------------------------------------- */
 
+/* Not static: the syscall backstop marks the calls made through them as
+ * the shim's own (shim_internal.h). */
 #define REAL(ret, name, args)                                              \
-	static ret(*real_##name) args;                                     \
+	__attribute__((visibility("hidden"))) ret(*real_##name) args;      \
 	static void load_##name(void)                                      \
 	{                                                                  \
 		if (!real_##name)                                          \

@@ -68,6 +68,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,10 @@ __asm__(
 	"	.globl backstop_raw, backstop_restorer\n"
 	"	.globl backstop_clone_shared, backstop_clone_stack\n");
 
+/* >0 while a real call of shim.c is made in this thread: its system calls
+ * are the shim's own and pass as they are */
+static __thread int own_call TLS_IE;
+
 static ksigaction program_sigsys;  /* the program's own SIGSYS action    */
 static char given[PATH_MAX];       /* KEEL_SHIM_DIR as the harness wrote it */
 static size_t given_len;
@@ -237,6 +242,93 @@ static long arm_thread(void)
 	              backstop_exempt_end - backstop_exempt_begin,
 	              (long)&backstop_selector, 0 };
 	return backstop_raw(SYS_prctl, a);
+}
+
+/* ---- the shim's own calls ------------------------------------------------- */
+
+/*
+ * Each real_NAME pointer of shim.c is replaced by own_NAME, which calls the
+ * same glibc function with own_call raised.  Without it, a wrapper's real
+ * call made while in_shim is clear (dup2, fcntl, mmap, close make theirs
+ * so) would trap and be sent through the wrapper a second time.
+ */
+#define OWN(ret, name, params, args)                                       \
+	static ret(*glibc_##name) params;                                  \
+	static ret own_##name params                                       \
+	{                                                                  \
+		own_call++;                                                \
+		ret r = glibc_##name args;                                 \
+		own_call--;                                                \
+		return r;                                                  \
+	}
+
+OWN(ssize_t, write, (int fd, const void *b, size_t n), (fd, b, n))
+OWN(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o), (fd, b, n, o))
+OWN(int, close, (int fd), (fd))
+OWN(int, fsync, (int fd), (fd))
+OWN(int, fdatasync, (int fd), (fd))
+OWN(int, ftruncate, (int fd, off_t l), (fd, l))
+OWN(int, fallocate, (int fd, int m, off_t o, off_t l), (fd, m, o, l))
+OWN(int, posix_fallocate, (int fd, off_t o, off_t l), (fd, o, l))
+OWN(int, renameat2, (int od, const char *o, int nd, const char *n,
+                     unsigned f), (od, o, nd, n, f))
+OWN(int, unlinkat, (int d, const char *p, int f), (d, p, f))
+OWN(int, linkat, (int od, const char *o, int nd, const char *n, int f),
+    (od, o, nd, n, f))
+OWN(int, mkdirat, (int d, const char *p, mode_t m), (d, p, m))
+OWN(int, dup, (int fd), (fd))
+OWN(int, dup3, (int fd, int to, int f), (fd, to, f))
+OWN(int, dup2, (int fd, int to), (fd, to))
+OWN(void *, mmap, (void *a, size_t l, int p, int f, int fd, off_t o),
+    (a, l, p, f, fd, o))
+OWN(int, syncfs, (int fd), (fd))
+OWN(int, sync_file_range, (int fd, off_t o, off_t l, unsigned f),
+    (fd, o, l, f))
+
+static int (*glibc_openat)(int, const char *, int, ...);
+static int own_openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int)
+	                                              : 0;
+	va_end(ap);
+	own_call++;
+	int r = glibc_openat(dirfd, path, flags, mode);
+	own_call--;
+	return r;
+}
+
+static int (*glibc_fcntl)(int, int, ...);
+static int own_fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	own_call++;
+	int r = glibc_fcntl(fd, cmd, arg);
+	own_call--;
+	return r;
+}
+
+static void (*glibc_sync)(void);
+static void own_sync(void)
+{
+	own_call++;
+	glibc_sync();
+	own_call--;
+}
+
+#define TAKE(name) (glibc_##name = real_##name, real_##name = own_##name)
+
+static void own_calls_marked(void)
+{
+	TAKE(openat); TAKE(write); TAKE(pwrite); TAKE(close); TAKE(fsync);
+	TAKE(fdatasync); TAKE(ftruncate); TAKE(fallocate);
+	TAKE(posix_fallocate); TAKE(renameat2); TAKE(unlinkat); TAKE(linkat);
+	TAKE(mkdirat); TAKE(dup); TAKE(dup3); TAKE(dup2); TAKE(fcntl);
+	TAKE(mmap); TAKE(sync); TAKE(syncfs); TAKE(sync_file_range);
 }
 
 /* ---- the shim's turn: every signal blocked, the selector at ALLOW ------- */
@@ -670,7 +762,7 @@ static long dispatch(long nr, long *a, ucontext_t *uc)
 			           "syscall backstop off");
 		break;
 	}
-	if (shim_in_call())
+	if (shim_in_call() || own_call)
 		return backstop_raw(nr, a);
 	if (nr == SYS_execve || nr == SYS_execveat)
 		exec_check(nr, a);
@@ -719,6 +811,7 @@ void shim_backstop_init(void)
 		strcpy(given, dir);
 		given_len = lexical(given);
 	}
+	own_calls_marked();
 	raw(SYS_rt_sigaction, SIGSYS, (long)&sa, (long)&program_sigsys, 8);
 	raw(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&sys, 0, 8);
 	rc = arm_thread();

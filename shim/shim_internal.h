@@ -15,6 +15,7 @@
 #define KEEL_SHIM_INTERNAL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* 1 when FD is a tracked file or a directory below the watched one. */
 int shim_fd_followed(int fd);
@@ -32,6 +33,32 @@ void shim_exec_check(const char *path, char *const envp[]);
 
 /* Refuses with MSG (one line; exits 2), as the wrappers do. */
 void shim_refuse_msg(const char *msg) __attribute__((noreturn));
+
+/* The real functions of shim.c (glibc's, through dlsym), pointers the
+ * backstop replaces once armed by ones that mark their calls as the
+ * shim's own: a wrapper's real call then passes as it is, and is never
+ * sent through a wrapper a second time. */
+extern int (*real_openat)(int, const char *, int, ...);
+extern ssize_t (*real_write)(int, const void *, size_t);
+extern ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+extern int (*real_close)(int);
+extern int (*real_fsync)(int);
+extern int (*real_fdatasync)(int);
+extern int (*real_ftruncate)(int, off_t);
+extern int (*real_fallocate)(int, int, off_t, off_t);
+extern int (*real_posix_fallocate)(int, off_t, off_t);
+extern int (*real_renameat2)(int, const char *, int, const char *, unsigned);
+extern int (*real_unlinkat)(int, const char *, int);
+extern int (*real_linkat)(int, const char *, int, const char *, int);
+extern int (*real_mkdirat)(int, const char *, mode_t);
+extern int (*real_dup)(int);
+extern int (*real_dup3)(int, int, int);
+extern int (*real_dup2)(int, int);
+extern int (*real_fcntl)(int, int, ...);
+extern void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+extern void (*real_sync)(void);
+extern int (*real_syncfs)(int);
+extern int (*real_sync_file_range)(int, off_t, off_t, unsigned);
 
 /* Arms the backstop in this process when KEEL_SHIM_BACKSTOP=1 (from the
  * shim's constructor, once it is active). */

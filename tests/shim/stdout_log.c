@@ -17,6 +17,8 @@
  *   fork     stdio, from a forked child per put
  *   spawn    stdio, from a posix_spawn'ed copy of this program per put
  *   vfork    the same through vfork + execv
+ *   freopen  stdio, after freopen(DIR/log, "a", stdout) -- glibc's own
+ *            open, dup3 and close; run without the shell's redirection
  *   io-uring io_uring_setup from a syscall instruction of its own, after
  *            the first put (the backstop must refuse it)
  *
@@ -91,7 +93,7 @@ static int put(const char *line)
 	void *rc;
 	pid_t pid;
 
-	if (!strcmp(how, "stdio"))
+	if (!strcmp(how, "stdio") || !strcmp(how, "freopen"))
 		return put_stdio(line);
 	if (!strcmp(how, "syscall"))
 		return syscall(SYS_write, 1, line, n) == (long)n ? 0 : -1;
@@ -167,6 +169,12 @@ int main(int argc, char **argv)
 	how = argv[2];
 	unsafe = argc > 3 && !strcmp(argv[3], "unsafe");
 	tfd = atoi(env);
+	if (!strcmp(how, "freopen")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/log", argv[1]);
+		if (!freopen(path, "a", stdout))
+			return 1;
+	}
 	/* the shell created the log: its name must survive a cut too */
 	int dfd = open(argv[1], O_RDONLY | O_DIRECTORY);
 	if (dfd < 0 || fsync(dfd) != 0 || close(dfd) != 0)
