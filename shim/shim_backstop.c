@@ -20,13 +20,16 @@
  *     ALLOW and every signal blocked -- the wrapper's own calls (the real
  *     one through glibc, faultsim's reads) then run as they are, and no
  *     program code (a signal handler) can run unwatched meanwhile;
- *   - any other call, or any call made while a wrapper is at work in the
- *     thread: made as it is through the exempt stub.  This path touches
- *     nothing but registers and the stack, so it is safe wherever the
- *     program made its call (inside malloc, with any lock held).
- *   Routing the shim's real calls through the stub instead would spare the
- *   selector switch, but would rewrite every wrapper of shim.c; the switch
- *   costs two system calls per modelled call and leaves shim.c as it is.
+ *   - any other call, or any call the shim makes itself (while a wrapper is
+ *     at work in the thread, or through one of shim.c's real_* pointers,
+ *     which are replaced by trampolines that mark their calls): made as it
+ *     is through the exempt stub.  This path touches nothing but registers
+ *     and the stack, so it is safe wherever the program made its call
+ *     (inside malloc, with any lock held).
+ *   Routing the shim's real calls through the stub instead would spare
+ *   their traps, but would give up glibc's versions of them (fallbacks,
+ *   cancellation points) and touch every wrapper of shim.c; the selector
+ *   switch costs two system calls per modelled call.
  *
  * WHAT NEEDS CARE, AND WHY
  *   rt_sigreturn  The kernel checks the selector on every call, the
@@ -459,10 +462,12 @@ static int below(const char *p, size_t n, const char *dir, size_t dn)
 
 /* May PATH (relative to DIRFD) name the watched directory or something
  * below it?  Lexical, through raw calls only: safe at any system call.
- * When it cannot tell it answers yes, and the wrapper resolves. */
+ * When it cannot tell (a directory and a name longer than PATH_MAX
+ * together: the buffer is kept to one page of the stack the program made
+ * its call on) it answers yes, and the wrapper resolves. */
 static int maybe_watched(long dirfd, const char *path)
 {
-	char buf[PATH_MAX * 2], link[32] = "/proc/self/fd/";
+	char buf[PATH_MAX], link[32] = "/proc/self/fd/";
 	size_t n = 0, len, wlen;
 	const char *w;
 	long r;
