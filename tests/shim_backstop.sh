@@ -74,9 +74,10 @@ contains "saver-no-dir-sync replays with the flag" \
 
 # ---- a program writing its redirected stdout: stdio, syscall(SYS_write),
 # its own syscall instruction, from a thread, a forked child, a
-# posix_spawn'ed or vfork'ed program -- all recorded (or the run would be
-# refused as a bypass), under a 1 ms timer signal where it can have one
-for how in stdio syscall asm thread fork spawn vfork; do
+# posix_spawn'ed or vfork'ed program, with every signal blocked and SIGSYS
+# ignored -- all recorded (or the run would be refused as a bypass), under
+# a 1 ms timer signal where it can have one
+for how in stdio syscall asm thread fork spawn vfork masks; do
 	run "stdout-$how" 0 "" --syscall-backstop --power-loss \
 		--kill-every 300ms --duration 2s --seed 44 \
 		--workload "$L {dir} $how >>{dir}/log" \
