@@ -26,7 +26,9 @@
  *
  * WHAT IT CANNOT SEE, AND HOW THAT IS CAUGHT
  *   A write that does not go through an exported libc function (a raw
- *   syscall, a libc-internal call, io_uring) is not recorded.  So the shim
+ *   syscall, a libc-internal call, io_uring) is not recorded -- unless the
+ *   system-call backstop is on (KEEL_SHIM_BACKSTOP=1, shim_backstop.c),
+ *   which sends such calls through the wrappers too.  Either way the shim
  *   keeps, per tracked file, the size the record implies and a sample of the
  *   newest write's bytes; before each crash the harness compares them with
  *   the file (shim_check_files) and reports any difference as a set-up error.
