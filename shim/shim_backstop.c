@@ -115,6 +115,13 @@ typedef struct clone_head {
 } clone_head;
 
 #define CLONE3_MAX 128      /* the largest clone_args copied              */
+#define COPY_CHUNK (1u << 20) /* bytes one emulated copy_file_range moves  */
+#define FD_SCAN 65536ul     /* descriptors shim.c follows (its SHIM_FDS)  */
+
+/* ioctl requests that share extents between files (linux/fs.h) */
+#define IOCTL_FICLONE 0x40049409ul
+#define IOCTL_FICLONERANGE 0x4020940dul
+#define IOCTL_FIDEDUPERANGE 0xc0189436ul
 
 /* Per thread, read by the assembly below.  The selector starts at BLOCK in
  * every thread's TLS image: a thread armed by the trampoline is blocking
@@ -422,6 +429,104 @@ static long through_wrappers(long nr, const long *a)
 	return rc;
 }
 
+/* ---- copies into a followed file ------------------------------------------- */
+
+static int followed(long fd)
+{
+	return fd >= 0 && fd <= INT_MAX && shim_fd_followed((int)fd);
+}
+
+/*
+ * copy_file_range, sendfile and splice write without a write call: into a
+ * followed descriptor, the bytes are read as they are and written through
+ * the write wrapper, at most COPY_CHUNK a call (a short copy, which all
+ * three allow: callers loop).  IN_OFF, OUT_OFF: as the calls take them
+ * (NULL: the descriptor's position).  The buffer is mapped through the
+ * stub, not malloc'ed: the call may come from anywhere.
+ */
+static long copy_through(int in, int64_t *in_off, int out, int64_t *out_off,
+                         size_t len)
+{
+	long a[6] = { 0, COPY_CHUNK, PROT_READ | PROT_WRITE,
+	              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 };
+	long buf = backstop_raw(SYS_mmap, a), n, w;
+
+	if (buf < 0 && buf > -4096)
+		return buf;
+	if (len > COPY_CHUNK)
+		len = COPY_CHUNK;
+	n = in_off ? raw(SYS_pread64, in, buf, (long)len, *in_off)
+	           : raw(SYS_read, in, buf, (long)len, 0);
+	w = n;
+	if (n > 0) {
+		long b[6] = { out, buf, n, out_off ? *out_off : 0, 0, 0 };
+		w = through_wrappers(out_off ? SYS_pwrite64 : SYS_write, b);
+		if (w >= 0 && w < n && !in_off) /* give back what was not written */
+			raw(SYS_lseek, in, w - n, SEEK_CUR, 0);
+		if (w > 0 && in_off)
+			*in_off += w;
+		if (w > 0 && out_off)
+			*out_off += w;
+	}
+	raw(SYS_munmap, buf, COPY_CHUNK, 0, 0);
+	return w;
+}
+
+/* The copies and extent sharing calls, when they write a followed file;
+ * 1 with the result in *RC, else 0. */
+static int copy_call(long nr, const long *a, long *rc)
+{
+	switch (nr) {
+	case SYS_copy_file_range: /* in, &in_off, out, &out_off, len, flags */
+		if (!followed(a[2]) || a[5])
+			return 0;
+		*rc = copy_through((int)a[0], (int64_t *)a[1], (int)a[2],
+		                   (int64_t *)a[3], (size_t)a[4]);
+		return 1;
+	case SYS_splice:          /* the same, with flags for pipes */
+		if (!followed(a[2]))
+			return 0;
+		*rc = copy_through((int)a[0], (int64_t *)a[1], (int)a[2],
+		                   (int64_t *)a[3], (size_t)a[4]);
+		return 1;
+	case SYS_sendfile:        /* out, in, &in_off, count */
+		if (!followed(a[0]))
+			return 0;
+		*rc = copy_through((int)a[1], (int64_t *)a[2], (int)a[0], NULL,
+		                   (size_t)a[3]);
+		return 1;
+	case SYS_ioctl: /* a shared extent would change the file unseen: the
+	                   callers (cp) fall back to copying */
+		if (((unsigned long)a[1] != IOCTL_FICLONE &&
+		     (unsigned long)a[1] != IOCTL_FICLONERANGE &&
+		     (unsigned long)a[1] != IOCTL_FIDEDUPERANGE) ||
+		    !followed(a[0]))
+			return 0;
+		*rc = -EOPNOTSUPP;
+		return 1;
+	}
+	return 0;
+}
+
+/* close_range (glibc's closefrom, posix_spawn's file actions): the followed
+ * descriptors in the range are closed one by one through the wrapper (their
+ * slots forgotten: a later file on the same number is not theirs), then the
+ * range as it is.  Only 0 or CLOSE_RANGE_UNSHARE (2); CLOEXEC closes
+ * nothing yet. */
+static long close_range_call(const long *a)
+{
+	unsigned long last = (unsigned long)a[1] < FD_SCAN ? (unsigned long)a[1]
+	                                                  : FD_SCAN - 1;
+
+	if (((unsigned long)a[2] & ~2ul) == 0)
+		for (unsigned long fd = (unsigned long)a[0]; fd <= last; fd++)
+			if (followed((long)fd)) {
+				long b[6] = { (long)fd, 0, 0, 0, 0, 0 };
+				through_wrappers(SYS_close, b);
+			}
+	return backstop_raw(SYS_close_range, a);
+}
+
 /* ---- which calls concern the shim ---------------------------------------- */
 
 /* PATH, absolute, made canonical in place without looking at the file
@@ -504,11 +609,6 @@ static int maybe_watched(long dirfd, const char *path)
 	n = lexical(buf);
 	w = shim_watched(&wlen);
 	return below(buf, n, w, wlen) || below(buf, n, given, given_len);
-}
-
-static int followed(long fd)
-{
-	return fd >= 0 && fd <= INT_MAX && shim_fd_followed((int)fd);
 }
 
 /* 1 when call NR is one the shim models and may concern what it follows:
@@ -744,6 +844,8 @@ static long open_how_call(long *a)
 
 static long dispatch(long nr, long *a, ucontext_t *uc)
 {
+	long rc;
+
 	switch (nr) {
 	case SYS_rt_sigreturn: /* a program handler's: on its own frame */
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)backstop_restorer;
@@ -773,6 +875,10 @@ static long dispatch(long nr, long *a, ucontext_t *uc)
 		exec_check(nr, a);
 	else if (nr == SYS_openat2)
 		return open_how_call(a);
+	else if (copy_call(nr, a, &rc))
+		return rc;
+	else if (nr == SYS_close_range)
+		return close_range_call(a);
 	else if (modelled(nr, a))
 		return through_wrappers(nr, a);
 	return backstop_raw(nr, a);

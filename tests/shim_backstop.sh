@@ -67,6 +67,12 @@ run "saver-no-dir-sync" 1 "cycle [0-9]+: lost: key \"cfg\"" \
 	--syscall-backstop --power-loss --kill-every 300ms --duration 10s \
 	--seed 43 --workload "bash $S {dir} nodirsync" \
 	--checker "bash $S {dir} --check"
+# cp(1) copies with copy_file_range, which writes without a write call: the
+# backstop makes it a read and a recorded write (and answers its FICLONE
+# ioctl EOPNOTSUPP)
+run "saver-cp" 0 "" --syscall-backstop --power-loss --kill-every 300ms \
+	--duration 3s --seed 46 --workload "bash $S {dir} cp" \
+	--checker "bash $S {dir} --check"
 contains "saver-no-dir-sync names the rename" "$T/saver-no-dir-sync.out" \
 	"rename +cfg.tmp -> cfg .*directory NOT synced"
 contains "saver-no-dir-sync replays with the flag" \
@@ -77,7 +83,7 @@ contains "saver-no-dir-sync replays with the flag" \
 # posix_spawn'ed or vfork'ed program, with every signal blocked and SIGSYS
 # ignored -- all recorded (or the run would be refused as a bypass), under
 # a 1 ms timer signal where it can have one
-for how in stdio syscall asm thread fork spawn vfork masks; do
+for how in stdio syscall asm thread fork spawn vfork masks close-range; do
 	run "stdout-$how" 0 "" --syscall-backstop --power-loss \
 		--kill-every 300ms --duration 2s --seed 44 \
 		--workload "$L {dir} $how >>{dir}/log" \

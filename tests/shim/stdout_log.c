@@ -21,6 +21,10 @@
  *            open, dup3 and close; run without the shell's redirection
  *   masks    stdio, with every signal blocked and SIGSYS ignored first
  *            (the backstop must keep its SIGSYS, and say the program's)
+ *   close-range  stdio, after appending a byte to DIR/side on a descriptor
+ *            that close_range() then closes, and writing to /dev/null on
+ *            the same number: no write of /dev/null may be taken for one
+ *            of DIR/side
  *   io-uring io_uring_setup from a syscall instruction of its own, after
  *            the first put (the backstop must refuse it)
  *
@@ -86,6 +90,26 @@ static int wait_child(pid_t pid)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+static const char *watched_dir;
+
+/* DIR/side appended to on descriptor N, close_range(N, N), N reused. */
+static int close_range_reuse(void)
+{
+	char path[4096];
+	int fd, again;
+
+	snprintf(path, sizeof path, "%s/side", watched_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0 || write(fd, "x", 1) != 1)
+		return -1;
+	if (close_range((unsigned)fd, (unsigned)fd, 0) != 0)
+		return -1;
+	again = open("/dev/null", O_WRONLY);
+	if (again != fd || write(again, "0123456789", 10) != 10)
+		return -1;
+	return close(again);
+}
+
 static int put(const char *line)
 {
 	size_t n = strlen(line);
@@ -98,6 +122,8 @@ static int put(const char *line)
 	if (!strcmp(how, "stdio") || !strcmp(how, "freopen") ||
 	    !strcmp(how, "masks"))
 		return put_stdio(line);
+	if (!strcmp(how, "close-range"))
+		return close_range_reuse() ? -1 : put_stdio(line);
 	if (!strcmp(how, "syscall"))
 		return syscall(SYS_write, 1, line, n) == (long)n ? 0 : -1;
 	if (!strcmp(how, "asm"))
@@ -169,6 +195,7 @@ int main(int argc, char **argv)
 	if (!env)
 		return 2;
 	self = argv[0];
+	watched_dir = argv[1];
 	how = argv[2];
 	unsafe = argc > 3 && !strcmp(argv[3], "unsafe");
 	tfd = atoi(env);
