@@ -20,6 +20,10 @@
  *     ALLOW and every signal blocked -- the wrapper's own calls (the real
  *     one through glibc, faultsim's reads) then run as they are, and no
  *     program code (a signal handler) can run unwatched meanwhile;
+ *   - copy_file_range, sendfile, splice into a followed file: a read and a
+ *     recorded write; FICLONE-type ioctls on one: EOPNOTSUPP (the caller
+ *     copies); close_range: its followed descriptors closed through the
+ *     wrapper first;
  *   - any other call, or any call the shim makes itself (while a wrapper is
  *     at work in the thread, or through one of shim.c's real_* pointers,
  *     which are replaced by trampolines that mark their calls): made as it
