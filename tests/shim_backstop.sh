@@ -48,6 +48,22 @@ for how in stdio syscall asm; do
 		--checker "$L {dir} --check"
 done
 
+# where prctl(PR_SET_SYSCALL_USER_DISPATCH) fails (an old kernel; here
+# strace makes every prctl fail): said once, and refused as without it
+if command -v strace >/dev/null 2>&1; then
+	t0=$(date +%s)
+	strace -f -qq -o /dev/null -e trace=prctl -e inject=prctl:error=EINVAL \
+		"$TORTURE" --target exec --quiet --syscall-backstop --power-loss \
+		--kill-every 300ms --duration 3s --seed 41 \
+		--workload "bash $S {dir}" --checker "bash $S {dir} --check" \
+		>"$T/unavailable.out" 2>&1
+	expect "unavailable exits 2 ($(( $(date +%s) - t0 ))s)" 2 $?
+	contains "unavailable says so" "$T/unavailable.out" \
+		"--syscall-backstop is unavailable here \(prctl"
+	contains "unavailable is refused as a bypass" "$T/unavailable.out" \
+		"bypass: .*without going through the shim"
+fi
+
 if "$TORTURE" --target exec --syscall-backstop --quiet --cycles 1 \
 	--workload true --checker true 2>&1 | grep -q unavailable; then
 	echo "shim_backstop.sh: no Syscall User Dispatch here: the backstop" \

@@ -534,7 +534,8 @@ static int after_workload(xrun *r, uint64_t cycle)
 	if (refused(r))
 		return 2;
 	if (shim_check_files(r->ctl, r->dir, why, sizeof why) < 0)
-		return setup_error("bypass: %s%s", why, r->backstop ? "" :
+		return setup_error("bypass: %s%s", why,
+		                   r->o->syscall_backstop ? "" :
 		                   " (--syscall-backstop records what no "
 		                   "wrapper sees)");
 	/* in a kills-only run the shim settles a full cache and records the
