@@ -52,8 +52,8 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
-SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
-	faultsim/mapped.c \
+SHIM_SRCS = shim/shim.c shim/shim_backstop.c faultsim/cache.c faultsim/sync.c \
+	faultsim/namespace.c faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
@@ -120,7 +120,7 @@ TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh
+TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 

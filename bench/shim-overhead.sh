@@ -2,10 +2,12 @@
 # shim-overhead.sh [BUILD_DIR] [N] -- what libkeel-shim.so costs a program,
 # and how fast torture --target exec power-cuts a SQLite workload.
 #
-#   1. N x (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
-#      each, synchronous=EXTRA), each timed inside the program, plain and
-#      under the shim (torture --target exec --power-loss, one cycle that
-#      ends on its own), three rounds alternating; the median of each.
+#   1. 100 N getppid() calls (what any untracked system call costs), N x
+#      (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
+#      each, synchronous=EXTRA), each timed inside the program, plain, under
+#      the shim (torture --target exec --power-loss, one cycle that ends on
+#      its own) and under the shim with --syscall-backstop, three rounds
+#      alternating; the median of each, and microseconds per operation.
 #   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
 #      SQLite workload (synchronous=EXTRA, which passes): cycles per second.
 # Needs libsqlite3-dev (make deps-bench).  Figures: docs/bench.md.  TMPDIR
@@ -22,27 +24,34 @@ median() { sort -n | sed -n 2p; }
 
 plain() { # plain MODE -> seconds
 	rm -rf "$T/d" && mkdir "$T/d"
-	"$S" "$1" "$T/d" "$N" "$T/t" && cat "$T/t"
+	"$S" "$1" "$T/d" "$n" "$T/t" && cat "$T/t"
 }
 
-shimmed() { # shimmed MODE -> seconds
+shimmed() { # shimmed MODE [FLAG] -> seconds
 	rm -rf "$T/d"
 	"$B/torture" --target exec --quiet --power-loss --kill-every 10m \
-		--cycles 1 --dir "$T/d" --workload "$S $1 {dir} $N $T/t" \
+		--cycles 1 --dir "$T/d" ${2:-} --workload "$S $1 {dir} $n $T/t" \
 		--checker 'echo bench done' >"$T/log" 2>&1 ||
 		{ cat "$T/log"; exit 1; }
 	cat "$T/t"
 }
 
-for mode in fsync sqlite; do
-	: >"$T/p"; : >"$T/s"
+us() { echo "scale=2; $1 * 1000000 / $n" | bc; } # us SECONDS -> per op
+
+for mode in syscalls fsync sqlite; do
+	n=$N
+	[ $mode = syscalls ] && n=$((N * 100))
+	: >"$T/p"; : >"$T/s"; : >"$T/b"
 	for round in 1 2 3; do
 		plain $mode >>"$T/p"
 		shimmed $mode >>"$T/s"
+		shimmed $mode --syscall-backstop >>"$T/b"
 	done
 	p=$(median <"$T/p")
 	s=$(median <"$T/s")
-	echo "$mode: $N ops  plain $p s ($(echo "$N / $p" | bc) ops/s)  shim $s s ($(echo "$N / $s" | bc) ops/s)  overhead $(echo "scale=1; ($s - $p) * 100 / $p" | bc) %  (rounds: plain $(tr '\n' ' ' <"$T/p")shim $(tr '\n' ' ' <"$T/s"))"
+	b=$(median <"$T/b")
+	echo "$mode: $n ops  plain $p s ($(echo "$n / $p" | bc) ops/s)  shim $s s ($(echo "$n / $s" | bc) ops/s)  overhead $(echo "scale=1; ($s - $p) * 100 / $p" | bc) %  (rounds: plain $(tr '\n' ' ' <"$T/p")shim $(tr '\n' ' ' <"$T/s"))"
+	echo "$mode: us per op  plain $(us $p)  shim $(us $s)  shim+backstop $(us $b)  (backstop rounds: $(tr '\n' ' ' <"$T/b"))"
 done
 
 "$B/torture" --target exec --quiet --power-loss --kill-every 50ms \

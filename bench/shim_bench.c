@@ -3,6 +3,9 @@
  * workload for torture --target exec (bench/shim-overhead.sh runs it;
  * figures in docs/bench.md).
  *
+ *   shim_bench syscalls DIR N OUT  N x getppid(): what an untracked system
+ *                                  call costs (the syscall backstop turns
+ *                                  each into a signal)
  *   shim_bench fsync DIR N OUT     N x (pwrite 4 KiB, fdatasync) on DIR/f
  *   shim_bench sqlite DIR N OUT    N inserts into DIR/b.db, one transaction
  *                                  each, synchronous=EXTRA, rollback journal
@@ -160,7 +163,10 @@ int main(int argc, char **argv)
 		return 2;
 	say("intent 1 bench done\n");
 	t0 = now();
-	if (!strcmp(argv[1], "fsync"))
+	if (!strcmp(argv[1], "syscalls"))
+		for (int i = atoi(argv[3]); i > 0; i--)
+			getppid();
+	else if (!strcmp(argv[1], "fsync"))
 		bench_fsync(argv[2], atoi(argv[3]));
 	else if (!strcmp(argv[1], "sqlite"))
 		bench_sqlite(argv[2], atoi(argv[3]));

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "shim_internal.h"
 
 #define SHIM_FDS 65536        /* descriptors the shim can follow        */
 #define FD_APPEND 1u          /* O_APPEND                               */
@@ -70,8 +71,10 @@ static uint8_t fd_seen[SHIM_FDS];
 
 /* ---- the real functions ---------------------------------------------- */
 
+/* Not static: the syscall backstop marks the calls made through them as
+ * the shim's own (shim_internal.h). */
 #define REAL(ret, name, args)                                              \
-	static ret(*real_##name) args;                                     \
+	__attribute__((visibility("hidden"))) ret(*real_##name) args;      \
 	static void load_##name(void)                                      \
 	{                                                                  \
 		if (!real_##name)                                          \
@@ -2017,22 +2020,25 @@ static int env_has(char *const envp[], const char *name)
 	return 0;
 }
 
+void shim_exec_check(const char *path, char *const envp[])
+{
+	if (!active || in_shim)
+		return;
+	map_seal_all(); /* the mappings go with the process image */
+	in_shim = 1;
+	if (is_static_elf(path))
+		refuse("exec %s: a statically linked program cannot load the "
+		       "shim", path);
+	if (!env_has(envp, "LD_PRELOAD") || !env_has(envp, "KEEL_SHIM_DIR"))
+		refuse("exec %s with LD_PRELOAD or KEEL_SHIM_DIR removed from "
+		       "its environment: its writes would not be seen", path);
+	in_shim = 0;
+}
+
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	load_execve();
-	if (active && !in_shim) {
-		map_seal_all(); /* the mappings go with the process image */
-		in_shim = 1;
-		if (is_static_elf(path))
-			refuse("exec %s: a statically linked program cannot "
-			       "load the shim", path);
-		if (!env_has(envp, "LD_PRELOAD") ||
-		    !env_has(envp, "KEEL_SHIM_DIR"))
-			refuse("exec %s with LD_PRELOAD or KEEL_SHIM_DIR removed "
-			       "from its environment: its writes would not be "
-			       "seen", path);
-		in_shim = 0;
-	}
+	shim_exec_check(path, envp);
 	return real_execve(path, argv, envp);
 }
 
@@ -2481,6 +2487,30 @@ static void __attribute__((constructor)) shim_init(void)
 	active = 1;
 	adopt_inherited();
 	in_shim = 0;
+	shim_backstop_init();
+}
+
+/* ---- lent to the system-call backstop (shim_internal.h) ----------------- */
+
+int shim_fd_followed(int fd)
+{
+	return active && fd_tracked(fd);
+}
+
+int shim_in_call(void)
+{
+	return in_shim;
+}
+
+const char *shim_watched(size_t *len)
+{
+	*len = watched_len;
+	return watched;
+}
+
+void shim_refuse_msg(const char *msg)
+{
+	refuse("%s", msg);
 }
 
 /* exit(): the pages still dirty are sealed, so a later process's sync of

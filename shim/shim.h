@@ -33,7 +33,9 @@
  *
  * WHAT IT CANNOT SEE, AND HOW THAT IS CAUGHT
  *   A write that does not go through an exported libc function (a raw
- *   syscall, a libc-internal call, io_uring) is not recorded.  So the shim
+ *   syscall, a libc-internal call, io_uring) is not recorded -- unless the
+ *   system-call backstop is on (KEEL_SHIM_BACKSTOP=1, shim_backstop.c),
+ *   which sends such calls through the wrappers too.  Either way the shim
  *   keeps, per tracked file, the size the record implies and a sample of the
  *   newest write's bytes; before each crash the harness compares them with
  *   the file (shim_check_files) and reports any difference as a set-up error.
@@ -51,6 +53,9 @@
  *                      through untracked: files the program never needs
  *                      after a crash (shared memory such as SQLite's -shm,
  *                      keel's .durable marker).  The user's claim.
+ *   KEEL_SHIM_BACKSTOP 1: the system-call backstop (shim_backstop.c) --
+ *                      every system call is caught, so the writes no
+ *                      wrapper sees are recorded too; a signal per call.
  *   With KEEL_SHIM_DIR unset the shim passes everything through.
  */
 #ifndef KEEL_SHIM_H
@@ -146,6 +151,11 @@ void shim_shared_reset_files(shim_shared *s);
  */
 int shim_check_files(const shim_shared *s, const char *dir, char *why,
                      size_t whylen);
+
+/* 0 when this kernel and machine can run the system-call backstop
+ * (KEEL_SHIM_BACKSTOP=1: Syscall User Dispatch, Linux 5.11+, x86-64); -1
+ * with the reason in WHY when not. */
+int shim_backstop_probe(char *why, size_t whylen);
 
 /* Words for an op ("write", "fdatasync", ...). */
 const char *shim_op_name(uint32_t op);

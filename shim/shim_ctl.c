@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +113,26 @@ static int check_one(const char *path, const struct stat *st, int type,
 		return 1;
 	}
 	return 0;
+}
+
+int shim_backstop_probe(char *why, size_t whylen)
+{
+#if defined(__x86_64__) && defined(PR_SET_SYSCALL_USER_DISPATCH)
+	/* at ALLOW nothing is ever caught: on and off again, harmlessly */
+	static volatile char selector = 0;
+
+	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0ul, 0ul,
+	          (unsigned long)&selector) != 0) {
+		snprintf(why, whylen, "prctl(PR_SET_SYSCALL_USER_DISPATCH): %s",
+		         strerror(errno));
+		return -1;
+	}
+	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0ul, 0ul, 0ul);
+	return 0;
+#else
+	snprintf(why, whylen, "the backstop is written for x86-64");
+	return -1;
+#endif
 }
 
 int shim_check_files(const shim_shared *s, const char *dir, char *why,

@@ -58,6 +58,7 @@ typedef struct xrun {
 	int faults_fd;
 	exec_model *model;
 	int logfd;               /* the programs' stdout/stderr (unlinked)  */
+	int backstop;            /* --syscall-backstop, and the kernel has it */
 	shim_call *ring;         /* the calls as they were at the crash      */
 	uint64_t ring_n;
 	/* counts */
@@ -259,6 +260,7 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 	else
 		unsetenv("KEEL_SHIM_VOLATILE");
 	setenv("KEEL_SHIM_KILLS_ONLY", kills_only(r) ? "1" : "0", 1);
+	setenv("KEEL_SHIM_BACKSTOP", r->backstop ? "1" : "0", 1);
 	setenv("KEEL_SHIM_PROFILE",
 	       faultsim_profile_name((faultsim_profile)r->o->profile), 1);
 	/* below 2^63: a shell's $(( )) is signed 64-bit arithmetic */
@@ -615,7 +617,10 @@ static int after_workload(xrun *r, uint64_t cycle)
 	if (refused(r))
 		return 2;
 	if (shim_check_files(r->ctl, r->dir, why, sizeof why) < 0)
-		return setup_refusal(TRY_BYPASS, "bypass: %s", why);
+		return setup_refusal(TRY_BYPASS, "bypass: %s%s", why,
+		                     r->o->syscall_backstop ? "" :
+		                     " (--syscall-backstop records what no "
+		                     "wrapper sees)");
 	/* in a kills-only run the shim settles a full cache and records the
 	 * call after all; a kill between the two leaves the flag set with
 	 * nothing dropped (the real call comes after its record) */
@@ -1258,6 +1263,23 @@ static int find_shim(xrun *r)
 	return 0;
 }
 
+/* --syscall-backstop on a kernel without Syscall User Dispatch: said once,
+ * and the run goes on as without it (bypasses refused, never a verdict). */
+static void backstop_setup(xrun *r)
+{
+	char why[200];
+
+	if (!r->o->syscall_backstop)
+		return;
+	if (shim_backstop_probe(why, sizeof why) == 0) {
+		r->backstop = 1;
+		return;
+	}
+	fprintf(stderr, "torture: --syscall-backstop is unavailable here (%s; "
+	        "it needs Linux 5.11+ on x86-64): writes that bypass the "
+	        "shim's wrappers are refused as without it\n", why);
+}
+
 static int dir_is_empty(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -1473,6 +1495,8 @@ static void replay_line(const xrun *r, char *buf, size_t cap)
 		shell_quote(r->o->setup, qs, sizeof qs);
 		n += (size_t)snprintf(buf + n, cap - n, " --setup %s", qs);
 	}
+	if (n < cap && r->o->syscall_backstop)
+		n += (size_t)snprintf(buf + n, cap - n, " --syscall-backstop");
 	if (n < cap && r->o->dir)
 		snprintf(buf + n, cap - n, " --dir %s", qd);
 }
@@ -1710,6 +1734,7 @@ int exec_target_main(const torture_options *given, const char *prog)
 	    (rc = make_dir(r)) != 0 || (rc = make_shared(r)) != 0)
 		goto out;
 	r->kill_every_ns = o->kill_every_ns;
+	backstop_setup(r);
 	r->workload = subst_dir(o->workload, r->dir);
 	r->checker = subst_dir(o->checker, r->dir);
 	if (!r->workload || !r->checker) {

@@ -453,6 +453,15 @@ static int f_volatile(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_syscall_backstop(torture_options *o, const char *f,
+                              const char *a)
+{
+	(void)f;
+	(void)a;
+	o->syscall_backstop = 1;
+	return 0;
+}
+
 static int f_checker(torture_options *o, const char *f, const char *a)
 {
 	if (!*a)
@@ -602,6 +611,12 @@ static const flag_def flags[] = {
 	{"--volatile", "PATTERNS", f_volatile,
 	 "--target exec: file names (shell patterns, ':'-separated) the\n"
 	 "                        program never needs after a crash: not tracked"},
+	{"--syscall-backstop", NULL, f_syscall_backstop,
+	 "--target exec: catch every system call (Syscall User Dispatch)\n"
+	 "                        so that writes no wrapper sees (stdio on a\n"
+	 "                        redirected stdout, raw syscalls) are recorded\n"
+	 "                        instead of refused as bypasses; costs a signal\n"
+	 "                        per system call"},
 	{"--list-targets", NULL, NULL, "the engine adapters' NAME:CONFIG, one a "
 	 "line"},
 	{"--help", NULL, NULL, "this text"},
@@ -776,10 +791,11 @@ static int check_together(torture_options *o)
 	}
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
-	if ((o->workload || o->checker || o->volatile_files || o->setup) &&
-	    !o->target_exec) {
-		fprintf(stderr, "torture: --workload, --checker, --setup and "
-		        "--volatile are for --target exec, which is not given\n");
+	if ((o->workload || o->checker || o->volatile_files || o->setup ||
+	     o->syscall_backstop) && !o->target_exec) {
+		fprintf(stderr, "torture: --workload, --checker, --setup, "
+		        "--volatile and --syscall-backstop are for --target "
+		        "exec, which is not given\n");
 		return -1;
 	}
 	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {

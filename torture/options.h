@@ -112,6 +112,7 @@ typedef struct torture_options {
 	const char *checker;     /* --checker CMD                              */
 	const char *volatile_files; /* --volatile PATTERNS: not tracked        */
 	const char *setup;          /* --setup CMD: prepares the directory    */
+	int syscall_backstop;    /* --syscall-backstop: KEEL_SHIM_BACKSTOP=1   */
 	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
 	 * adapter's own workload and checker. */
 	const struct torture_adapter *adapter; /* NULL: none             */
