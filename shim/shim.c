@@ -2344,6 +2344,42 @@ FILE *fopen64(const char *path, const char *mode)
 	return shim_fopen(path, mode, "fopen64");
 }
 
+/* freopen opens its file inside glibc, where no wrapper sees it: the new
+ * descriptor is looked up and followed, so that the check of what the
+ * shim saw covers the file (stdio writes through glibc's internal write:
+ * without --syscall-backstop they are a bypass, refused, never a verdict). */
+static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
+                          const char *name)
+{
+	FILE *(*real)(const char *, const char *, FILE *) =
+		(FILE * (*)(const char *, const char *, FILE *))dlsym(RTLD_NEXT,
+		                                                     name);
+	FILE *f = real(path, mode, stream);
+	if (f && active && !in_shim) {
+		int err = errno, fd = real_fileno(f);
+		in_shim = 1;
+		if (fd >= 0 && fd < SHIM_FDS && !fd_tracked(fd)) {
+			fd_forget(fd);
+			fd_adopt(fd);
+		}
+		in_shim = 0;
+		errno = err;
+	}
+	return f;
+}
+
+FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+	load_fileno();
+	return shim_freopen(path, mode, stream, "freopen");
+}
+
+FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+	load_fileno();
+	return shim_freopen(path, mode, stream, "freopen64");
+}
+
 FILE *fdopen(int fd, const char *mode)
 {
 	static FILE *(*real)(int, const char *);
