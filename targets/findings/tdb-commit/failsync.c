@@ -129,13 +129,14 @@ static int one_sync(int fd, int (*real)(int))
 	return rc;
 }
 
-static struct w *lost_list; /* every write a failed sync lost, newest first */
+static struct w *lost_list; /* every write a failed sync lost, oldest first */
 
-int fdatasync(int fd)
+/* One sync of the file through REAL; a failure moves what it lost to
+ * lost_list. */
+static int sync_through(int fd, int (*real)(int))
 {
-	REAL(int, fdatasync, (int));
 	struct w *before = writes;
-	int rc = one_sync(fd, real_fdatasync);
+	int rc = one_sync(fd, real);
 	if (fd == target_fd && rc < 0)
 		for (struct w *w = before, *next; w; w = next) {
 			next = w->next;
@@ -145,18 +146,16 @@ int fdatasync(int fd)
 	return rc;
 }
 
+int fdatasync(int fd)
+{
+	REAL(int, fdatasync, (int));
+	return sync_through(fd, real_fdatasync);
+}
+
 int fsync(int fd)
 {
 	REAL(int, fsync, (int));
-	struct w *before = writes;
-	int rc = one_sync(fd, real_fsync);
-	if (fd == target_fd && rc < 0)
-		for (struct w *w = before, *next; w; w = next) {
-			next = w->next;
-			w->next = lost_list;
-			lost_list = w;
-		}
-	return rc;
+	return sync_through(fd, real_fsync);
 }
 
 /* The power cut after the program: the lost writes never reached the
