@@ -101,6 +101,7 @@
 #include "http_parse.h"
 #include "keel.h"
 #include "serve_h2.h"
+#include "serve_limits.h"
 #include "serve_tls.h"
 #include "tokens.h"
 
@@ -205,7 +206,9 @@ struct serve_conn {
 	struct serve_conn *grave;       /* next in the graveyard, once dead    */
 	int64_t armed_ms;               /* when its timer started              */
 	uint64_t received;              /* bytes read, ever (body windows)     */
-	uint64_t mark;                  /* received when the window started    */
+	uint64_t mark;                  /* received when the body's window
+	                                   started (armed_ms): with it, a
+	                                   struct limits_body (conn_expire)   */
 	uint32_t queued;                /* listing bytes in out                */
 	SSL *ssl;                       /* with --tls-cert; else NULL          */
 	struct h2_conn *h2;             /* HTTP/2 (serve_h2.c); else NULL      */
@@ -285,7 +288,8 @@ struct serve_server {
 	atomic_int conns;    /* open connections, all shards            */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
-	_Atomic uint64_t body_bytes; /* charged to --body-budget, all shards */
+	struct limits_budget budget; /* --body-budget: all shards' bodies */
+	struct limits_config limits; /* --header-timeout, --body-min-rate */
 	_Atomic(tokens_table *) tokens; /* --tokens' table; NULL without  */
 	_Atomic uint64_t tokens_gen; /* raised after each swap of tokens
 	                                or of tls (TOKENS above)         */
@@ -342,11 +346,6 @@ void serve_error_busy(struct serve_conn *c, int minor);
  * CLOSE ends the connection after it. */
 void serve_error_auth(struct serve_conn *c, const struct http_request *req,
                       int status, int close, const char *challenge);
-/* Charges N bytes to the body budget: 0, or -1 when it would be passed
- * (FORCE: charge anyway; for bytes already charged elsewhere a moment
- * longer). */
-int serve_budget_take(struct serve_server *srv, size_t n, int force);
-void serve_budget_give(struct serve_server *srv, size_t n);
 /* Writes the canned 503 for a connection over --max-conns into BUF;
  * returns its length. */
 size_t serve_busy_response(char *buf, size_t cap);

@@ -119,28 +119,11 @@ void serve_out_free(struct serve_out *o)
 	free(o);
 }
 
-/* ---- the body budget: every request body held, on all shards -------------- */
-
-int serve_budget_take(struct serve_server *srv, size_t n, int force)
-{
-	uint64_t was = atomic_fetch_add(&srv->body_bytes, (uint64_t)n);
-
-	if (force || was + n <= srv->cfg.body_budget)
-		return 0;
-	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
-	return -1;
-}
-
-void serve_budget_give(struct serve_server *srv, size_t n)
-{
-	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
-}
-
 static void rx_free(struct serve_conn *c)
 {
 	if (c->rx == NULL)
 		return;
-	serve_budget_give(c->shard->srv, c->rx->charged);
+	limits_budget_give(&c->shard->srv->budget, c->rx->charged);
 	free(c->rx->buf);
 	free(c->rx);
 	c->rx = NULL;
@@ -401,14 +384,14 @@ static int rx_resize(struct serve_conn *c, size_t cap)
 	char *p;
 
 	if (cap > rx->cap &&
-	    serve_budget_take(srv, cap - rx->cap, 0) < 0) {
+	    limits_budget_take(&srv->budget, cap - rx->cap, 0) != LIMITS_OK) {
 		serve_error_busy(c, 1);
 		return -1;
 	}
 	p = realloc(rx->buf, cap);
 	if (p == NULL) {
 		if (cap > rx->cap)
-			serve_budget_give(srv, cap - rx->cap);
+			limits_budget_give(&srv->budget, cap - rx->cap);
 		if (cap < rx->cap)
 			return 0; /* could not shrink: keep it */
 		conn_close(c);
@@ -420,7 +403,7 @@ static int rx_resize(struct serve_conn *c, size_t cap)
 		size_t back = rx->cap - cap;
 		if (back > rx->charged)
 			back = rx->charged;
-		serve_budget_give(srv, back);
+		limits_budget_give(&srv->budget, back);
 		rx->charged -= back;
 	}
 	rx->buf = p;
@@ -580,8 +563,8 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 		}
 		blen = req.has_length ? (size_t)req.content_length : 0;
 		if (blen > n - head &&
-		    atomic_load(&c->shard->srv->body_bytes) -
-		            (in_rx ? c->rx->charged : 0) + blen > cfg->body_budget) {
+		    limits_budget_admits(&c->shard->srv->budget, blen,
+		                         in_rx ? c->rx->charged : 0) != LIMITS_OK) {
 			/* it would not fit now (what this connection holds
 			 * already is part of it): say so before it is sent (a
 			 * client waiting for 100 Continue sends nothing) */
@@ -838,7 +821,9 @@ static void timer_update(struct serve_conn *c)
 		return;
 	if (c->ssl && !(c->flags & CONN_TLS_UP))
 		return; /* the handshake keeps the head timer from accept */
-	if (c->rx && !input_blocked(c))
+	if (c->h2)
+		want = h2_timer_wanted(c); /* a header block, bodies, or idle */
+	else if (c->rx && !input_blocked(c))
 		want = c->rx->head_len ? SERVE_TIMER_BODY : SERVE_TIMER_HEAD;
 	if (want == c->timer)
 		return;
@@ -997,12 +982,21 @@ static void request_timeout(struct serve_conn *c)
 	timer_update(c);
 }
 
-/* C's timer is due. */
+/* C's timer is due.  HTTP/2 decides per stream (h2_expire); HTTP/1.1
+ * has one request at a time, whose body a cut ends the connection with
+ * (serve_limits.h). */
 static void conn_expire(struct serve_conn *c)
 {
-	const struct serve_config *cfg = &c->shard->srv->cfg;
-	uint64_t got = c->received - c->mark;
+	const struct limits_config *lim = &c->shard->srv->limits;
+	struct limits_body body;
+	uint8_t cuts = 0; /* one request at a time: its cut is the first */
 
+	if (c->h2 && c->timer != SERVE_TIMER_LINGER) {
+		int next = h2_expire(c, c->timer);
+		if (next >= 0)
+			timer_set(c, next);
+		return;
+	}
 	switch (c->timer) {
 	case SERVE_TIMER_IDLE:
 		if (c->inflight)
@@ -1018,15 +1012,18 @@ static void conn_expire(struct serve_conn *c)
 		request_timeout(c);
 		return;
 	case SERVE_TIMER_BODY:
-		/* the window brought at least --body-min-rate bytes a second
-		 * (and at least one byte): another window */
-		if (got > 0 &&
-		    got * 1000 >= cfg->body_min_rate * (uint64_t)cfg->header_timeout_ms) {
-			timer_set(c, SERVE_TIMER_BODY);
-			c->mark = c->received;
+		/* the window began when the timer was armed; the list's
+		 * duration is the window, so never LIMITS_WAIT here */
+		body = (struct limits_body){c->armed_ms, c->mark};
+		if (limits_body_check(lim, &body, c->received,
+		                      c->shard->now_ms) != LIMITS_CUT) {
+			timer_set(c, SERVE_TIMER_BODY); /* another window */
+			c->mark = body.mark;
 			return;
 		}
-		request_timeout(c);
+		/* a byte stream cannot skip the rest of a body: 408, close */
+		if (limits_cut(&cuts, 0) == LIMITS_CLOSE)
+			request_timeout(c);
 		return;
 	default:
 		conn_close(c);

@@ -86,6 +86,15 @@
                                        pages are dropped (h2_sweep)        */
 #define H2_DROP_MAX (16u << 20)     /* body bytes dropped after a refusal
                                        before RST_STREAM(NO_ERROR)          */
+#define H2_NGHTTP2_RESET_BURST 1000 /* nghttp2's own RST_STREAM bucket: */
+#define H2_NGHTTP2_RESET_RATE 100   /* above ours (H2_CALM_*), so ours, with
+                                       ENHANCE_YOUR_CALM, always fires first
+                                       (burst - rate >= H2_CALM_BURST)      */
+#define H2_UPDATES_EARNED_MAX 1024  /* WINDOW_UPDATEs owed for our DATA
+                                       frames, at most                      */
+#define H2_RESET_MEMORY 16          /* streams we reset lately, on which a
+                                       HEADERS (crossed trailers) is not a
+                                       connection error                     */
 
 struct serve_conn;
 struct serve_out;
@@ -105,6 +114,17 @@ void h2_feed(struct serve_conn *c, const char *buf, size_t len);
 void h2_flush(struct serve_conn *c);
 /* Must C stop reading (output cannot drain, GOAWAY decided)? */
 int h2_input_blocked(const struct serve_conn *c);
+/* The timer C must be on (enum serve_timer): HEAD while a header block
+ * is open, BODY while request bodies are coming, else IDLE (also while
+ * reading is paused: the bodies' windows begin again after it). */
+int h2_timer_wanted(struct serve_conn *c);
+/* C's timer TIMER is due: HEAD: a header block past --header-timeout ends
+ * the connection (GOAWAY(ENHANCE_YOUR_CALM)); BODY: bodies slower than
+ * --body-min-rate are reset (RST_STREAM(CANCEL)), the connection ends at
+ * LIMITS_CUTS_MAX of them (GOAWAY(ENHANCE_YOUR_CALM)); IDLE: GOAWAY(NO_ERROR)
+ * and close, unless a commit is in flight.  Returns the timer C goes on
+ * next, or -1 when it is closed or closing (serve_limits.h). */
+int h2_expire(struct serve_conn *c, int timer);
 /* From the shard's sweep: drops the frame-buffer pages of the HTTP/2
  * connections of SH idle for H2_IDLE_PAGES_MS. */
 struct serve_shard;
