@@ -74,7 +74,8 @@
  *   incomplete.  That buffer starts at SERVE_RX_MIN and doubles only when
  *   the bytes that really arrived fill it, so a client holds about twice
  *   what it sent.  Every such buffer, and every body held by a commit in
- *   flight, is charged to one server-wide budget (--body-budget); a request
+ *   flight, is charged to one server-wide budget (--body-budget,
+ *   serve_server.budget, serve_limits.h); a request
  *   that would pass it is answered 503 with Retry-After.  Answers are
  *   allocated while queued; a listing is at most about SERVE_LIST_BYTES,
  *   and a connection stops being read while SERVE_PIPELINE_MAX answers or
@@ -87,6 +88,10 @@
  *   the last progress), head (--header-timeout, from the first byte of a
  *   request head), body (windows of --header-timeout, each of which must
  *   bring --body-min-rate bytes a second) and linger (SERVE_LINGER_MS).
+ *   What is due is decided by serve_limits.h, for both protocols.  An h2
+ *   connection is on head while a header block is open, on body while any
+ *   stream's body is coming (h2_timer_wanted; each expiry judges every
+ *   stream whose own window is over, h2_expire) and on idle otherwise.
  */
 #ifndef SERVE_H
 #define SERVE_H

@@ -53,10 +53,20 @@
  *   requests (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA, frames
  *   nghttp2 refuses, streams refused) draw on a token bucket of
  *   H2_CALM_BURST refilled at H2_CALM_RATE a second; an empty bucket is
- *   GOAWAY(ENHANCE_YOUR_CALM).  nghttp2's own limits are
+ *   GOAWAY(ENHANCE_YOUR_CALM); WINDOW_UPDATEs draw on it too, beyond
+ *   the two each DATA frame we sent calls for.  nghttp2's own limits are
  *   set too: CONTINUATION frames per header block (H2_MAX_CONTINUATIONS),
  *   SETTINGS entries per frame, queued ACKs (H2_MAX_OUTBOUND_ACK), and its
- *   stream reset rate limit.  Output: nghttp2's queue holds frames for
+ *   stream reset rate limit (above ours: H2_NGHTTP2_RESET_BURST).  The
+ *   limits HTTP/1.1 has are serve_limits.h's, per stream: a header block
+ *   not whole within --header-timeout is GOAWAY(ENHANCE_YOUR_CALM); a
+ *   body slower than --body-min-rate is RST_STREAM(CANCEL), its budget
+ *   given back, and the LIMITS_CUTS_MAX-th such stream of a connection is
+ *   GOAWAY(ENHANCE_YOUR_CALM); an idle connection is sent GOAWAY(NO_ERROR)
+ *   before it closes.  A HEADERS on a stream id below one already used is
+ *   GOAWAY(PROTOCOL_ERROR) (RFC 9113 5.1.1), unless the stream is open
+ *   (trailers) or one of the last H2_RESET_MEMORY we reset (trailers that
+ *   crossed our RST_STREAM).  Output: nghttp2's queue holds frames for
  *   answers already made, and reading pauses while the output buffer
  *   (H2_WBUF) cannot be written.  Listings not yet sent are bounded by
  *   SERVE_QUEUED_MAX as over HTTP/1.1, but a listing past it is answered
