@@ -34,11 +34,12 @@
  * TLS (--tls-cert, serve_tls.h, docs/http.md "TLS")
  *   The context for new connections is published through
  *   serve_server.tls and retired by the same generations as the token
- *   table: a shard loads the pointer at accept, and SSL_new takes its own
- *   reference, so an old context lives on in the connections made with it
- *   after SIGHUP swapped in a new one.  A TLS connection starts on the
- *   head timer (--header-timeout bounds the handshake); until CONN_TLS_UP
- *   every event drives the handshake.  A first byte that is not a TLS
+ *   table: a shard loads the pointer when a connection's first record is
+ *   whole in its socket (CONN_TLS until then, and no SSL), and SSL_new
+ *   takes its own reference, so an old context lives on in the connections
+ *   made with it after SIGHUP swapped in a new one.  A TLS connection
+ *   starts on the head timer (--header-timeout bounds the handshake);
+ *   until CONN_TLS_UP every event drives the handshake.  A first byte that is not a TLS
  *   handshake record gets a clear-text 400 and the connection ends.  Its
  *   I/O goes through serve_tls_read / serve_tls_writev (serve_conn.c,
  *   conn_read and conn_writev), which read until EAGAIN: a short read says
@@ -185,9 +186,11 @@ struct serve_rx {
 #define CONN_RX_HELD 0x10 /* stopped reading; resume when answers drain   */
 #define CONN_PEER_SHUT 0x20 /* RDHUP/HUP seen: read on to EOF, not to a
                                short read                                */
-#define CONN_TLS_HELLO 0x40 /* TLS: the first byte opened a handshake     */
+#define CONN_TLS_HELLO 0x40 /* TLS: a whole handshake record came first  */
 #define CONN_TLS_UP 0x80    /* TLS: handshake done, HTTP may flow         */
 #define CONN_PROTO_KNOWN 0x100 /* HTTP/1.1 or HTTP/2 decided (h2 set or not) */
+#define CONN_TLS 0x200      /* a --tls-cert connection: its ssl is made
+                               once its first record is whole         */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {

@@ -625,8 +625,7 @@ static void rx_process(struct serve_conn *c)
  * reset). */
 static void tls_refuse_plain(struct serve_conn *c)
 {
-	serve_tls_free(c->ssl);
-	c->ssl = NULL;
+	c->flags &= (uint16_t)~CONN_TLS; /* it never had an SSL */
 	serve_error(c, 400, 1, 1);
 }
 
@@ -634,16 +633,20 @@ static void tls_refuse_plain(struct serve_conn *c)
  * Moves a TLS connection's handshake on.  Returns 1 when HTTP may flow
  * (or the connection is plain), 0 to wait for the socket or after the
  * connection was closed or refused.  The deadline is the head timer set
- * at accept: a stalled handshake ends in conn_expire.
+ * at accept: a stalled handshake ends in conn_expire.  Until the client's
+ * first record is whole in the socket the connection has no SSL (8 KB)
+ * and OpenSSL no buffers (38 KB more once a handshake starts on a part of
+ * a record): a client that sends a few bytes and stalls holds its struct
+ * alone (serve_tls.c, serve_tls_first_record).
  */
 static int conn_tls_ready(struct serve_conn *c)
 {
 	int rc;
 
-	if (c->ssl == NULL || (c->flags & CONN_TLS_UP))
+	if (!(c->flags & CONN_TLS) || (c->flags & CONN_TLS_UP))
 		return 1;
 	if (!(c->flags & CONN_TLS_HELLO)) {
-		rc = serve_tls_first_byte(c->fd);
+		rc = serve_tls_first_record(c->fd);
 		if (rc == -1)
 			return 0;
 		if (rc == -2) {
@@ -652,6 +655,13 @@ static int conn_tls_ready(struct serve_conn *c)
 		}
 		if (rc == 0) {
 			tls_refuse_plain(c);
+			return 0;
+		}
+		/* the context of now, used for this call only: the SSL takes
+		 * its own reference (serve.h, TLS) */
+		c->ssl = serve_tls_new(atomic_load(&c->shard->srv->tls), c->fd);
+		if (c->ssl == NULL) {
+			conn_close(c); /* out of memory */
 			return 0;
 		}
 		c->flags |= CONN_TLS_HELLO;
@@ -819,7 +829,7 @@ static void timer_update(struct serve_conn *c)
 
 	if (c->flags & (CONN_DEAD | CONN_LINGER))
 		return;
-	if (c->ssl && !(c->flags & CONN_TLS_UP))
+	if ((c->flags & CONN_TLS) && !(c->flags & CONN_TLS_UP))
 		return; /* the handshake keeps the head timer from accept */
 	if (c->h2)
 		want = h2_timer_wanted(c); /* a header block, bodies, or idle */
@@ -883,9 +893,7 @@ static void refuse_busy(int fd, struct serve_shard *sh)
 static void shard_accept(struct serve_shard *sh)
 {
 	struct serve_server *srv = sh->srv;
-	/* kept only for this call (serve.h, TLS); each SSL takes its own
-	 * reference */
-	SSL_CTX *tls_ctx = atomic_load(&srv->tls);
+	int tls = atomic_load(&srv->tls) != NULL; /* a TLS port (serve.h) */
 	struct epoll_event ev;
 	struct serve_conn *c;
 	int fd;
@@ -919,25 +927,19 @@ static void shard_accept(struct serve_shard *sh)
 	}
 	c->shard = sh;
 	c->fd = fd;
-	if (tls_ctx && (c->ssl = serve_tls_new(tls_ctx, fd)) == NULL) {
-		atomic_fetch_sub(&srv->conns, 1);
-		close(fd);
-		free(c);
-		return;
-	}
+	if (tls) /* its SSL comes with its first record (conn_tls_ready) */
+		c->flags |= CONN_TLS;
 	/* TCP_NODELAY comes from the listener (serve_main.c) */
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 	ev.data.ptr = c;
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		atomic_fetch_sub(&srv->conns, 1);
-		if (c->ssl)
-			serve_tls_free(c->ssl);
 		close(fd);
 		free(c);
 		return;
 	}
 	/* a TLS handshake must finish within --header-timeout */
-	timer_set(c, c->ssl ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
+	timer_set(c, (c->flags & CONN_TLS) ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
 	sh->nconns++;
 }
 
@@ -1005,7 +1007,7 @@ static void conn_expire(struct serve_conn *c)
 			conn_close(c);
 		return;
 	case SERVE_TIMER_HEAD:
-		if (c->ssl && !(c->flags & CONN_TLS_UP)) {
+		if ((c->flags & CONN_TLS) && !(c->flags & CONN_TLS_UP)) {
 			conn_close(c); /* a stalled handshake: nothing to say */
 			return;
 		}

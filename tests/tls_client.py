@@ -13,6 +13,9 @@
         server answers with its flight and waits for our Finished; once
         the server's flight arrived on each (or 10 s), print "open N",
         hold them until stdin ends (docs/http.md: a half-open handshake)
+  tls_client.py stalls PORT N HEX   open N connections that each send the
+        bytes HEX (a part of a ClientHello, say) and then nothing; print
+        "open N", hold them until stdin ends
   tls_client.py pipe PORT CAFILE N  one write: a PUT of /pipe then N GETs
         of it, pipelined; print each answer's status on one line
   tls_client.py stall PORT HEX      connect, send the bytes HEX (may be
@@ -139,6 +142,21 @@ def half(port, cafile, n):
         c.close()
 
 
+def stalls(port, n, data):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+    conns = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        s.sendall(data)
+        conns.append(s)
+    print("open", len(conns), flush=True)
+    sys.stdin.read()
+    for s in conns:
+        s.close()
+
+
 def stall(port, data):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     start = time.monotonic()
@@ -161,6 +179,8 @@ def main():
              sys.argv[5] if len(sys.argv) > 5 else None)
     elif cmd == "half":
         half(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "stalls":
+        stalls(port, int(sys.argv[3]), bytes.fromhex(sys.argv[4]))
     elif cmd == "pipe":
         pipe(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "stall":
