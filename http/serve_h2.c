@@ -391,7 +391,11 @@ static int wbuf_write(struct serve_conn *c)
 			return -1;
 		}
 		h->woff += (size_t)n;
-		serve_conn_progress(c);
+		/* for a stream; what a connection without streams writes
+		 * (PING and SETTINGS ACKs) is no progress: PINGs alone must
+		 * not keep an idle connection open */
+		if (h->nstreams > 0)
+			serve_conn_progress(c);
 	}
 	h->woff = h->wlen = 0;
 	return 0;

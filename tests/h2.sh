@@ -315,6 +315,10 @@ stop "$LTPID"
 start idle --db "$T/idle.keel" --idle-timeout 2s
 expect "h2c: an idle connection gets GOAWAY(NO_ERROR) before it is closed" \
 	"goaway 0x0 closed answers 0" "$(timeout 40 $CLIENT idle-close "$PORT")"
+r=$(timeout 40 $CLIENT ping-idle "$PORT")
+case "$r" in "goaway 0x0 closed after "[0-9]) true;; *) false;; esac &&
+	ok "h2c: PINGs alone do not keep an idle connection open: $r" ||
+	bad "h2c: a connection with PINGs every 0.5 s and no stream: $r (want GOAWAY within 10 s)"
 stop "$PID"
 start idlet --db "$T/idle.keel" --idle-timeout 2s --tls-cert "$T/a.crt" \
 	--tls-key "$T/a.key"

@@ -46,6 +46,10 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
       tokens at once): 150 HEADERS + RST_STREAM pairs just after a second
       begins, 100 more just before it ends, then 400 more if nothing has
       ended the connection; prints as ATTACK does
+  h2_client.py ping-idle PORT [CAFILE]
+      no stream, a PING every 0.5 s for up to 20 s, until the server ends
+      the connection; prints "goaway CODE" or "none", " closed" and
+      " after S" (seconds)
   h2_client.py slow-body PORT N HOLD [CAFILE]
       N PUT streams (content-length 200000), 16000 body bytes on each,
       then "loaded"; then a byte on each stream every 0.5 s (far below
@@ -350,6 +354,18 @@ def rapid_reset_paced(s):
     print(line + " answers %d" % seen.get("answers", 0))
 
 
+def ping_idle(s):
+    seen, buf, started = {}, b"", time.time()
+    while time.time() < started + 20 and not seen.get("closed"):
+        if not send(s, frame(PING, 0, 0, b"keepaliv")):
+            break
+        buf = watch(s, buf, seen, 0.5)
+    line = "goaway 0x%x" % seen["goaway"] if "goaway" in seen else "none"
+    if seen.get("closed"):
+        line += " closed"
+    print(line + " after %d" % int(time.time() - started))
+
+
 def slow_body(s, n, hold):
     put = request(b"/slow", b"PUT", literal(b"content-length", b"200000"))
     send(s, b"".join(frame(HEADERS, END_HEADERS, 1 + 2 * i, put)
@@ -449,6 +465,8 @@ def main():
         return idle(s, sys.argv[3].encode(), sys.argv[4].encode())
     if name == "rapid-reset-paced":
         return rapid_reset_paced(s)
+    if name == "ping-idle":
+        return ping_idle(s)
     if name == "head-stall":
         # the SETTINGS ACK first: a frame other than CONTINUATION inside
         # the block would be a protocol error of ours
