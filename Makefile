@@ -45,14 +45,15 @@ LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
 FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
-	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
+	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c \
+	faultsim/explain.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
 SHIM_SRCS = shim/shim.c faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
-	faultsim/crash.c faultsim/fault.c
+	faultsim/crash.c faultsim/fault.c faultsim/explain.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
 SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/shim/*.c)) \

@@ -90,8 +90,24 @@ int faultsim_undo_data(int fd, fs_rec *r)
 
 /* ---- (a) decisions --------------------------------------------------- */
 
+/* The seed's decision for V, unless X's persist list keeps it whole (the
+ * random draws are made all the same, so the others do not change); then
+ * V goes on X's dropped list when it is not kept whole. */
+static void decide_explained(faultsim_cache *c, faultsim_explain *x,
+                             fs_rec *r, fate *v)
+{
+	if (faultsim_persists(x, r->seq)) {
+		v->what = FATE_KEEP;
+		v->garbage = 0;
+	} else if (v->what != FATE_KEEP || v->garbage) {
+		faultsim_note_dropped(c, x, r, v->what == FATE_LOSE ?
+		                      FAULTSIM_FATE_LOST : v->what != FATE_KEEP ?
+		                      FAULTSIM_FATE_TORN : FAULTSIM_FATE_GARBAGE);
+	}
+}
+
 static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
-                    uint64_t *count)
+                    faultsim_explain *xp, uint64_t *count)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	uint64_t n = 0, unsynced = 0, rng = o->seed, cut;
@@ -135,6 +151,7 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 		v[i].garbage = (o->device == FAULTSIM_DEVICE_GARBAGE ||
 		                v[i].what == FATE_HOLE) &&
 		               r->kind == REC_WRITE && ((x >> 8) & 1);
+		decide_explained(c, xp, r, &v[i]);
 		unsynced++;
 	}
 	*count = n;
@@ -376,6 +393,14 @@ static void undo_namespace(fs_rec *r, faultsim_crash_report *rep)
 int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
                          faultsim_crash_report *report)
 {
+	return faultsim_cache_crash_explain(c, opt, NULL, report);
+}
+
+int faultsim_cache_crash_explain(faultsim_cache *c,
+                                 const faultsim_crash_options *opt,
+                                 faultsim_explain *x,
+                                 faultsim_crash_report *report)
+{
 	faultsim_crash_options o = { FAULTSIM_DEVICE_ORDERED, 512, 0 };
 	faultsim_crash_report local;
 	faultsim_crash_report *rep = report ? report : &local;
@@ -390,9 +415,11 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 	    (o.sector & (o.sector - 1)) != 0)
 		return -EINVAL;
 	memset(rep, 0, sizeof *rep);
+	if (x)
+		x->ndropped = 0;
 	rep->overflowed = faultsim_cache_overflowed(c);
 	faultsim_inflight_settle(c); /* a call the writer died in: what it did */
-	v = decide(c, &o, &n);
+	v = decide(c, &o, x, &n);
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t f = 0; f < c->nfiles; f++)
@@ -401,9 +428,10 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 		fs_rec *r = rec_at(c, v[i].pos);
 		if (rec_is_data(r))
 			continue;
-		if (rec_state(r) == ST_UNSYNCED)
+		if (rec_state(r) == ST_UNSYNCED && !faultsim_persists(x, r->seq)) {
 			undo_namespace(r, rep);
-		else if (rec_state(r) == ST_SYNCED)
+			faultsim_note_dropped(c, x, r, FAULTSIM_FATE_UNDONE);
+		} else if (rec_state(r) == ST_SYNCED)
 			rep->ns_durable++;
 	}
 	free(v);
