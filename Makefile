@@ -86,7 +86,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/http_conn.c torture/rot.c tools/duration.c \
 	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
-	torture/campaign_json.c shim/shim_ctl.c
+	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c
 LOADGEN_SRCS = bench/http/loadgen.c

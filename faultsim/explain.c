@@ -83,6 +83,30 @@ size_t faultsim_snapshot_size(const faultsim_snapshot *s)
 	return s ? sizeof *s + s->nfiles * sizeof(fs_file) + s->records_len : 0;
 }
 
+static uint64_t remapped(uint64_t ino, const uint64_t *old_ino,
+                         const uint64_t *new_ino, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (old_ino[i] == ino)
+			return new_ino[i];
+	return ino;
+}
+
+void faultsim_cache_remap(faultsim_cache *c, const uint64_t *old_ino,
+                          const uint64_t *new_ino, size_t n)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < c->nfiles; i++)
+		c->files[i].ino = remapped(c->files[i].ino, old_ino, new_ino, n);
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		pos += r->size;
+		if (!rec_is_data(r))
+			r->ino = remapped(r->ino, old_ino, new_ino, n);
+	}
+}
+
 int faultsim_persists(const faultsim_explain *x, uint64_t seq)
 {
 	for (size_t i = 0; x && x->persist && i < x->npersist; i++)

@@ -400,6 +400,11 @@ int faultsim_cache_restore(faultsim_cache *c, const faultsim_snapshot *s);
 void faultsim_snapshot_free(faultsim_snapshot *s);
 /* Bytes the snapshot holds (what it costs). */
 size_t faultsim_snapshot_size(const faultsim_snapshot *s);
+/* faultsim_cache_remap - the caller put the files back as new inodes (a
+ * restored copy of the directory): every file entry and namespace record
+ * naming inode OLD_INO[i] names NEW_INO[i] instead (N pairs). */
+void faultsim_cache_remap(faultsim_cache *c, const uint64_t *old_ino,
+                          const uint64_t *new_ino, size_t n);
 
 /* faultsim_cache_forget - treat everything recorded as durable (as after a
  * clean shutdown and sync(1)) and empty the cache; removes stash files. */

@@ -22,6 +22,8 @@
 #include <fnmatch.h>
 #include <ftw.h>
 #include <limits.h>
+#include <execinfo.h>
+#include <link.h>
 #include <linux/falloc.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -140,19 +142,139 @@ static const char *relative(const char *abs)
 	return abs;
 }
 
-static void remember(uint32_t op, int file, const char *path,
-                     const char *path2, uint64_t off, uint64_t len,
-                     int64_t result, int durable)
-{
-	uint64_t i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
-	shim_call *c = &ctl->ring[i % SHIM_RING];
+/* ---- the call ring: who called, from where, still in flight or not ---- */
 
-	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+static uint8_t my_role;                  /* enum shim_role                */
+static uintptr_t skip_lo[2], skip_hi[2]; /* the shim's and libc's text    */
+/* Per process: modules call sites were found in (bias, range, slot). */
+static struct { uintptr_t lo, hi, bias; uint32_t slot; } site_mods[16];
+static int nsite_mods;
+/* The ring slot of this thread's call in flight (index + 1; 0: none). */
+static __thread uint64_t open_slot __attribute__((tls_model("initial-exec")));
+
+/* A module's slot in the control block (+ 1), added when new; 0 when full. */
+static uint32_t module_slot(const char *path)
+{
+	uint32_t n = __atomic_load_n(&ctl->nmodules, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n && i < SHIM_MODULES; i++)
+		if (strncmp(ctl->modules[i], path, SHIM_MODULE_PATH - 1) == 0)
+			return i + 1;
+	n = __atomic_fetch_add(&ctl->nmodules, 1, __ATOMIC_ACQ_REL);
+	if (n >= SHIM_MODULES)
+		return 0;
+	snprintf(ctl->modules[n] + 1, SHIM_MODULE_PATH - 1, "%s", path + 1);
+	__atomic_store_n(&ctl->modules[n][0], path[0], __ATOMIC_RELEASE);
+	return n + 1;
+}
+
+struct find_mod { uintptr_t addr, lo, hi, bias; const char *name; int found; };
+
+static int find_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_mod *f = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type != PT_LOAD || f->addr < lo ||
+		    f->addr >= lo + ph->p_memsz)
+			continue;
+		f->lo = lo;
+		f->hi = lo + ph->p_memsz;
+		f->bias = info->dlpi_addr;
+		f->name = info->dlpi_name;
+		f->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The text segment holding ADDR: [*LO, *HI), its load bias, its file. */
+static int module_of(uintptr_t addr, struct find_mod *f)
+{
+	memset(f, 0, sizeof *f);
+	f->addr = addr;
+	dl_iterate_phdr(find_mod_cb, f);
+	return f->found;
+}
+
+/* The first return address outside the shim and libc: module and offset.
+ * backtrace() unwinds a few frames (its first call loads libgcc_s, which
+ * shim_init does); the modules seen are cached per process. */
+static void call_site(shim_call *c)
+{
+	void *frames[10];
+	int n = backtrace(frames, 10);
+
+	c->module = 0;
+	c->site = 0;
+	for (int i = 1; i < n; i++) {
+		uintptr_t a = (uintptr_t)frames[i];
+		struct find_mod f;
+		char exe[PATH_MAX];
+		const char *name;
+		if ((a >= skip_lo[0] && a < skip_hi[0]) ||
+		    (a >= skip_lo[1] && a < skip_hi[1]))
+			continue;
+		for (int k = 0; k < nsite_mods; k++)
+			if (a >= site_mods[k].lo && a < site_mods[k].hi) {
+				c->module = site_mods[k].slot;
+				c->site = a - site_mods[k].bias;
+				return;
+			}
+		if (!module_of(a, &f))
+			return;
+		name = f.name;
+		if (!name || !name[0]) { /* the main program */
+			ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+			exe[len > 0 ? len : 0] = '\0';
+			name = exe;
+		}
+		c->module = name[0] ? module_slot(name) : 0;
+		c->site = a - f.bias;
+		if (nsite_mods < 16)
+			site_mods[nsite_mods++] = (typeof(site_mods[0])){
+				f.lo, f.hi, f.bias, c->module };
+		return;
+	}
+}
+
+/* Set up once per process (in_shim held): the ranges to skip, the role. */
+static void calls_init(void)
+{
+	struct find_mod f;
+	void *frames[2];
+	const char *role = getenv("KEEL_SHIM_ROLE"), *root;
+	char pid[32];
+
+	backtrace(frames, 2); /* loads libgcc_s now, not inside a wrapper */
+	if (module_of((uintptr_t)&calls_init, &f)) {
+		skip_lo[0] = f.lo;
+		skip_hi[0] = f.hi;
+	}
+	if (real_write && module_of((uintptr_t)real_write, &f)) {
+		skip_lo[1] = f.lo;
+		skip_hi[1] = f.hi;
+	}
+	my_role = role && !strcmp(role, "workload") ? SHIM_ROLE_WORKLOAD :
+	          role && !strcmp(role, "checker") ? SHIM_ROLE_CHECKER : 0;
+	/* the first process of the role names itself; its descendants are
+	 * its children (a recovery tool the checker runs) */
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	root = getenv("KEEL_SHIM_ROLE_PID");
+	if (!root)
+		setenv("KEEL_SHIM_ROLE_PID", pid, 1);
+	else if (my_role && strcmp(root, pid) != 0)
+		my_role |= SHIM_ROLE_CHILD;
+}
+
+static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
+                      const char *path2, uint64_t off, uint64_t len)
+{
 	c->op = op;
 	c->file = file;
 	c->pid = (int32_t)getpid();
-	c->durable = (uint32_t)durable;
-	c->result = result;
+	c->role = my_role;
 	c->off = off;
 	c->len = len;
 	if (path2)
@@ -161,6 +283,54 @@ static void remember(uint32_t op, int file, const char *path,
 	else
 		snprintf(c->path, sizeof c->path, "%s",
 		         path ? relative(path) : "?");
+}
+
+/* Enters a call about to be made (record REC, 0: none) in the ring,
+ * marked in flight; remember() completes it when it returns. */
+static void remember_begin(uint32_t op, int file, const char *path,
+                           const char *path2, uint64_t off, uint64_t len,
+                           uint64_t rec)
+{
+	uint64_t i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
+	shim_call *c = &ctl->ring[i % SHIM_RING];
+
+	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+	call_fill(c, op, file, path, path2, off, len);
+	c->durable = 0;
+	c->result = 0;
+	c->rec = rec;
+	call_site(c);
+	__atomic_store_n(&c->inflight, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->seq, i + 1, __ATOMIC_RELEASE);
+	open_slot = i + 1;
+}
+
+static void remember(uint32_t op, int file, const char *path,
+                     const char *path2, uint64_t off, uint64_t len,
+                     int64_t result, int durable)
+{
+	uint64_t slot = open_slot, i = slot ? slot - 1 : 0;
+	shim_call *c = &ctl->ring[i % SHIM_RING];
+
+	open_slot = 0;
+	if (slot && __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == slot &&
+	    c->op == op && c->pid == (int32_t)getpid()) {
+		/* the entry remember_begin made: complete it in place */
+		call_fill(c, op, file, path, path2, off, len);
+		c->durable = (uint32_t)durable;
+		c->result = result;
+		__atomic_store_n(&c->inflight, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
+	c = &ctl->ring[i % SHIM_RING];
+	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+	call_fill(c, op, file, path, path2, off, len);
+	c->durable = (uint32_t)durable;
+	c->result = result;
+	c->rec = 0;
+	call_site(c);
+	__atomic_store_n(&c->inflight, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->seq, i + 1, __ATOMIC_RELEASE);
 }
 
@@ -546,6 +716,7 @@ static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
 		return -1;
 	}
 	expect_begin(file, off + len, 0);
+	remember_begin(SHIM_OP_WRITE, file, fd_path[fd], NULL, off, len, t.seq);
 	n = whence == SEEK_SET ? real_pwrite(fd, buf, len, (off_t)off)
 	                       : real_write(fd, buf, len);
 	err = errno;
@@ -695,6 +866,7 @@ static int tracked_truncate(int fd, uint64_t len)
 		return rc;
 	}
 	expect_begin(file, len, 1);
+	remember_begin(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, t.seq);
 	rc = real_ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 	expect_end(file, fd, NULL, 0, 0);
 	faultsim_cache_change_end(&t, rc);
@@ -776,6 +948,8 @@ static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
 		return rc;
 	}
 	expect_begin(file, off + len, 0);
+	remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len,
+	               t.seq);
 	rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
 	expect_end(file, fd, len ? zeros : NULL, off, rc == 0 ? (ssize_t)len : 0);
 	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : rc);
@@ -811,6 +985,8 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 			return rc;
 		}
 		expect_begin(file, off + len, 0);
+		remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off,
+		               len, t.seq);
 		if (posix)
 			rc = -real_posix_fallocate(fd, (off_t)off, (off_t)len);
 		else
@@ -881,6 +1057,7 @@ static int dir_sync(int fd, faultsim_op op)
 
 	step();
 	mark = faultsim_cache_dir_sync_begin(cache);
+	remember_begin(SHIM_OP_DIR_FSYNC, -1, fd_path[fd], NULL, 0, 0, 0);
 	if ((rc = inject(FAULTSIM_OP_FSYNC_DIR)) == 0)
 		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
 		                              : real_fdatasync(fd)) == 0 ? 0
@@ -901,6 +1078,8 @@ static int file_sync(int fd, faultsim_op op)
 	file = fd_file[fd] - 1;
 	step();
 	mark = faultsim_cache_sync_begin(cache);
+	remember_begin(op == FAULTSIM_OP_FSYNC ? SHIM_OP_FSYNC :
+	               SHIM_OP_FDATASYNC, file, fd_path[fd], NULL, 0, 0, 0);
 	if ((rc = inject(op)) == 0)
 		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
 		                              : real_fdatasync(fd)) == 0 ? 0
@@ -1089,6 +1268,8 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 	 * open is made read-write (falling back when reading is not allowed,
 	 * which the first overwrite then reports) */
 	fd = -1;
+	if ((flags & O_CREAT) && !exists)
+		remember_begin(SHIM_OP_CREATE, -1, abs, NULL, 0, 0, t.seq);
 	if ((flags & O_ACCMODE) == O_WRONLY)
 		fd = real_openat(dirfd, path, ((exists ? flags & ~O_TRUNC : flags) &
 		                               ~O_ACCMODE) | O_RDWR, mode);
@@ -1097,13 +1278,15 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 		                 mode);
 	err = errno;
 	faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
+	if (open_slot && (fd < 0 || fd >= SHIM_FDS))
+		remember(SHIM_OP_CREATE, -1, abs, NULL, 0, 0, -err, 0);
 	if (fd < 0) {
 		in_shim = 0;
 		errno = err;
 		return -1;
 	}
 	fd_track(fd, abs, flags);
-	if (fd_file[fd] && (writable || (flags & O_CREAT)))
+	if ((fd_file[fd] && (writable || (flags & O_CREAT))) || open_slot)
 		remember(exists ? SHIM_OP_OPEN : SHIM_OP_CREATE, fd_file[fd] - 1,
 		         abs, NULL, 0, 0, fd, 0);
 	if (exists && (flags & O_TRUNC) && writable && !fd_file[fd] &&
@@ -1474,6 +1657,7 @@ static int shim_rename(int odir, const char *from, int ndir, const char *to,
 	    (rc = RECORD(faultsim_cache_rename_begin(cache, afrom, ato, &t))) < 0)
 		recording_failed(rc, "rename", afrom);
 	if (rc == 0) {
+		remember_begin(SHIM_OP_RENAME, -1, afrom, ato, 0, 0, t.seq);
 		rc = real_renameat2(odir, from, ndir, to, flags) == 0 ? 0 : -errno;
 		faultsim_cache_namespace_end(&t, rc);
 	}
@@ -1522,6 +1706,7 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 		    (rc = RECORD(faultsim_cache_unlink_begin(cache, abs, &t))) < 0)
 			recording_failed(rc, "unlink", abs);
 		if (rc == 0) {
+			remember_begin(SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, t.seq);
 			rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
 			faultsim_cache_namespace_end(&t, rc);
 		}
@@ -1878,6 +2063,7 @@ static void __attribute__((constructor)) shim_init(void)
 	profile = FAULTSIM_PROFILE_EXT4;
 	if (prof && faultsim_profile_parse(prof, &profile) < 0)
 		refuse("KEEL_SHIM_PROFILE %s: not ext4, xfs or btrfs", prof);
+	calls_init();
 	__atomic_add_fetch(&ctl->loaded, 1, __ATOMIC_ACQ_REL);
 	active = 1;
 	adopt_inherited();

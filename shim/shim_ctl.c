@@ -64,6 +64,17 @@ const char *shim_op_name(uint32_t op)
 	return op < SHIM_OP_COUNT ? names[op] : "?";
 }
 
+const char *shim_role_name(uint32_t role)
+{
+	switch (role) {
+	case SHIM_ROLE_WORKLOAD: return "workload";
+	case SHIM_ROLE_CHECKER: return "checker";
+	case SHIM_ROLE_WORKLOAD | SHIM_ROLE_CHILD: return "workload's child";
+	case SHIM_ROLE_CHECKER | SHIM_ROLE_CHILD: return "checker's child";
+	default: return "?";
+	}
+}
+
 /* nftw has no argument pointer: the walk's state lives here (the harness
  * is single-threaded when it checks). */
 static const shim_shared *walk_s;
