@@ -246,6 +246,7 @@ static void calls_init(void)
 	void *frames[2];
 	const char *role = getenv("KEEL_SHIM_ROLE"), *root;
 	char pid[32];
+	int level, base;
 
 	backtrace(frames, 2); /* loads libgcc_s now, not inside a wrapper */
 	if (module_of((uintptr_t)&calls_init, &f)) {
@@ -258,14 +259,32 @@ static void calls_init(void)
 	}
 	my_role = role && !strcmp(role, "workload") ? SHIM_ROLE_WORKLOAD :
 	          role && !strcmp(role, "checker") ? SHIM_ROLE_CHECKER : 0;
-	/* the first process of the role names itself; its descendants are
-	 * its children (a recovery tool the checker runs) */
+	/* How deep below the process the harness started this one is: the
+	 * harness starts "/bin/sh -c CMD", which runs the program (one level
+	 * down, or in its own place by exec); a process below the program is
+	 * its child (a recovery tool the checker runs).  Each process passes
+	 * its pid and level down; an exec keeps the pid, and the level. */
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
 	root = getenv("KEEL_SHIM_ROLE_PID");
-	if (!root)
-		setenv("KEEL_SHIM_ROLE_PID", pid, 1);
-	else if (my_role && strcmp(root, pid) != 0)
+	level = getenv("KEEL_SHIM_ROLE_LEVEL") ?
+	        atoi(getenv("KEEL_SHIM_ROLE_LEVEL")) : 0;
+	if (root && strcmp(root, pid) != 0)
+		level++;
+	base = getenv("KEEL_SHIM_ROLE_BASE") ?
+	       atoi(getenv("KEEL_SHIM_ROLE_BASE")) : 0;
+	if (level == 0) { /* the process the harness started: the shell? */
+		char exe[PATH_MAX], sh[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		base = realpath("/bin/sh", sh) && !strcmp(exe, sh);
+	}
+	if (my_role && level > base)
 		my_role |= SHIM_ROLE_CHILD;
+	setenv("KEEL_SHIM_ROLE_PID", pid, 1);
+	snprintf(pid, sizeof pid, "%d", level);
+	setenv("KEEL_SHIM_ROLE_LEVEL", pid, 1);
+	snprintf(pid, sizeof pid, "%d", base);
+	setenv("KEEL_SHIM_ROLE_BASE", pid, 1);
 }
 
 static void call_fill(shim_call *c, uint32_t op, int file, const char *path,

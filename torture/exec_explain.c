@@ -555,14 +555,11 @@ void explain_describe(FILE *out, const faultsim_dropped *d,
 	else
 		ns_position(ring, nring, (uint64_t)i, pos, sizeof pos);
 	site_words(&ring[i], ctl, site, sizeof site);
-	fprintf(out, "    %s  [call #%" PRIu64 ", pid %d, %s]\n"
-	        "      %s by the power cut: %s\n"
-	        "      called from %s\n", call, ring[i].seq, ring[i].pid,
-	        fates[d->fate], d->kind <= FAULTSIM_KIND_EXTEND ? "lost" :
-	        "undone", pos, site);
-	fprintf(out, "      with this %s kept, the acknowledged write "
-	        "survives\n", d->kind <= FAULTSIM_KIND_EXTEND ? "call's data"
-	        : "call");
+	fprintf(out, "    %s -- %s\n"
+	        "      %s\n"
+	        "      call #%" PRIu64 " of the trace, by the %s (pid %d), "
+	        "from %s\n", call, fates[d->fate], pos, ring[i].seq,
+	        shim_role_name(ring[i].role), ring[i].pid, site);
 }
 
 void explain_trace_line(FILE *out, const shim_call *c, const shim_shared *ctl,

@@ -276,6 +276,8 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 	setenv("KEEL_TORTURE_CYCLE", buf, 1);
 	setenv("KEEL_SHIM_ROLE", proto_fd >= 0 ? "workload" : "checker", 1);
 	unsetenv("KEEL_SHIM_ROLE_PID");
+	unsetenv("KEEL_SHIM_ROLE_LEVEL");
+	unsetenv("KEEL_SHIM_ROLE_BASE");
 	if (proto_fd >= 0) {
 		snprintf(buf, sizeof buf, "%d", proto_fd);
 		setenv("KEEL_TORTURE_FD", buf, 1);
@@ -836,15 +838,23 @@ static void explain_violation(xrun *r, uint64_t cycle, const char *key)
 		        "failed sync, or the program's own bug)\n");
 		return;
 	}
-	fprintf(stderr, "    %s: %zu operation%s whose loss alone %s it%s\n",
-	        st == EXPLAIN_BUDGET ? "out of replays; a set (maybe not the "
+	fprintf(stderr, "    %s: %zu operation%s the power cut dropped:\n",
+	        st == EXPLAIN_BUDGET ? "out of replays; a cause (maybe not the "
 	        "smallest)" : "the smallest cause", ncause,
-	        ncause == 1 ? "" : "s", key ? "loses" : "breaks",
-	        key ? " (with them kept, the acknowledged write survives)" :
-	        "");
+	        ncause == 1 ? "" : "s");
 	for (size_t i = 0; i < ncause; i++)
 		explain_describe(stderr, &r->dropped[cause[i]], r->ring,
 		                 r->ring_n, r->ctl, r->dir);
+	if (key) {
+		const char *op = NULL;
+		exec_model_judge(r->model, key, NULL, &op);
+		fprintf(stderr, "    with %s kept, the acknowledged write of key "
+		        "\"%s\"%s%s%s survives\n", ncause == 1 ? "it" : "them",
+		        key, op ? " (op " : "", op ? op : "", op ? ")" : "");
+	} else {
+		fprintf(stderr, "    with %s kept, the checker recovers\n",
+		        ncause == 1 ? "it" : "them");
+	}
 }
 
 /* The machine after the workload died: a power cut, or not.  0 or 2. */
