@@ -210,6 +210,10 @@ int faultsim_write_exact(int fd, const void *buf, uint64_t len, uint64_t off);
 /* explain.c: X's persist list names SEQ (the crash keeps that record);
  * X may be NULL */
 int faultsim_persists(const faultsim_explain *x, uint64_t seq);
+/* explain.c: namespace record R is kept though its directory was never
+ * synced (faultsim_explain.persist): what it replaced is gone for good, so
+ * its stash file goes too, as at a directory sync */
+void faultsim_kept_whole(fs_rec *r);
 /* explain.c: add R to X's dropped list (FATE: FAULTSIM_FATE_*) */
 void faultsim_note_dropped(faultsim_cache *c, faultsim_explain *x, fs_rec *r,
                            int fate);

@@ -431,6 +431,8 @@ int faultsim_cache_crash_explain(faultsim_cache *c,
 		if (rec_state(r) == ST_UNSYNCED && !faultsim_persists(x, r->seq)) {
 			undo_namespace(r, rep);
 			faultsim_note_dropped(c, x, r, FAULTSIM_FATE_UNDONE);
+		} else if (rec_state(r) == ST_UNSYNCED) {
+			faultsim_kept_whole(r);
 		} else if (rec_state(r) == ST_SYNCED)
 			rep->ns_durable++;
 	}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache_internal.h"
 
@@ -144,4 +145,10 @@ void faultsim_note_dropped(faultsim_cache *c, faultsim_explain *x, fs_rec *r,
 			snprintf(d->path_b, sizeof d->path_b, "%s",
 			         rec_path(r, 1));
 	}
+}
+
+void faultsim_kept_whole(fs_rec *r)
+{
+	if (!rec_is_data(r) && *rec_path(r, 2))
+		unlink(rec_path(r, 2));
 }
