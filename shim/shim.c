@@ -149,6 +149,9 @@ static uintptr_t skip_lo[2], skip_hi[2]; /* the shim's and libc's text    */
 /* Per process: modules call sites were found in (bias, range, slot). */
 static struct { uintptr_t lo, hi, bias; uint32_t slot; } site_mods[16];
 static int nsite_mods;
+/* The return address of the wrapper the program called, while it works
+ * (NULL otherwise): a call site without unwinding (call_site). */
+static __thread void *site_ra __attribute__((tls_model("initial-exec")));
 /* The ring slot of this thread's call in flight (index + 1; 0: none). */
 static __thread uint64_t open_slot __attribute__((tls_model("initial-exec")));
 
@@ -198,45 +201,58 @@ static int module_of(uintptr_t addr, struct find_mod *f)
 	return f->found;
 }
 
+/* Return address A as module and offset into C: 1, or 0 when A lies in
+ * the shim or libc (look further up). */
+static int site_resolve(uintptr_t a, shim_call *c)
+{
+	struct find_mod f;
+	char exe[PATH_MAX];
+	const char *name;
+
+	if ((a >= skip_lo[0] && a < skip_hi[0]) ||
+	    (a >= skip_lo[1] && a < skip_hi[1]))
+		return 0;
+	for (int k = 0; k < nsite_mods; k++)
+		if (a >= site_mods[k].lo && a < site_mods[k].hi) {
+			c->module = site_mods[k].slot;
+			c->site = a - site_mods[k].bias;
+			return 1;
+		}
+	if (!module_of(a, &f))
+		return 1; /* nowhere: unknown */
+	name = f.name;
+	if (!name || !name[0]) { /* the main program */
+		ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[len > 0 ? len : 0] = '\0';
+		name = exe;
+	}
+	c->module = name[0] ? module_slot(name) : 0;
+	c->site = a - f.bias;
+	if (nsite_mods < 16)
+		site_mods[nsite_mods++] = (typeof(site_mods[0])){
+			f.lo, f.hi, f.bias, c->module };
+	return 1;
+}
+
 /* The first return address outside the shim and libc: module and offset.
- * backtrace() unwinds a few frames (its first call loads libgcc_s, which
- * shim_init does); the modules seen are cached per process. */
+ * The hot wrappers (write, pwrite, fsync, fdatasync) hand their own return
+ * address down in SITE_RA, which is that address when the program called
+ * them directly; otherwise backtrace() unwinds a few frames (its first
+ * call loads libgcc_s, which shim_init does).  Modules are cached per
+ * process. */
 static void call_site(shim_call *c)
 {
 	void *frames[10];
-	int n = backtrace(frames, 10);
+	int n;
 
 	c->module = 0;
 	c->site = 0;
-	for (int i = 1; i < n; i++) {
-		uintptr_t a = (uintptr_t)frames[i];
-		struct find_mod f;
-		char exe[PATH_MAX];
-		const char *name;
-		if ((a >= skip_lo[0] && a < skip_hi[0]) ||
-		    (a >= skip_lo[1] && a < skip_hi[1]))
-			continue;
-		for (int k = 0; k < nsite_mods; k++)
-			if (a >= site_mods[k].lo && a < site_mods[k].hi) {
-				c->module = site_mods[k].slot;
-				c->site = a - site_mods[k].bias;
-				return;
-			}
-		if (!module_of(a, &f))
-			return;
-		name = f.name;
-		if (!name || !name[0]) { /* the main program */
-			ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-			exe[len > 0 ? len : 0] = '\0';
-			name = exe;
-		}
-		c->module = name[0] ? module_slot(name) : 0;
-		c->site = a - f.bias;
-		if (nsite_mods < 16)
-			site_mods[nsite_mods++] = (typeof(site_mods[0])){
-				f.lo, f.hi, f.bias, c->module };
+	if (site_ra && site_resolve((uintptr_t)site_ra, c))
 		return;
-	}
+	n = backtrace(frames, 10);
+	for (int i = 1; i < n; i++)
+		if (site_resolve((uintptr_t)frames[i], c))
+			return;
 }
 
 /* Set up once per process (in_shim held): the ranges to skip, the role. */
@@ -333,9 +349,12 @@ static void remember(uint32_t op, int file, const char *path,
 
 	open_slot = 0;
 	if (slot && __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == slot &&
-	    c->op == op && c->pid == (int32_t)getpid()) {
-		/* the entry remember_begin made: complete it in place */
-		call_fill(c, op, file, path, path2, off, len);
+	    c->op == op) {
+		/* the entry remember_begin made: complete it in place (its
+		 * words are the same; a create learns its file id now) */
+		c->file = file;
+		c->off = off;
+		c->len = len;
 		c->durable = (uint32_t)durable;
 		c->result = result;
 		__atomic_store_n(&c->inflight, 0, __ATOMIC_RELEASE);
@@ -793,7 +812,10 @@ ssize_t write(int fd, const void *buf, size_t len)
 	load_write();
 	if (PASS(fd))
 		return real_write(fd, buf, len);
-	return tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
+	site_ra = __builtin_return_address(0);
+	ssize_t n = tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
+	site_ra = NULL;
+	return n;
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -805,7 +827,10 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 		errno = EINVAL;
 		return -1;
 	}
-	return tracked_write(fd, buf, len, SEEK_SET, (uint64_t)off, 0);
+	site_ra = __builtin_return_address(0);
+	ssize_t n = tracked_write(fd, buf, len, SEEK_SET, (uint64_t)off, 0);
+	site_ra = NULL;
+	return n;
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
@@ -1155,7 +1180,9 @@ int fsync(int fd)
 	if (!active || in_shim || !sync_followed(fd))
 		return real_fsync(fd);
 	in_shim = 1;
+	site_ra = __builtin_return_address(0);
 	int rc = file_sync(fd, FAULTSIM_OP_FSYNC);
+	site_ra = NULL;
 	in_shim = 0;
 	if (rc < 0)
 		errno = -rc;
@@ -1169,7 +1196,9 @@ int fdatasync(int fd)
 	if (!active || in_shim || !sync_followed(fd))
 		return real_fdatasync(fd);
 	in_shim = 1;
+	site_ra = __builtin_return_address(0);
 	int rc = file_sync(fd, FAULTSIM_OP_FDATASYNC);
+	site_ra = NULL;
 	in_shim = 0;
 	if (rc < 0)
 		errno = -rc;
