@@ -807,9 +807,37 @@ static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
 
 #define PASS(fd) fd_passes(fd)
 
+/* The workload's protocol descriptor (KEEL_TORTURE_FD), or -1. */
+static int proto_fd = -1;
+
+/* A protocol line goes into the ring too (SHIM_OP_PROTOCOL); the
+ * newlines between lines written at once are shown as ';'. */
+static ssize_t protocol_write(int fd, const void *buf, size_t len)
+{
+	char text[SHIM_LABEL];
+	size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+	ssize_t rc = real_write(fd, buf, len);
+	int err = errno;
+
+	memcpy(text, buf, n);
+	while (n > 0 && text[n - 1] == '\n')
+		n--;
+	text[n] = '\0';
+	for (char *p = text; (p = strchr(p, '\n'));)
+		*p = ';';
+	in_shim = 1;
+	remember(SHIM_OP_PROTOCOL, -1, text, NULL, 0, len, rc < 0 ? -err : rc,
+	         0);
+	in_shim = 0;
+	errno = err;
+	return rc;
+}
+
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	load_write();
+	if (fd == proto_fd && active && !in_shim)
+		return protocol_write(fd, buf, len);
 	if (PASS(fd))
 		return real_write(fd, buf, len);
 	site_ra = __builtin_return_address(0);
@@ -2112,6 +2140,8 @@ static void __attribute__((constructor)) shim_init(void)
 	if (prof && faultsim_profile_parse(prof, &profile) < 0)
 		refuse("KEEL_SHIM_PROFILE %s: not ext4, xfs or btrfs", prof);
 	calls_init();
+	if (getenv("KEEL_TORTURE_FD"))
+		proto_fd = atoi(getenv("KEEL_TORTURE_FD"));
 	__atomic_add_fetch(&ctl->loaded, 1, __ATOMIC_ACQ_REL);
 	active = 1;
 	adopt_inherited();

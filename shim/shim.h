@@ -76,6 +76,10 @@ enum shim_op {
 	SHIM_OP_LINK,
 	SHIM_OP_MKDIR,         /* passed through: a crash never undoes it     */
 	SHIM_OP_RMDIR,         /* passed through: a crash never undoes it     */
+	SHIM_OP_PROTOCOL,      /* the workload's protocol lines (intent, ack),
+	                          written with write(2) to KEEL_TORTURE_FD:
+	                          path holds them, so the trace shows where
+	                          each acknowledgement fell among the calls */
 	SHIM_OP_COUNT
 };
 

@@ -59,7 +59,7 @@ const char *shim_op_name(uint32_t op)
 	static const char *const names[SHIM_OP_COUNT] = {
 		"?", "open", "create", "write", "truncate", "allocate", "fsync",
 		"fdatasync", "sync_file_range", "fsync(dir)", "sync",
-		"rename", "unlink", "link", "mkdir", "rmdir",
+		"rename", "unlink", "link", "mkdir", "rmdir", "protocol",
 	};
 	return op < SHIM_OP_COUNT ? names[op] : "?";
 }

@@ -510,10 +510,31 @@ static void ns_position(const shim_call *ring, uint64_t nring, uint64_t i,
 	         last >= 0 ? " (the last directory fsync came before it)" : "");
 }
 
+/* The ring entry of the protocol line "ack OP", or -1. */
+static int64_t ack_of(const shim_call *ring, uint64_t nring, const char *op)
+{
+	size_t n = strlen(op);
+
+	for (uint64_t i = 0; op && i < nring; i++) {
+		const char *p = ring[i].path;
+		if (ring[i].op != SHIM_OP_PROTOCOL)
+			continue;
+		while ((p = strstr(p, "ack "))) {
+			p += 4;
+			if (strncmp(p, op, n) == 0 &&
+			    (p[n] == '\0' || p[n] == ';' || p[n] == ' '))
+				return (int64_t)i;
+		}
+	}
+	return -1;
+}
+
 void explain_describe(FILE *out, const faultsim_dropped *d,
                       const shim_call *ring, uint64_t nring,
-                      const shim_shared *ctl, const char *dir)
+                      const shim_shared *ctl, const char *dir,
+                      const char *acked_op)
 {
+	int64_t ack = acked_op ? ack_of(ring, nring, acked_op) : -1;
 	static const char *const fates[] = { "?", "lost", "torn", "garbled",
 	                                     "undone" };
 	int64_t i = call_of(ring, nring, d->seq);
@@ -556,10 +577,16 @@ void explain_describe(FILE *out, const faultsim_dropped *d,
 		ns_position(ring, nring, (uint64_t)i, pos, sizeof pos);
 	site_words(&ring[i], ctl, site, sizeof site);
 	fprintf(out, "    %s -- %s\n"
-	        "      %s\n"
-	        "      call #%" PRIu64 " of the trace, by the %s (pid %d), "
-	        "from %s\n", call, fates[d->fate], pos, ring[i].seq,
-	        shim_role_name(ring[i].role), ring[i].pid, site);
+	        "      %s\n", call, fates[d->fate], pos);
+	if (ack > i)
+		fprintf(out, "      op %s was acknowledged after it (#%" PRIu64
+		         "), while it was not durable\n", acked_op, ring[ack].seq);
+	else if (ack >= 0)
+		fprintf(out, "      op %s was acknowledged before it (#%" PRIu64
+		         ")\n", acked_op, ring[ack].seq);
+	fprintf(out, "      call #%" PRIu64 " of the trace, by the %s (pid %d), "
+	        "from %s\n", ring[i].seq, shim_role_name(ring[i].role),
+	        ring[i].pid, site);
 }
 
 void explain_trace_line(FILE *out, const shim_call *c, const shim_shared *ctl,

@@ -83,10 +83,13 @@ enum explain_status explain_minimise(const faultsim_dropped *dropped,
  * RING[0..NRING) by its seq), the arguments that matter, where it stands
  * against the syncs, the missing step, and the call site (addr2line on the
  * module the shim noted in CTL).  DIR: the watched directory (paths are
- * said relative to it).  Written to OUT, indented. */
+ * said relative to it).  ACKED_OP (or NULL): the operation whose loss is
+ * explained; where its "ack" line fell among the calls is said when the
+ * workload wrote it with write(2).  Written to OUT, indented. */
 void explain_describe(FILE *out, const faultsim_dropped *d,
                       const shim_call *ring, uint64_t nring,
-                      const shim_shared *ctl, const char *dir);
+                      const shim_shared *ctl, const char *dir,
+                      const char *acked_op);
 
 /* One trace line for call C (ring index I): what the trace file holds. */
 void explain_trace_line(FILE *out, const shim_call *c, const shim_shared *ctl,

@@ -798,6 +798,7 @@ static void explain_violation(xrun *r, uint64_t cycle, const char *key)
 	replay_ctx x = { r, cycle };
 	uint64_t t0 = now_ns();
 	enum explain_status st;
+	const char *op = NULL;
 	unsigned tests = 0;
 	char path[PATH_MAX + 8];
 
@@ -842,12 +843,12 @@ static void explain_violation(xrun *r, uint64_t cycle, const char *key)
 	        st == EXPLAIN_BUDGET ? "out of replays; a cause (maybe not the "
 	        "smallest)" : "the smallest cause", ncause,
 	        ncause == 1 ? "" : "s");
+	if (key)
+		exec_model_judge(r->model, key, NULL, &op);
 	for (size_t i = 0; i < ncause; i++)
 		explain_describe(stderr, &r->dropped[cause[i]], r->ring,
-		                 r->ring_n, r->ctl, r->dir);
+		                 r->ring_n, r->ctl, r->dir, op);
 	if (key) {
-		const char *op = NULL;
-		exec_model_judge(r->model, key, NULL, &op);
 		fprintf(stderr, "    with %s kept, the acknowledged write of key "
 		        "\"%s\"%s%s%s survives\n", ncause == 1 ? "it" : "them",
 		        key, op ? " (op " : "", op ? op : "", op ? ")" : "");
