@@ -252,6 +252,17 @@ static void judge_does_not_consume_the_cycle(void **state)
 	assert_int_equal(exec_model_verify_end(m, NULL, NULL, counts), 1);
 	assert_int_equal(counts[ORACLE_LOST], 1);
 	exec_model_free(m);
+	/* nothing acknowledged this cycle: the verified start or an intent */
+	m = make();
+	assert_int_equal(exec_model_adopt(m, "k", "s0", why, sizeof why), 0);
+	line(m, "intent 1 k v1");
+	exec_model_verify_begin(m);
+	assert_int_equal(exec_model_judge(m, "k", "s0", &op), 0);
+	assert_null(op);
+	assert_int_equal(exec_model_judge(m, "k", "v1", NULL), 0);
+	assert_int_equal(exec_model_judge(m, "k", NULL, NULL), 1);
+	assert_int_equal(exec_model_judge(m, "k", "zz", NULL), 1);
+	exec_model_free(m);
 }
 
 int main(void)
