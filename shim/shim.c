@@ -146,8 +146,13 @@ static const char *relative(const char *abs)
 
 static uint8_t my_role;                  /* enum shim_role                */
 static uintptr_t skip_lo[2], skip_hi[2]; /* the shim's and libc's text    */
-/* Per process: modules call sites were found in (bias, range, slot). */
-static struct { uintptr_t lo, hi, bias; uint32_t slot; } site_mods[16];
+/* Per process: modules call sites were found in (bias, range, slot); an
+ * entry is claimed, filled, then marked ready (threads share the table). */
+static struct {
+	uintptr_t lo, hi, bias;
+	uint32_t slot;
+	int ready;
+} site_mods[16];
 static int nsite_mods;
 /* The return address of the wrapper the program called, while it works
  * (NULL otherwise): a call site without unwinding (call_site). */
@@ -212,8 +217,10 @@ static int site_resolve(uintptr_t a, shim_call *c)
 	if ((a >= skip_lo[0] && a < skip_hi[0]) ||
 	    (a >= skip_lo[1] && a < skip_hi[1]))
 		return 0;
-	for (int k = 0; k < nsite_mods; k++)
-		if (a >= site_mods[k].lo && a < site_mods[k].hi) {
+	int known = __atomic_load_n(&nsite_mods, __ATOMIC_ACQUIRE);
+	for (int k = 0; k < known && k < 16; k++)
+		if (__atomic_load_n(&site_mods[k].ready, __ATOMIC_ACQUIRE) &&
+		    a >= site_mods[k].lo && a < site_mods[k].hi) {
 			c->module = site_mods[k].slot;
 			c->site = a - site_mods[k].bias;
 			return 1;
@@ -228,9 +235,15 @@ static int site_resolve(uintptr_t a, shim_call *c)
 	}
 	c->module = name[0] ? module_slot(name) : 0;
 	c->site = a - f.bias;
-	if (nsite_mods < 16)
-		site_mods[nsite_mods++] = (typeof(site_mods[0])){
-			f.lo, f.hi, f.bias, c->module };
+	if (known < 16)
+		known = __atomic_fetch_add(&nsite_mods, 1, __ATOMIC_ACQ_REL);
+	if (known < 16) {
+		site_mods[known].lo = f.lo;
+		site_mods[known].hi = f.hi;
+		site_mods[known].bias = f.bias;
+		site_mods[known].slot = c->module;
+		__atomic_store_n(&site_mods[known].ready, 1, __ATOMIC_RELEASE);
+	}
 	return 1;
 }
 

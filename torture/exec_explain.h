@@ -31,7 +31,7 @@
 
 #define EXPLAIN_DIR_CAP (256ull << 20) /* bytes of the directory copied     */
 #define EXPLAIN_MAX_TESTS 100          /* replays one explanation may make */
-#define EXPLAIN_MAX_DROPPED 256        /* dropped records considered       */
+#define EXPLAIN_MAX_DROPPED 1024       /* dropped records considered       */
 
 /* ---- a copy of the watched directory ---------------------------------- */
 

@@ -970,7 +970,10 @@ static void show_call(const xrun *r, uint64_t i)
 	const shim_call *c = &r->ring[i];
 	char state[64] = "";
 
-	switch (c->op) {
+	switch (c->inflight ? 0 : c->op) {
+	case 0:
+		snprintf(state, sizeof state, "IN FLIGHT at the kill");
+		break;
 	case SHIM_OP_WRITE: case SHIM_OP_TRUNCATE: case SHIM_OP_ALLOCATE:
 		snprintf(state, sizeof state, "%s", c->durable ? "synced (O_SYNC)"
 		         : later_sync(r, i) ? "synced later" : "NOT synced");
