@@ -849,10 +849,9 @@ static ssize_t protocol_write(int fd, const void *buf, size_t len)
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	load_write();
-	if (fd == proto_fd && active && !in_shim)
-		return protocol_write(fd, buf, len);
-	if (PASS(fd))
-		return real_write(fd, buf, len);
+	if (PASS(fd)) /* the protocol pipe is never a tracked file */
+		return fd == proto_fd && active && !in_shim ?
+		       protocol_write(fd, buf, len) : real_write(fd, buf, len);
 	site_ra = __builtin_return_address(0);
 	ssize_t n = tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
 	site_ra = NULL;
