@@ -830,7 +830,8 @@ static void explain_violation(xrun *r, uint64_t cycle, const char *key)
 	if (st == EXPLAIN_NO_REPRO || st == EXPLAIN_ERROR) {
 		fprintf(stderr, "    could not reproduce%s: the full trace is "
 		        "kept\n", st == EXPLAIN_ERROR ? " (a replay failed)" :
-		        " (the replayed cut passed: timing?)");
+		        " (replayed, the same power cut passed: the violation "
+		        "depends on more than the cut)");
 		return;
 	}
 	if (st == EXPLAIN_NOT_DROPS) {
