@@ -379,7 +379,7 @@ static void trace_drain(xrun *r, int final)
 	if (!r->trace)
 		return;
 	n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
-	if (n < r->drained) /* the ring was reset (a power cut) */
+	if (n < r->drained) /* the ring was reset behind our back */
 		r->drained = 0;
 	if (n - r->drained > SHIM_RING) {
 		fprintf(r->trace, "... %" PRIu64 " calls not traced (the ring "
@@ -408,6 +408,7 @@ static void trace_mark(xrun *r, const char *say, uint64_t cycle, int fresh)
 	if (!r->trace)
 		return;
 	if (fresh) {
+		r->drained = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
 		fflush(r->trace);
 		if (ftruncate(fileno(r->trace), 0) == 0)
 			rewind(r->trace);
@@ -908,6 +909,7 @@ static int after_workload(xrun *r, uint64_t cycle)
 		faultsim_cache_forget(r->cache);
 	}
 	shim_shared_reset_files(r->ctl);
+	r->drained = 0; /* the ring starts again with the checker's calls */
 	return 0;
 }
 
