@@ -291,11 +291,15 @@ run "why-norepro" 1 "could not reproduce .*: the full trace is kept" \
 	$F {dir} rename --check"
 if grep -q "the smallest cause" "$T/why-norepro.out"; then
 	bad "why-norepro invents a cause"; else ok "why-norepro: no cause"; fi
-# --no-explain: no replay
+# --no-explain: no replay, the trace all the same (with the checker's calls)
 run "why-off" 1 "cycle [0-9]+: lost" --power-loss --duration 10s --seed 11 \
-	--no-explain --workload "$W {dir} rename" --checker "$W {dir} rename --check"
+	--no-explain --workload "$W {dir} rename" \
+	--checker "echo x >{dir}/marker; $W {dir} rename --check"
 if grep -q "^  why (" "$T/why-off.out"; then bad "why-off still explains"; else
 	ok "why-off: --no-explain replays nothing"; fi
+tr=$(sed -n 's/^  the full trace of the cycle: //p' "$T/why-off.out")
+contains "why-off: the trace names the checker's calls" "${tr:-/dev/null}" \
+	"pid [0-9]+ +checker +write +marker off 0 len 2"
 
 # ---- the examples of docs/targets.md, as documented ------------------------
 E=docs/targets
