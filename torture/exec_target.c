@@ -1022,11 +1022,15 @@ static void explain_calls(const xrun *r, const char *key)
 	uint64_t shown = 0, idx[CALLS_SHOWN];
 	int by_name = 0;
 
+	/* the workload's protocol lines (in the ring for the trace and the
+	 * minimised cause) are not calls: the list shows calls on files */
 	for (uint64_t i = 0; key[0] && i < r->ring_n; i++)
-		if (strstr(r->ring[i].path, key))
+		if (r->ring[i].op != SHIM_OP_PROTOCOL &&
+		    strstr(r->ring[i].path, key))
 			by_name = 1;
 	for (uint64_t i = r->ring_n; i-- > 0 && shown < CALLS_SHOWN;)
-		if (!by_name || strstr(r->ring[i].path, key))
+		if (r->ring[i].op != SHIM_OP_PROTOCOL &&
+		    (!by_name || strstr(r->ring[i].path, key)))
 			idx[shown++] = i;
 	if (!shown)
 		return;
