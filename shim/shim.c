@@ -1838,9 +1838,13 @@ static int map_make_writable(int s, uintptr_t a, int retried)
 		refuse("mprotect of a page of %s to writable: %s",
 		       relative(m->path), strerror(errno));
 	faultsim_cache_map_unlock(&t);
-	if (rc == 1)
+	if (rc == 1) {
+		/* begun and completed at once: the entry carries the record */
+		remember_begin(SHIM_OP_MAP_WRITE, m->file, m->path, NULL, off,
+		               page, t.seq);
 		remember(SHIM_OP_MAP_WRITE, m->file, m->path, NULL, off, page,
 		         (int64_t)page, 0);
+	}
 	return 0;
 }
 

@@ -99,6 +99,12 @@ typedef struct xrun {
 	char *why_value;         /* its value in that replay (NULL: absent)   */
 	FILE *trace;             /* this cycle's calls, one a line (tmpfile)  */
 	uint64_t drained;        /* ring entries written to it                */
+	/* The harness's own history of the shim's ring, calls and protocol
+	 * lines apart: a workload that writes two protocol lines per call
+	 * would otherwise push its calls out of the shim's ring before the
+	 * report names them.  Circular; *_n counts every entry added. */
+	shim_call *hist_calls, *hist_proto;
+	uint64_t hist_calls_n, hist_proto_n, hist_drained;
 } xrun;
 
 static volatile sig_atomic_t stop_requested;
@@ -374,6 +380,36 @@ static void log_reset(xrun *r)
 
 /* ---- the trace of a cycle ------------------------------------------------ */
 
+#define HIST_CALLS 4096 /* calls the report can name                    */
+#define HIST_PROTO 2048 /* protocol lines kept to place the acks among them */
+
+/* Copies the ring's new entries into the history.  FINAL: the programs
+ * have ended, so a call still in flight is taken as it stands. */
+static void hist_drain(xrun *r, int final)
+{
+	uint64_t n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
+
+	if (n < r->hist_drained) /* the ring was reset */
+		r->hist_drained = 0;
+	if (n - r->hist_drained > SHIM_RING)
+		r->hist_drained = n - SHIM_RING;
+	for (; r->hist_drained < n; r->hist_drained++) {
+		const shim_call *c = &r->ctl->ring[r->hist_drained % SHIM_RING];
+		if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) !=
+		            r->hist_drained + 1 ||
+		    __atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
+			if (!final)
+				break;
+			if (c->seq != r->hist_drained + 1)
+				continue;
+		}
+		if (c->op == SHIM_OP_PROTOCOL)
+			r->hist_proto[r->hist_proto_n++ % HIST_PROTO] = *c;
+		else
+			r->hist_calls[r->hist_calls_n++ % HIST_CALLS] = *c;
+	}
+}
+
 /* Writes the ring's new entries to the cycle's trace.  FINAL 0: while the
  * program runs, stopping at the first call still in flight (it may yet
  * return); 1: the programs have ended; 2: they were killed, so a call
@@ -382,6 +418,7 @@ static void trace_drain(xrun *r, int final)
 {
 	uint64_t n;
 
+	hist_drain(r, final != 0);
 	if (!r->trace)
 		return;
 	n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
@@ -663,17 +700,31 @@ static int refused(xrun *r)
 	return 1;
 }
 
-/* Copies the remembered calls in order, oldest first. */
+/* The remembered calls and protocol lines in order, oldest first: the
+ * last HIST_CALLS calls, and the protocol lines since the oldest of them
+ * (the last HIST_PROTO at most). */
 static void ring_snapshot(xrun *r)
 {
-	uint64_t n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
-	uint64_t from = n > SHIM_RING ? n - SHIM_RING : 0;
+	uint64_t ci, pi, oldest;
 
+	hist_drain(r, 1);
+	ci = r->hist_calls_n > HIST_CALLS ? r->hist_calls_n - HIST_CALLS : 0;
+	pi = r->hist_proto_n > HIST_PROTO ? r->hist_proto_n - HIST_PROTO : 0;
+	oldest = ci < r->hist_calls_n ? r->hist_calls[ci % HIST_CALLS].seq : 0;
 	r->ring_n = 0;
-	for (uint64_t i = from; i < n; i++) {
-		const shim_call *c = &r->ctl->ring[i % SHIM_RING];
-		if (c->seq == i + 1)
+	while (ci < r->hist_calls_n || pi < r->hist_proto_n) {
+		const shim_call *c = ci < r->hist_calls_n ?
+		                     &r->hist_calls[ci % HIST_CALLS] : NULL;
+		const shim_call *p = pi < r->hist_proto_n ?
+		                     &r->hist_proto[pi % HIST_PROTO] : NULL;
+		if (c && (!p || c->seq < p->seq)) {
 			r->ring[r->ring_n++] = *c;
+			ci++;
+		} else {
+			if (p->seq > oldest)
+				r->ring[r->ring_n++] = *p;
+			pi++;
+		}
 	}
 }
 
@@ -1631,8 +1682,10 @@ static int make_shared(xrun *r)
 				                   "docs/faults.md)", r->o->fail[i],
 				                   err);
 	}
-	r->ring = calloc(SHIM_RING, sizeof(shim_call));
-	if (!r->ring || exec_model_new(r->o->keys, mix(r->o->seed),
+	r->ring = calloc(HIST_CALLS + HIST_PROTO, sizeof(shim_call));
+	r->hist_calls = calloc(HIST_CALLS, sizeof(shim_call));
+	r->hist_proto = calloc(HIST_PROTO, sizeof(shim_call));
+	if (!r->ring || !r->hist_calls || !r->hist_proto || exec_model_new(r->o->keys, mix(r->o->seed),
 	                               &r->model) < 0)
 		return setup_error("out of memory");
 	char logname[] = "/tmp/keel-torture-log.XXXXXX";
@@ -1985,6 +2038,8 @@ static void teardown(xrun *r, int remove_dir)
 	}
 	exec_model_free(r->model);
 	free(r->ring);
+	free(r->hist_calls);
+	free(r->hist_proto);
 	explain_dir_free(r->saved);
 	faultsim_snapshot_free(r->snap);
 	free(r->dropped);
