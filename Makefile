@@ -46,7 +46,8 @@ LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
 FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
 	faultsim/mapped.c \
-	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c
+	faultsim/crash.c faultsim/fault.c faultsim/io_backend.c \
+	faultsim/explain.c
 FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
@@ -54,7 +55,7 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # that carry no sanitizer runtime.
 SHIM_SRCS = shim/shim.c shim/shim_backstop.c faultsim/cache.c faultsim/sync.c \
 	faultsim/namespace.c faultsim/mapped.c \
-	faultsim/crash.c faultsim/fault.c
+	faultsim/crash.c faultsim/fault.c faultsim/explain.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
 SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/shim/*.c)) \
@@ -95,7 +96,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/http_conn.c torture/rot.c tools/duration.c \
 	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
-	torture/campaign_json.c shim/shim_ctl.c
+	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c
 LOADGEN_SRCS = bench/http/loadgen.c

@@ -524,6 +524,7 @@ int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t)
 {
 	t->cache = c;
 	t->rec = pos;
+	t->seq = rec_at(c, pos)->seq;
 	return 0; /* the lock stays held until the _end call */
 }
 

@@ -267,4 +267,13 @@ int faultsim_undo_data(int fd, fs_rec *r);
 /* whole-buffer pwrite; 0 or a negative errno */
 int faultsim_write_exact(int fd, const void *buf, uint64_t len, uint64_t off);
 
+/* explain.c: X's persist list names SEQ (the crash keeps that record);
+ * X may be NULL */
+int faultsim_persists(const faultsim_explain *x, uint64_t seq);
+/* explain.c: add R to X's dropped list (FATE: FAULTSIM_FATE_*) */
+void faultsim_note_dropped(faultsim_cache *c, faultsim_explain *x, fs_rec *r,
+                           int fate);
+_Static_assert((int)REC_WRITE == (int)FAULTSIM_KIND_WRITE &&
+               (int)REC_UNLINK == (int)FAULTSIM_KIND_UNLINK, "kinds agree");
+
 #endif /* KEEL_FAULTSIM_CACHE_INTERNAL_H */

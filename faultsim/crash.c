@@ -154,8 +154,51 @@ static void decide_names(faultsim_cache *c, fate *v, uint64_t n,
 	}
 }
 
+/*
+ * An explained crash (faultsim_cache_crash_explain): records on X's persist
+ * list persist whole whatever the seed and the model decided (a kept
+ * rename brings its r3 flush with it), and every record the crash still
+ * drops goes on X's dropped list.  Runs after every decision, so that the
+ * seed's draws, and with them the other records' fates, do not change.
+ */
+static void decide_explained(faultsim_cache *c, faultsim_explain *x,
+                             fate *v, uint64_t n)
+{
+	uint32_t fs = __atomic_load_n(&c->fs, __ATOMIC_ACQUIRE);
+
+	if (!x)
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_state(r) != ST_UNSYNCED || !faultsim_persists(x, r->seq))
+			continue;
+		if (rec_is_data(r)) {
+			v[i].what = FATE_KEEP;
+			v[i].garbage = 0;
+		} else {
+			v[i].ns_keep = 1;
+			if (r->kind == REC_RENAME && *rec_path(r, 2) &&
+			    fs_rename_flushes(fs))
+				rename_flushed(c, v, n, r);
+		}
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (rec_state(r) != ST_UNSYNCED)
+			continue;
+		if (rec_is_data(r) && (v[i].what != FATE_KEEP || v[i].garbage))
+			faultsim_note_dropped(c, x, r, v[i].what == FATE_LOSE ?
+			                      FAULTSIM_FATE_LOST :
+			                      v[i].what != FATE_KEEP ?
+			                      FAULTSIM_FATE_TORN :
+			                      FAULTSIM_FATE_GARBAGE);
+		else if (!rec_is_data(r) && !v[i].ns_keep)
+			faultsim_note_dropped(c, x, r, FAULTSIM_FATE_UNDONE);
+	}
+}
+
 static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
-                    uint64_t *count)
+                    faultsim_explain *xp, uint64_t *count)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	uint64_t n = 0, unsynced = 0, rng = o->seed, cut;
@@ -202,6 +245,7 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 		unsynced++;
 	}
 	decide_names(c, v, n, o->seed);
+	decide_explained(c, xp, v, n);
 	*count = n;
 	return v;
 }
@@ -519,6 +563,14 @@ static void keep_namespace(fs_rec *r, faultsim_crash_report *rep)
 int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
                          faultsim_crash_report *report)
 {
+	return faultsim_cache_crash_explain(c, opt, NULL, report);
+}
+
+int faultsim_cache_crash_explain(faultsim_cache *c,
+                                 const faultsim_crash_options *opt,
+                                 faultsim_explain *x,
+                                 faultsim_crash_report *report)
+{
 	faultsim_crash_options o = { FAULTSIM_DEVICE_ORDERED, 512, 0 };
 	faultsim_crash_report local;
 	faultsim_crash_report *rep = report ? report : &local;
@@ -533,10 +585,12 @@ int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
 	    (o.sector & (o.sector - 1)) != 0)
 		return -EINVAL;
 	memset(rep, 0, sizeof *rep);
+	if (x)
+		x->ndropped = 0;
 	rep->overflowed = faultsim_cache_overflowed(c);
 	faultsim_inflight_settle(c); /* a call the writer died in: what it did */
 	faultsim_map_settle(c);      /* its stores through a mapping         */
-	v = decide(c, &o, &n);
+	v = decide(c, &o, x, &n);
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t f = 0; f < c->nfiles; f++)

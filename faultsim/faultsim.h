@@ -202,6 +202,8 @@ uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file);
 typedef struct faultsim_ticket {
 	faultsim_cache *cache; /* NULL when nothing is held                 */
 	uint64_t rec;          /* byte position of the record in the cache  */
+	uint64_t seq;          /* the record's seq (kept after the _end call;
+	                          0: none), what a crash's dropped list names */
 } faultsim_ticket;
 
 int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,
@@ -414,6 +416,29 @@ typedef enum faultsim_device {
 	FAULTSIM_DEVICE_PAYLOAD = 4,
 } faultsim_device;
 
+/* One record a crash dropped (faultsim_cache_crash_explain). */
+typedef enum faultsim_fate {
+	FAULTSIM_FATE_LOST = 1,    /* an unsynced data record that did not persist */
+	FAULTSIM_FATE_TORN = 2,    /* persisted in part (torn, or a payload hole)  */
+	FAULTSIM_FATE_GARBAGE = 3, /* persisted, one sector filled with garbage    */
+	FAULTSIM_FATE_UNDONE = 4,  /* a create, rename or unlink undone            */
+} faultsim_fate;
+
+typedef enum faultsim_kind {
+	FAULTSIM_KIND_WRITE = 1, FAULTSIM_KIND_TRUNCATE, FAULTSIM_KIND_EXTEND,
+	FAULTSIM_KIND_CREATE, FAULTSIM_KIND_RENAME, FAULTSIM_KIND_UNLINK,
+} faultsim_kind;
+
+typedef struct faultsim_dropped {
+	uint64_t seq;      /* the record's seq (faultsim_ticket.seq)            */
+	faultsim_kind kind;
+	faultsim_fate fate;
+	uint64_t off, len; /* write: range; truncate/extend: off = new size     */
+	char path[FAULTSIM_PATH_MAX];   /* the file (data: its current name), or
+	                                   the namespace record's path_a      */
+	char path_b[FAULTSIM_PATH_MAX]; /* rename: the target ("" otherwise)   */
+} faultsim_dropped;
+
 typedef struct faultsim_crash_options {
 	faultsim_device device;
 	unsigned sector;  /* 512 or 4096; 0 = 512                               */
@@ -448,6 +473,54 @@ typedef struct faultsim_crash_report {
  */
 int faultsim_cache_crash(faultsim_cache *c, const faultsim_crash_options *opt,
                          faultsim_crash_report *report);
+
+/*
+ * faultsim_cache_crash_explain - faultsim_cache_crash, told which records
+ * to keep and asked what it dropped (torture's explanation of a
+ * violation).  X->PERSIST names records by seq that persist WHOLE whatever
+ * the seed decides: an unsynced data record is kept (no tear, no garbage),
+ * a namespace record is not undone.  Every other decision is the one the
+ * seed alone makes (the random draws are the same), so seed plus PERSIST
+ * reproduce a state.  X->DROPPED (DROPPED_CAP entries) gets what the crash
+ * dropped: data records in record order, then namespace records newest
+ * first; X->NDROPPED how many there were (more than DROPPED_CAP: the list
+ * is cut).  A record a failed sync LOST is not listed: no crash keeps it.
+ * X may be NULL.  Returns as faultsim_cache_crash.
+ */
+typedef struct faultsim_explain {
+	const uint64_t *persist;  /* seqs kept whole                           */
+	size_t npersist;
+	faultsim_dropped *dropped;/* out: what was dropped (may be NULL)       */
+	size_t dropped_cap;
+	uint64_t ndropped;        /* out: records dropped                      */
+} faultsim_explain;
+int faultsim_cache_crash_explain(faultsim_cache *c,
+                                 const faultsim_crash_options *opt,
+                                 faultsim_explain *x,
+                                 faultsim_crash_report *report);
+
+/*
+ * Snapshots, to replay one crash many times (torture's explanation of a
+ * violation).  faultsim_cache_snapshot copies what a crash reads -- the
+ * header, the file table, the records in the window -- and
+ * faultsim_cache_restore puts it back, so that a second
+ * faultsim_cache_crash (on files restored to the same bytes by the
+ * caller) sees the same records.  Call both only while no writer is
+ * alive.  The stash files a namespace record names are the caller's to
+ * keep (a copy of the directory holds them).  0, or -ENOMEM; restore gives
+ * -EINVAL when the snapshot is of another cache.
+ */
+typedef struct faultsim_snapshot faultsim_snapshot;
+int faultsim_cache_snapshot(faultsim_cache *c, faultsim_snapshot **out);
+int faultsim_cache_restore(faultsim_cache *c, const faultsim_snapshot *s);
+void faultsim_snapshot_free(faultsim_snapshot *s);
+/* Bytes the snapshot holds (what it costs). */
+size_t faultsim_snapshot_size(const faultsim_snapshot *s);
+/* faultsim_cache_remap - the caller put the files back as new inodes (a
+ * restored copy of the directory): every file entry and namespace record
+ * naming inode OLD_INO[i] names NEW_INO[i] instead (N pairs). */
+void faultsim_cache_remap(faultsim_cache *c, const uint64_t *old_ino,
+                          const uint64_t *new_ino, size_t n);
 
 /* faultsim_cache_forget - treat everything recorded as durable (as after a
  * clean shutdown and sync(1)) and empty the cache; removes stash files. */

@@ -88,6 +88,7 @@ int faultsim_cache_map_record(faultsim_ticket *t, int file, int fd,
 	 * an unsealed record (none should) sees no bytes nobody wrote */
 	memcpy(rec_new(r), rec_pre(r), len);
 	faultsim_rec_publish(c, r, pos);
+	t->seq = r->seq; /* the shim's ring names it (a cause's call site) */
 	/* no real call is in flight: the stores come after the lock is gone */
 	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 	return 1;

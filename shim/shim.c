@@ -22,6 +22,8 @@
 #include <fnmatch.h>
 #include <ftw.h>
 #include <limits.h>
+#include <execinfo.h>
+#include <link.h>
 #include <linux/falloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -154,19 +156,187 @@ static const char *relative(const char *abs)
 	return abs;
 }
 
-static void remember(uint32_t op, int file, const char *path,
-                     const char *path2, uint64_t off, uint64_t len,
-                     int64_t result, int durable)
-{
-	uint64_t i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
-	shim_call *c = &ctl->ring[i % SHIM_RING];
+/* ---- the call ring: who called, from where, still in flight or not ---- */
 
-	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+static uint8_t my_role;                  /* enum shim_role                */
+static uintptr_t skip_lo[2], skip_hi[2]; /* the shim's and libc's text    */
+/* Per process: modules call sites were found in (bias, range, slot); an
+ * entry is claimed, filled, then marked ready (threads share the table). */
+static struct {
+	uintptr_t lo, hi, bias;
+	uint32_t slot;
+	int ready;
+} site_mods[16];
+static int nsite_mods;
+/* The return address of the wrapper the program called, while it works
+ * (NULL otherwise): a call site without unwinding (call_site). */
+static __thread void *site_ra __attribute__((tls_model("initial-exec")));
+/* The ring slot of this thread's call in flight (index + 1; 0: none). */
+static __thread uint64_t open_slot __attribute__((tls_model("initial-exec")));
+
+/* A module's slot in the control block (+ 1), added when new; 0 when full. */
+static uint32_t module_slot(const char *path)
+{
+	uint32_t n = __atomic_load_n(&ctl->nmodules, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n && i < SHIM_MODULES; i++)
+		if (strncmp(ctl->modules[i], path, SHIM_MODULE_PATH - 1) == 0)
+			return i + 1;
+	n = __atomic_fetch_add(&ctl->nmodules, 1, __ATOMIC_ACQ_REL);
+	if (n >= SHIM_MODULES)
+		return 0;
+	snprintf(ctl->modules[n] + 1, SHIM_MODULE_PATH - 1, "%s", path + 1);
+	__atomic_store_n(&ctl->modules[n][0], path[0], __ATOMIC_RELEASE);
+	return n + 1;
+}
+
+struct find_mod { uintptr_t addr, lo, hi, bias; const char *name; int found; };
+
+static int find_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_mod *f = arg;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type != PT_LOAD || f->addr < lo ||
+		    f->addr >= lo + ph->p_memsz)
+			continue;
+		f->lo = lo;
+		f->hi = lo + ph->p_memsz;
+		f->bias = info->dlpi_addr;
+		f->name = info->dlpi_name;
+		f->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The text segment holding ADDR: [*LO, *HI), its load bias, its file. */
+static int module_of(uintptr_t addr, struct find_mod *f)
+{
+	memset(f, 0, sizeof *f);
+	f->addr = addr;
+	dl_iterate_phdr(find_mod_cb, f);
+	return f->found;
+}
+
+/* Return address A as module and offset into C: 1, or 0 when A lies in
+ * the shim or libc (look further up). */
+static int site_resolve(uintptr_t a, shim_call *c)
+{
+	struct find_mod f;
+	char exe[PATH_MAX];
+	const char *name;
+
+	if ((a >= skip_lo[0] && a < skip_hi[0]) ||
+	    (a >= skip_lo[1] && a < skip_hi[1]))
+		return 0;
+	int known = __atomic_load_n(&nsite_mods, __ATOMIC_ACQUIRE);
+	for (int k = 0; k < known && k < 16; k++)
+		if (__atomic_load_n(&site_mods[k].ready, __ATOMIC_ACQUIRE) &&
+		    a >= site_mods[k].lo && a < site_mods[k].hi) {
+			c->module = site_mods[k].slot;
+			c->site = a - site_mods[k].bias;
+			return 1;
+		}
+	if (!module_of(a, &f))
+		return 1; /* nowhere: unknown */
+	name = f.name;
+	if (!name || !name[0]) { /* the main program */
+		ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[len > 0 ? len : 0] = '\0';
+		name = exe;
+	}
+	c->module = name[0] ? module_slot(name) : 0;
+	c->site = a - f.bias;
+	if (known < 16)
+		known = __atomic_fetch_add(&nsite_mods, 1, __ATOMIC_ACQ_REL);
+	if (known < 16) {
+		site_mods[known].lo = f.lo;
+		site_mods[known].hi = f.hi;
+		site_mods[known].bias = f.bias;
+		site_mods[known].slot = c->module;
+		__atomic_store_n(&site_mods[known].ready, 1, __ATOMIC_RELEASE);
+	}
+	return 1;
+}
+
+/* The first return address outside the shim and libc: module and offset.
+ * The hot wrappers (write, pwrite, fsync, fdatasync) hand their own return
+ * address down in SITE_RA, which is that address when the program called
+ * them directly; otherwise backtrace() unwinds a few frames (its first
+ * call loads libgcc_s, which shim_init does).  Modules are cached per
+ * process. */
+static void call_site(shim_call *c)
+{
+	void *frames[10];
+	int n;
+
+	c->module = 0;
+	c->site = 0;
+	if (site_ra && site_resolve((uintptr_t)site_ra, c))
+		return;
+	n = backtrace(frames, 10);
+	for (int i = 1; i < n; i++)
+		if (site_resolve((uintptr_t)frames[i], c))
+			return;
+}
+
+/* Set up once per process (in_shim held): the ranges to skip, the role. */
+static void calls_init(void)
+{
+	struct find_mod f;
+	void *frames[2];
+	const char *role = getenv("KEEL_SHIM_ROLE"), *root;
+	char pid[32];
+	int level, base;
+
+	backtrace(frames, 2); /* loads libgcc_s now, not inside a wrapper */
+	if (module_of((uintptr_t)&calls_init, &f)) {
+		skip_lo[0] = f.lo;
+		skip_hi[0] = f.hi;
+	}
+	if (real_write && module_of((uintptr_t)real_write, &f)) {
+		skip_lo[1] = f.lo;
+		skip_hi[1] = f.hi;
+	}
+	my_role = role && !strcmp(role, "workload") ? SHIM_ROLE_WORKLOAD :
+	          role && !strcmp(role, "checker") ? SHIM_ROLE_CHECKER : 0;
+	/* How deep below the process the harness started this one is: the
+	 * harness starts "/bin/sh -c CMD", which runs the program (one level
+	 * down, or in its own place by exec); a process below the program is
+	 * its child (a recovery tool the checker runs).  Each process passes
+	 * its pid and level down; an exec keeps the pid, and the level. */
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	root = getenv("KEEL_SHIM_ROLE_PID");
+	level = getenv("KEEL_SHIM_ROLE_LEVEL") ?
+	        atoi(getenv("KEEL_SHIM_ROLE_LEVEL")) : 0;
+	if (root && strcmp(root, pid) != 0)
+		level++;
+	base = getenv("KEEL_SHIM_ROLE_BASE") ?
+	       atoi(getenv("KEEL_SHIM_ROLE_BASE")) : 0;
+	if (level == 0) { /* the process the harness started: the shell? */
+		char exe[PATH_MAX], sh[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		base = realpath("/bin/sh", sh) && !strcmp(exe, sh);
+	}
+	if (my_role && level > base)
+		my_role |= SHIM_ROLE_CHILD;
+	setenv("KEEL_SHIM_ROLE_PID", pid, 1);
+	snprintf(pid, sizeof pid, "%d", level);
+	setenv("KEEL_SHIM_ROLE_LEVEL", pid, 1);
+	snprintf(pid, sizeof pid, "%d", base);
+	setenv("KEEL_SHIM_ROLE_BASE", pid, 1);
+}
+
+static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
+                      const char *path2, uint64_t off, uint64_t len)
+{
 	c->op = op;
 	c->file = file;
 	c->pid = (int32_t)getpid();
-	c->durable = (uint32_t)durable;
-	c->result = result;
+	c->role = my_role;
 	c->off = off;
 	c->len = len;
 	if (path2)
@@ -175,6 +345,57 @@ static void remember(uint32_t op, int file, const char *path,
 	else
 		snprintf(c->path, sizeof c->path, "%s",
 		         path ? relative(path) : "?");
+}
+
+/* Enters a call about to be made (record REC, 0: none) in the ring,
+ * marked in flight; remember() completes it when it returns. */
+static void remember_begin(uint32_t op, int file, const char *path,
+                           const char *path2, uint64_t off, uint64_t len,
+                           uint64_t rec)
+{
+	uint64_t i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
+	shim_call *c = &ctl->ring[i % SHIM_RING];
+
+	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+	call_fill(c, op, file, path, path2, off, len);
+	c->durable = 0;
+	c->result = 0;
+	c->rec = rec;
+	call_site(c);
+	__atomic_store_n(&c->inflight, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->seq, i + 1, __ATOMIC_RELEASE);
+	open_slot = i + 1;
+}
+
+static void remember(uint32_t op, int file, const char *path,
+                     const char *path2, uint64_t off, uint64_t len,
+                     int64_t result, int durable)
+{
+	uint64_t slot = open_slot, i = slot ? slot - 1 : 0;
+	shim_call *c = &ctl->ring[i % SHIM_RING];
+
+	open_slot = 0;
+	if (slot && __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == slot &&
+	    c->op == op) {
+		/* the entry remember_begin made: complete it in place (its
+		 * words are the same; a create learns its file id now) */
+		c->file = file;
+		c->off = off;
+		c->len = len;
+		c->durable = (uint32_t)durable;
+		c->result = result;
+		__atomic_store_n(&c->inflight, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	i = __atomic_fetch_add(&ctl->ncalls, 1, __ATOMIC_ACQ_REL);
+	c = &ctl->ring[i % SHIM_RING];
+	__atomic_store_n(&c->seq, 0, __ATOMIC_RELEASE);
+	call_fill(c, op, file, path, path2, off, len);
+	c->durable = (uint32_t)durable;
+	c->result = result;
+	c->rec = 0;
+	call_site(c);
+	__atomic_store_n(&c->inflight, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->seq, i + 1, __ATOMIC_RELEASE);
 }
 
@@ -565,6 +786,7 @@ static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
 		return -1;
 	}
 	expect_begin(file, off + len, 0);
+	remember_begin(SHIM_OP_WRITE, file, fd_path[fd], NULL, off, len, t.seq);
 	n = whence == SEEK_SET ? real_pwrite(fd, buf, len, (off_t)off)
 	                       : real_write(fd, buf, len);
 	err = errno;
@@ -617,12 +839,42 @@ static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
 
 #define PASS(fd) fd_passes(fd)
 
+/* The workload's protocol descriptor (KEEL_TORTURE_FD), or -1. */
+static int proto_fd = -1;
+
+/* A protocol line goes into the ring too (SHIM_OP_PROTOCOL); the
+ * newlines between lines written at once are shown as ';'. */
+static ssize_t protocol_write(int fd, const void *buf, size_t len)
+{
+	char text[SHIM_LABEL];
+	size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+	ssize_t rc = real_write(fd, buf, len);
+	int err = errno;
+
+	memcpy(text, buf, n);
+	while (n > 0 && text[n - 1] == '\n')
+		n--;
+	text[n] = '\0';
+	for (char *p = text; (p = strchr(p, '\n'));)
+		*p = ';';
+	in_shim = 1;
+	remember(SHIM_OP_PROTOCOL, -1, text, NULL, 0, len, rc < 0 ? -err : rc,
+	         0);
+	in_shim = 0;
+	errno = err;
+	return rc;
+}
+
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	load_write();
-	if (PASS(fd))
-		return real_write(fd, buf, len);
-	return tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
+	if (PASS(fd)) /* the protocol pipe is never a tracked file */
+		return fd == proto_fd && active && !in_shim ?
+		       protocol_write(fd, buf, len) : real_write(fd, buf, len);
+	site_ra = __builtin_return_address(0);
+	ssize_t n = tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
+	site_ra = NULL;
+	return n;
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
@@ -634,7 +886,10 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 		errno = EINVAL;
 		return -1;
 	}
-	return tracked_write(fd, buf, len, SEEK_SET, (uint64_t)off, 0);
+	site_ra = __builtin_return_address(0);
+	ssize_t n = tracked_write(fd, buf, len, SEEK_SET, (uint64_t)off, 0);
+	site_ra = NULL;
+	return n;
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
@@ -715,6 +970,7 @@ static int tracked_truncate(int fd, uint64_t len)
 		return rc;
 	}
 	expect_begin(file, len, 1);
+	remember_begin(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, t.seq);
 	rc = real_ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 	expect_end(file, fd, NULL, 0, 0);
 	faultsim_cache_change_end(&t, rc);
@@ -796,6 +1052,8 @@ static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
 		return rc;
 	}
 	expect_begin(file, off + len, 0);
+	remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len,
+	               t.seq);
 	rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
 	expect_end(file, fd, len ? zeros : NULL, off, rc == 0 ? (ssize_t)len : 0);
 	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : rc);
@@ -832,6 +1090,8 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 			return rc;
 		}
 		expect_begin(file, off + len, 0);
+		remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off,
+		               len, t.seq);
 		if (posix)
 			rc = -real_posix_fallocate(fd, (off_t)off, (off_t)len);
 		else
@@ -902,6 +1162,7 @@ static int dir_sync(int fd, faultsim_op op)
 
 	step();
 	mark = faultsim_cache_dir_sync_begin(cache);
+	remember_begin(SHIM_OP_DIR_FSYNC, -1, fd_path[fd], NULL, 0, 0, 0);
 	if ((rc = inject(FAULTSIM_OP_FSYNC_DIR)) == 0)
 		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
 		                              : real_fdatasync(fd)) == 0 ? 0
@@ -923,6 +1184,8 @@ static int file_sync(int fd, faultsim_op op)
 	step();
 	map_seal(file); /* the sync makes exactly the sealed bytes durable */
 	mark = faultsim_cache_sync_begin(cache);
+	remember_begin(op == FAULTSIM_OP_FSYNC ? SHIM_OP_FSYNC :
+	               SHIM_OP_FDATASYNC, file, fd_path[fd], NULL, 0, 0, 0);
 	if ((rc = inject(op)) == 0)
 		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
 		                              : real_fdatasync(fd)) == 0 ? 0
@@ -979,7 +1242,9 @@ int fsync(int fd)
 	if (!active || in_shim || !sync_followed(fd))
 		return real_fsync(fd);
 	in_shim = 1;
+	site_ra = __builtin_return_address(0);
 	int rc = file_sync(fd, FAULTSIM_OP_FSYNC);
+	site_ra = NULL;
 	in_shim = 0;
 	if (rc < 0)
 		errno = -rc;
@@ -993,7 +1258,9 @@ int fdatasync(int fd)
 	if (!active || in_shim || !sync_followed(fd))
 		return real_fdatasync(fd);
 	in_shim = 1;
+	site_ra = __builtin_return_address(0);
 	int rc = file_sync(fd, FAULTSIM_OP_FDATASYNC);
+	site_ra = NULL;
 	in_shim = 0;
 	if (rc < 0)
 		errno = -rc;
@@ -1113,6 +1380,8 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 	 * open is made read-write (falling back when reading is not allowed,
 	 * which the first overwrite then reports) */
 	fd = -1;
+	if ((flags & O_CREAT) && !exists)
+		remember_begin(SHIM_OP_CREATE, -1, abs, NULL, 0, 0, t.seq);
 	if ((flags & O_ACCMODE) == O_WRONLY)
 		fd = real_openat(dirfd, path, ((exists ? flags & ~O_TRUNC : flags) &
 		                               ~O_ACCMODE) | O_RDWR, mode);
@@ -1121,13 +1390,15 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 		                 mode);
 	err = errno;
 	faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
+	if (open_slot && (fd < 0 || fd >= SHIM_FDS))
+		remember(SHIM_OP_CREATE, -1, abs, NULL, 0, 0, -err, 0);
 	if (fd < 0) {
 		in_shim = 0;
 		errno = err;
 		return -1;
 	}
 	fd_track(fd, abs, flags);
-	if (fd_file[fd] && (writable || (flags & O_CREAT)))
+	if ((fd_file[fd] && (writable || (flags & O_CREAT))) || open_slot)
 		remember(exists ? SHIM_OP_OPEN : SHIM_OP_CREATE, fd_file[fd] - 1,
 		         abs, NULL, 0, 0, fd, 0);
 	if (exists && (flags & O_TRUNC) && writable && !fd_file[fd] &&
@@ -1567,9 +1838,13 @@ static int map_make_writable(int s, uintptr_t a, int retried)
 		refuse("mprotect of a page of %s to writable: %s",
 		       relative(m->path), strerror(errno));
 	faultsim_cache_map_unlock(&t);
-	if (rc == 1)
+	if (rc == 1) {
+		/* begun and completed at once: the entry carries the record */
+		remember_begin(SHIM_OP_MAP_WRITE, m->file, m->path, NULL, off,
+		               page, t.seq);
 		remember(SHIM_OP_MAP_WRITE, m->file, m->path, NULL, off, page,
 		         (int64_t)page, 0);
+	}
 	return 0;
 }
 
@@ -2075,6 +2350,7 @@ static int shim_rename(int odir, const char *from, int ndir, const char *to,
 	    (rc = RECORD(faultsim_cache_rename_begin(cache, afrom, ato, &t))) < 0)
 		recording_failed(rc, "rename", afrom);
 	if (rc == 0) {
+		remember_begin(SHIM_OP_RENAME, -1, afrom, ato, 0, 0, t.seq);
 		rc = real_renameat2(odir, from, ndir, to, flags) == 0 ? 0 : -errno;
 		faultsim_cache_namespace_end(&t, rc);
 	}
@@ -2123,6 +2399,7 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 		    (rc = RECORD(faultsim_cache_unlink_begin(cache, abs, &t))) < 0)
 			recording_failed(rc, "unlink", abs);
 		if (rc == 0) {
+			remember_begin(SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, t.seq);
 			rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
 			faultsim_cache_namespace_end(&t, rc);
 		}
@@ -2515,6 +2792,9 @@ static void __attribute__((constructor)) shim_init(void)
 	profile = FAULTSIM_PROFILE_EXT4;
 	if (prof && faultsim_profile_parse(prof, &profile) < 0)
 		refuse("KEEL_SHIM_PROFILE %s: not ext4, xfs or btrfs", prof);
+	calls_init();
+	if (getenv("KEEL_TORTURE_FD"))
+		proto_fd = atoi(getenv("KEEL_TORTURE_FD"));
 	__atomic_add_fetch(&ctl->loaded, 1, __ATOMIC_ACQ_REL);
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	/* a forked child starts with no dirty page: each process then makes

@@ -49,6 +49,7 @@
  *   KEEL_SHIM_PROFILE  ext4 | xfs | btrfs: what a failed sync does (what a
  *                      sync and a crash make durable, the file system
  *                      model, is in the cache's header: faultsim_fs)
+ *   KEEL_SHIM_ROLE     workload | checker: who made each call (the trace)
  *   KEEL_SHIM_VOLATILE ':'-separated shell patterns of file names that pass
  *                      through untracked: files the program never needs
  *                      after a crash (shared memory such as SQLite's -shm,
@@ -92,9 +93,35 @@ enum shim_op {
 	SHIM_OP_MAP_WRITE,     /* first store into a page of a shared mapping
 	                          since its last seal; off/len: the page     */
 	SHIM_OP_MSYNC,         /* msync(MS_SYNC): a data sync of the file    */
+	SHIM_OP_PROTOCOL,      /* the workload's protocol lines (intent, ack),
+	                          written with write(2) to KEEL_TORTURE_FD:
+	                          path holds them, so the trace shows where
+	                          each acknowledgement fell among the calls */
 	SHIM_OP_COUNT
 };
 
+/* Which process made a call: the harness names each program it starts
+ * (KEEL_SHIM_ROLE=workload|checker); a process below the one it started
+ * (a recovery tool the checker runs) is a CHILD of that role. */
+enum shim_role {
+	SHIM_ROLE_NONE = 0,
+	SHIM_ROLE_WORKLOAD = 1,
+	SHIM_ROLE_CHECKER = 2,
+	SHIM_ROLE_CHILD = 4,   /* or'ed with the role of its ancestor         */
+};
+
+#define SHIM_MODULES 64    /* program files call sites are found in        */
+#define SHIM_MODULE_PATH 256
+
+/*
+ * One remembered call.  A call that changes state is entered BEFORE its
+ * real call is made (inflight 1) and completed in place when it returns,
+ * so a call a kill interrupted stays marked in flight.  SITE is the first
+ * return address outside libc and the shim: module (an index into
+ * shim_shared.modules, + 1; 0 unknown) and the offset in that file's
+ * addresses (what addr2line takes; the return address, so the call is
+ * the instruction before it).
+ */
 typedef struct shim_call {
 	uint64_t seq;          /* 1, 2, ...: stored last (0: slot unused)   */
 	uint32_t op;           /* enum shim_op                              */
@@ -103,6 +130,12 @@ typedef struct shim_call {
 	uint32_t durable;      /* a write on an O_SYNC/O_DSYNC descriptor    */
 	int64_t result;        /* the call's return (negative errno on failure) */
 	uint64_t off, len;     /* write: range; truncate: new size          */
+	uint64_t rec;          /* the faultsim record's seq (0: none)        */
+	uint64_t site;         /* call site: offset in its module            */
+	uint32_t module;       /* call site: modules[module - 1]; 0 unknown  */
+	uint8_t role;          /* enum shim_role                             */
+	uint8_t inflight;      /* 1 until the real call returned; atomic     */
+	uint8_t pad[2];
 	char path[SHIM_LABEL]; /* relative to the watched directory; a
 	                          rename is "from -> to"                      */
 } shim_call;
@@ -129,6 +162,9 @@ typedef struct shim_shared {
 	uint64_t bytes;        /* bytes written through tracked calls       */
 	shim_file files[FAULTSIM_MAX_FILES];
 	shim_call ring[SHIM_RING];
+	uint32_t nmodules;     /* module slots taken (a slot is published by
+	                          its path's first byte, stored last)       */
+	char modules[SHIM_MODULES][SHIM_MODULE_PATH]; /* absolute paths     */
 } shim_shared;
 
 /* ---- the harness side (shim_ctl.c) ------------------------------------- */
@@ -159,5 +195,7 @@ int shim_backstop_probe(char *why, size_t whylen);
 
 /* Words for an op ("write", "fdatasync", ...). */
 const char *shim_op_name(uint32_t op);
+/* Words for a role ("workload", "checker", "checker's child"). */
+const char *shim_role_name(uint32_t role);
 
 #endif /* KEEL_SHIM_H */

@@ -61,9 +61,20 @@ const char *shim_op_name(uint32_t op)
 		"?", "open", "create", "write", "truncate", "allocate", "fsync",
 		"fdatasync", "sync_file_range", "fsync(dir)", "sync",
 		"rename", "unlink", "link", "mkdir", "rmdir", "mapped write",
-		"msync",
+		"msync", "protocol",
 	};
 	return op < SHIM_OP_COUNT ? names[op] : "?";
+}
+
+const char *shim_role_name(uint32_t role)
+{
+	switch (role) {
+	case SHIM_ROLE_WORKLOAD: return "workload";
+	case SHIM_ROLE_CHECKER: return "checker";
+	case SHIM_ROLE_WORKLOAD | SHIM_ROLE_CHILD: return "workload's child";
+	case SHIM_ROLE_CHECKER | SHIM_ROLE_CHILD: return "checker's child";
+	default: return "?";
+	}
 }
 
 /* nftw has no argument pointer: the walk's state lives here (the harness

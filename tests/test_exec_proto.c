@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -218,6 +219,52 @@ static void torn_value_is_named_a_prefix(void **state)
 	exec_model_free(m);
 }
 
+/* A replay's verdict comes from the cycle's operations without using them
+ * up: the same judgement any number of times, then the real verification. */
+static void judge_does_not_consume_the_cycle(void **state)
+{
+	exec_model *m = make();
+	uint64_t counts[ORACLE_KINDS];
+	const char *op;
+	char *v;
+	(void)state;
+	line(m, "intent 1 k v1");
+	line(m, "ack 1");
+	line(m, "intent 2 k v2");
+	line(m, "ack 2");
+	line(m, "intent 3 k v3"); /* never acknowledged */
+	exec_model_verify_begin(m);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(exec_model_judge(m, "k", NULL, &op), 1);
+		assert_string_equal(op, "2");
+		assert_int_equal(exec_model_judge(m, "k", "v1", NULL), 1);
+		assert_int_equal(exec_model_judge(m, "k", "v2", NULL), 0);
+		assert_int_equal(exec_model_judge(m, "k", "v3", NULL), 0);
+		assert_int_equal(exec_model_judge(m, "k", "zz", NULL), 1);
+		assert_int_equal(exec_model_judge(m, "nokey", "v1", NULL), -1);
+	}
+	assert_int_equal(exec_model_line_value(m, "k v2", 4, "k", &v), 1);
+	assert_string_equal(v, "v2");
+	free(v);
+	assert_int_equal(exec_model_line_value(m, "j v2", 4, "k", &v), 0);
+	assert_null(v);
+	assert_int_equal(exec_model_observe(m, "k v1", 4, why, sizeof why), 0);
+	assert_int_equal(exec_model_verify_end(m, NULL, NULL, counts), 1);
+	assert_int_equal(counts[ORACLE_LOST], 1);
+	exec_model_free(m);
+	/* nothing acknowledged this cycle: the verified start or an intent */
+	m = make();
+	assert_int_equal(exec_model_adopt(m, "k", "s0", why, sizeof why), 0);
+	line(m, "intent 1 k v1");
+	exec_model_verify_begin(m);
+	assert_int_equal(exec_model_judge(m, "k", "s0", &op), 0);
+	assert_null(op);
+	assert_int_equal(exec_model_judge(m, "k", "v1", NULL), 0);
+	assert_int_equal(exec_model_judge(m, "k", NULL, NULL), 1);
+	assert_int_equal(exec_model_judge(m, "k", "zz", NULL), 1);
+	exec_model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +278,7 @@ int main(void)
 		cmocka_unit_test(adopted_start_is_kept),
 		cmocka_unit_test(any_bytes_compare_by_what_they_stand_for),
 		cmocka_unit_test(torn_value_is_named_a_prefix),
+		cmocka_unit_test(judge_does_not_consume_the_cycle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1736,6 +1736,110 @@ static void test_seal_narrows_to_the_changed_bytes(void **state)
 	assert_true(garbage > 0);
 }
 
+/* ---- explaining a crash: snapshots, records kept by seq, what was dropped -- */
+
+/* Puts file f back to SIZE bytes of BUF, in place (the same inode). */
+static void put_back(fx *x, const unsigned char *buf, long size)
+{
+	int fd = open(x->path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, buf, (size_t)size, 0), size);
+	close(fd);
+}
+
+static void test_explain_keeps_named_records(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_options o = { FAULTSIM_DEVICE_REORDER, 512, 0 };
+	faultsim_dropped d[8];
+	faultsim_explain ex = { NULL, 0, d, 8, 0 };
+	faultsim_snapshot *snap;
+	faultsim_crash_report rep;
+	unsigned char before[FSZ + 1], got[FSZ + 1];
+	long size;
+	uint64_t seq_b = 0;
+
+	/* a seed whose cut loses all three unsynced writes */
+	for (o.seed = 0;; o.seed++) {
+		model_workload(x);
+		size = slurp(x, "f", before, sizeof before);
+		assert_int_equal(faultsim_cache_snapshot(x->cache, &snap), 0);
+		assert_int_equal(faultsim_cache_crash_explain(x->cache, &o, &ex,
+		                                              &rep), 0);
+		if (match_mask(got, slurp(x, "f", got, sizeof got)) == 0)
+			break;
+		faultsim_snapshot_free(snap);
+		assert_true(o.seed < 64);
+	}
+	/* the list names them: kind, range, fate */
+	assert_int_equal(ex.ndropped, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(d[i].kind, FAULTSIM_KIND_WRITE);
+		assert_int_equal(d[i].fate, FAULTSIM_FATE_LOST);
+		assert_string_equal(d[i].path, x->path);
+		if (d[i].off == 4096 && d[i].len == 8192)
+			seq_b = d[i].seq;
+	}
+	assert_true(seq_b != 0);
+	/* the same cut replayed with B kept: only B persists; without: none */
+	put_back(x, before, size);
+	assert_int_equal(faultsim_cache_restore(x->cache, snap), 0);
+	ex.persist = &seq_b;
+	ex.npersist = 1;
+	assert_int_equal(faultsim_cache_crash_explain(x->cache, &o, &ex, &rep),
+	                 0);
+	assert_int_equal(match_mask(got, slurp(x, "f", got, sizeof got)), 1);
+	assert_int_equal(ex.ndropped, 2);
+	put_back(x, before, size);
+	assert_int_equal(faultsim_cache_restore(x->cache, snap), 0);
+	ex.npersist = 0;
+	assert_int_equal(faultsim_cache_crash_explain(x->cache, &o, &ex, &rep),
+	                 0);
+	assert_int_equal(match_mask(got, slurp(x, "f", got, sizeof got)), 0);
+	faultsim_snapshot_free(snap);
+}
+
+static void test_explain_keeps_a_rename(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_options o = { FAULTSIM_DEVICE_REORDER, 512, 3 };
+	faultsim_dropped d[4];
+	faultsim_explain ex = { NULL, 0, d, 4, 0 };
+	faultsim_snapshot *snap;
+	faultsim_crash_report rep;
+	char cur[160], t[160], stash[200];
+
+	replace_cur(x, 0);
+	assert_int_equal(faultsim_cache_snapshot(x->cache, &snap), 0);
+	assert_int_equal(faultsim_cache_crash_explain(x->cache, &o, &ex, &rep),
+	                 0);
+	assert_file(x, "cur", 'o', 300); /* undone */
+	assert_int_equal(ex.ndropped, 1);
+	assert_int_equal(d[0].kind, FAULTSIM_KIND_RENAME);
+	assert_int_equal(d[0].fate, FAULTSIM_FATE_UNDONE);
+	snprintf(cur, sizeof cur, "%s/cur", x->dir);
+	snprintf(t, sizeof t, "%s/t", x->dir);
+	assert_string_equal(d[0].path, t);
+	assert_string_equal(d[0].path_b, cur);
+	/* the directory as it was before the cut (the same inodes), then the
+	 * cut again with the rename kept: the new name stays, no stash */
+	snprintf(stash, sizeof stash, "%s/.faultsim.%" PRIu64 ".stash", x->dir,
+	         d[0].seq);
+	assert_int_equal(link(cur, stash), 0);
+	assert_int_equal(rename(t, cur), 0);
+	assert_int_equal(faultsim_cache_restore(x->cache, snap), 0);
+	ex.persist = &d[0].seq;
+	ex.npersist = 1;
+	assert_int_equal(faultsim_cache_crash_explain(x->cache, &o, &ex, &rep),
+	                 0);
+	assert_int_equal(rep.ns_undone, 0);
+	assert_int_equal(ex.ndropped, 0);
+	assert_file(x, "cur", 'z', 200);
+	assert_listing(x, "cur");
+	faultsim_snapshot_free(snap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1781,6 +1885,8 @@ int main(void)
 		T(test_unsealed_stores_follow_the_device_model),
 		T(test_sync_leaves_unsealed_pages_unsynced),
 		T(test_seal_narrows_to_the_changed_bytes),
+		T(test_explain_keeps_named_records),
+		T(test_explain_keeps_a_rename),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -705,3 +705,50 @@ uint64_t exec_model_verify_end(exec_model *m, exec_report_fn report,
 	clear_ops(m);
 	return n;
 }
+
+/* ---- judging a replay (torture's explanation) ------------------------------ */
+
+int exec_model_line_value(const exec_model *m, const char *line, size_t len,
+                          const char *key, char **value)
+{
+	char k[CANON_MAX], v[CANON_MAX], why[200];
+	int rc = checker_split(line, len, k, v, why, sizeof why);
+
+	(void)m;
+	*value = NULL;
+	if (rc <= 0)
+		return rc;
+	if (strcmp(k, key) != 0)
+		return 0;
+	*value = strdup(v);
+	return *value ? 1 : -1;
+}
+
+static int same_value(const char *want, const char *found)
+{
+	if (!want || !found)
+		return want == found;
+	return strcmp(want, found) == 0;
+}
+
+int exec_model_judge(const exec_model *m, const char *key, const char *value,
+                     const char **op)
+{
+	int64_t k = key_find((exec_model *)m, key, 0), j;
+
+	if (op)
+		*op = NULL;
+	if (k < 0)
+		return -1;
+	j = newest_acked(m, (uint32_t)k);
+	if (op && j >= 0)
+		*op = m->ops[j].name;
+	/* the newest acknowledged operation, or any later one, may show */
+	for (int64_t i = m->key_last[k]; i >= 0; i = m->ops[i].prev) {
+		if (same_value(m->ops[i].value, value))
+			return 0;
+		if (i == j)
+			return 1;
+	}
+	return same_value(m->start_val[k], value) ? 0 : 1;
+}

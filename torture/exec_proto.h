@@ -72,6 +72,24 @@ typedef void (*exec_report_fn)(void *arg, int kind, const char *key,
 uint64_t exec_model_verify_end(exec_model *m, exec_report_fn report,
                                void *arg, uint64_t counts[ORACLE_KINDS]);
 
+/*
+ * Judging a replayed crash without touching the model (torture's
+ * explanation of a violation, between verify_begin and verify_end, while
+ * the cycle's operations are still held).  exec_model_line_value: when
+ * checker line LINE names KEY (its canonical spelling, as a report names
+ * it), 1 and *VALUE (malloc'd, canonical); 0 when it names another key or
+ * is empty; -1 malformed.  exec_model_judge: 1 when KEY holding VALUE
+ * (NULL: absent) would be a lost or phantom value -- neither the newest
+ * acknowledged operation's value nor a later intended one (with no
+ * acknowledgement this cycle: the verified start value or one intended
+ * this cycle) --, 0 when it would pass, -1 when KEY is unknown.  *OP (may
+ * be NULL) gets the newest acknowledged operation's name, or NULL.
+ */
+int exec_model_line_value(const exec_model *m, const char *line, size_t len,
+                          const char *key, char **value);
+int exec_model_judge(const exec_model *m, const char *key, const char *value,
+                     const char **op);
+
 /* A new workload process starts: its OP names start afresh. */
 void exec_model_new_process(exec_model *m);
 

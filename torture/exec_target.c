@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "adapters.h"
+#include "exec_explain.h"
 #include "exec_proto.h"
 #include "faultsim.h"
 #include "shim.h"
@@ -87,6 +88,23 @@ typedef struct xrun {
 	uint64_t observed;       /* cycles counted for dry                    */
 	int stopped;             /* a set-up error after cycles that passed:
 	                            they are summarised, exit 2 all the same */
+	/* explaining the first violation (exec_explain.h) */
+	explain_dir *saved;      /* the directory before the last power cut  */
+	faultsim_snapshot *snap; /* the cache before it                       */
+	faultsim_dropped *dropped; /* what it dropped (EXPLAIN_MAX_DROPPED)   */
+	uint64_t ndropped;
+	uint64_t cut_seed;       /* its seed                                  */
+	char explain_off[320];   /* why there is nothing to replay ("": fine) */
+	const char *why_key;     /* the key a replay's checker is asked for   */
+	char *why_value;         /* its value in that replay (NULL: absent)   */
+	FILE *trace;             /* this cycle's calls, one a line (tmpfile)  */
+	uint64_t drained;        /* ring entries written to it                */
+	/* The harness's own history of the shim's ring, calls and protocol
+	 * lines apart: a workload that writes two protocol lines per call
+	 * would otherwise push its calls out of the shim's ring before the
+	 * report names them.  Circular; *_n counts every entry added. */
+	shim_call *hist_calls, *hist_proto;
+	uint64_t hist_calls_n, hist_proto_n, hist_drained;
 } xrun;
 
 static volatile sig_atomic_t stop_requested;
@@ -268,6 +286,10 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 	setenv("KEEL_TORTURE_SEED", buf, 1);
 	snprintf(buf, sizeof buf, "%" PRIu64, cycle);
 	setenv("KEEL_TORTURE_CYCLE", buf, 1);
+	setenv("KEEL_SHIM_ROLE", proto_fd >= 0 ? "workload" : "checker", 1);
+	unsetenv("KEEL_SHIM_ROLE_PID");
+	unsetenv("KEEL_SHIM_ROLE_LEVEL");
+	unsetenv("KEEL_SHIM_ROLE_BASE");
 	if (proto_fd >= 0) {
 		snprintf(buf, sizeof buf, "%d", proto_fd);
 		setenv("KEEL_TORTURE_FD", buf, 1);
@@ -354,6 +376,87 @@ static void log_reset(xrun *r)
 {
 	if (ftruncate(r->logfd, 0) == 0)
 		lseek(r->logfd, 0, SEEK_SET);
+}
+
+/* ---- the trace of a cycle ------------------------------------------------ */
+
+#define HIST_CALLS 4096 /* calls the report can name                    */
+#define HIST_PROTO 2048 /* protocol lines kept to place the acks among them */
+
+/* Copies the ring's new entries into the history.  FINAL: the programs
+ * have ended, so a call still in flight is taken as it stands. */
+static void hist_drain(xrun *r, int final)
+{
+	uint64_t n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
+
+	if (n < r->hist_drained) /* the ring was reset */
+		r->hist_drained = 0;
+	if (n - r->hist_drained > SHIM_RING)
+		r->hist_drained = n - SHIM_RING;
+	for (; r->hist_drained < n; r->hist_drained++) {
+		const shim_call *c = &r->ctl->ring[r->hist_drained % SHIM_RING];
+		if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) !=
+		            r->hist_drained + 1 ||
+		    __atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
+			if (!final)
+				break;
+			if (c->seq != r->hist_drained + 1)
+				continue;
+		}
+		if (c->op == SHIM_OP_PROTOCOL)
+			r->hist_proto[r->hist_proto_n++ % HIST_PROTO] = *c;
+		else
+			r->hist_calls[r->hist_calls_n++ % HIST_CALLS] = *c;
+	}
+}
+
+/* Writes the ring's new entries to the cycle's trace.  FINAL 0: while the
+ * program runs, stopping at the first call still in flight (it may yet
+ * return); 1: the programs have ended; 2: they were killed, so a call
+ * still in flight is marked as the one the kill interrupted. */
+static void trace_drain(xrun *r, int final)
+{
+	uint64_t n;
+
+	hist_drain(r, final != 0);
+	if (!r->trace)
+		return;
+	n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
+	if (n < r->drained) /* the ring was reset behind our back */
+		r->drained = 0;
+	if (n - r->drained > SHIM_RING) {
+		fprintf(r->trace, "... %" PRIu64 " calls not traced (the ring "
+		        "of %d wrapped between two looks)\n",
+		        n - SHIM_RING - r->drained, SHIM_RING);
+		r->drained = n - SHIM_RING;
+	}
+	for (; r->drained < n; r->drained++) {
+		const shim_call *c = &r->ctl->ring[r->drained % SHIM_RING];
+		shim_call copy;
+		if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) != r->drained + 1 ||
+		    __atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE)) {
+			if (!final)
+				break;
+			if (c->seq != r->drained + 1)
+				continue;
+		}
+		copy = *c;
+		explain_trace_line(r->trace, &copy, r->ctl, final == 2);
+	}
+}
+
+/* A new cycle's trace (FRESH), or a new part of it: SAY. */
+static void trace_mark(xrun *r, const char *say, uint64_t cycle, int fresh)
+{
+	if (!r->trace)
+		return;
+	if (fresh) {
+		r->drained = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
+		fflush(r->trace);
+		if (ftruncate(fileno(r->trace), 0) == 0)
+			rewind(r->trace);
+	}
+	fprintf(r->trace, "---- cycle %" PRIu64 ": %s\n", cycle, say);
 }
 
 /* ---- reading lines ------------------------------------------------------- */
@@ -495,6 +598,7 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 			rc = 2;
 			break;
 		}
+		trace_drain(r, 0);
 	}
 	if (!kill_at && !w->exited && rc == 0) {
 		kill_group(pid, &w->status, 0);
@@ -509,6 +613,7 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 		return setup_error("a process of the workload survived SIGKILL "
 		                   "for 5 s");
 	}
+	trace_drain(r, w->exited ? 1 : 2);
 	if (!w->exited)
 		r->kills++;
 	else
@@ -595,17 +700,221 @@ static int refused(xrun *r)
 	return 1;
 }
 
-/* Copies the remembered calls in order, oldest first. */
+/* The remembered calls and protocol lines in order, oldest first: the
+ * last HIST_CALLS calls, and the protocol lines since the oldest of them
+ * (the last HIST_PROTO at most). */
 static void ring_snapshot(xrun *r)
 {
-	uint64_t n = __atomic_load_n(&r->ctl->ncalls, __ATOMIC_ACQUIRE);
-	uint64_t from = n > SHIM_RING ? n - SHIM_RING : 0;
+	uint64_t ci, pi, oldest;
 
+	hist_drain(r, 1);
+	ci = r->hist_calls_n > HIST_CALLS ? r->hist_calls_n - HIST_CALLS : 0;
+	pi = r->hist_proto_n > HIST_PROTO ? r->hist_proto_n - HIST_PROTO : 0;
+	oldest = ci < r->hist_calls_n ? r->hist_calls[ci % HIST_CALLS].seq : 0;
 	r->ring_n = 0;
-	for (uint64_t i = from; i < n; i++) {
-		const shim_call *c = &r->ctl->ring[i % SHIM_RING];
-		if (c->seq == i + 1)
+	while (ci < r->hist_calls_n || pi < r->hist_proto_n) {
+		const shim_call *c = ci < r->hist_calls_n ?
+		                     &r->hist_calls[ci % HIST_CALLS] : NULL;
+		const shim_call *p = pi < r->hist_proto_n ?
+		                     &r->hist_proto[pi % HIST_PROTO] : NULL;
+		if (c && (!p || c->seq < p->seq)) {
 			r->ring[r->ring_n++] = *c;
+			ci++;
+		} else {
+			if (p->seq > oldest)
+				r->ring[r->ring_n++] = *p;
+			pi++;
+		}
+	}
+}
+
+/* ---- replaying the power cut (exec_explain.h) ------------------------------- */
+
+/* Before a power cut that may be the first to fail: a copy of the
+ * directory and of the cache, so the cut can be replayed.  Only until the
+ * first violation (the run stops there); off with --no-explain. */
+static void explain_save(xrun *r)
+{
+	char why[300];
+	int rc;
+
+	if (!r->dropped || r->first[0])
+		return;
+	explain_dir_free(r->saved);
+	faultsim_snapshot_free(r->snap);
+	r->saved = NULL;
+	r->snap = NULL;
+	rc = explain_dir_save(r->dir, EXPLAIN_DIR_CAP, &r->saved, why,
+	                      sizeof why);
+	if (rc == 0 && faultsim_cache_snapshot(r->cache, &r->snap) < 0)
+		snprintf(why, sizeof why, "no memory for the cache's snapshot");
+	if (rc == 0 && r->snap) {
+		r->explain_off[0] = '\0';
+		return;
+	}
+	snprintf(r->explain_off, sizeof r->explain_off, "%s", why);
+	explain_dir_free(r->saved);
+	r->saved = NULL;
+}
+
+/* A checker line during a replay: only the key asked for matters. */
+static int replay_checker_line(xrun *r, const char *line, size_t n,
+                               char *why, size_t len)
+{
+	char *v = NULL;
+	int rc;
+
+	(void)why;
+	(void)len;
+	if (!r->why_key)
+		return 0;
+	rc = exec_model_line_value(r->model, line, n, r->why_key, &v);
+	if (rc == 1 && !r->why_value)
+		r->why_value = v;
+	else
+		free(v);
+	return 0;
+}
+
+typedef struct replay_ctx {
+	xrun *r;
+	uint64_t cycle;
+} replay_ctx;
+
+/* One replay of the last power cut with PERSIST kept whole: 1 when the
+ * violation is there again (the key's value judged without consuming the
+ * cycle; without a key, the checker failing), 0 when not, -1. */
+static int replay(void *arg, const uint64_t *persist, size_t n)
+{
+	replay_ctx *x = arg;
+	xrun *r = x->r;
+	faultsim_crash_options co = {
+		.device = (faultsim_device)r->o->device,
+		.sector = r->o->sector,
+		.seed = r->cut_seed,
+	};
+	faultsim_explain ex = { persist, n, NULL, 0, 0 };
+	faultsim_crash_report rep;
+	const uint64_t *old_ino, *new_ino;
+	char failed[200];
+	size_t nino;
+	int rc;
+
+	if (explain_dir_restore(r->saved, r->dir) != 0 ||
+	    faultsim_cache_restore(r->cache, r->snap) != 0)
+		return -1;
+	nino = explain_dir_inodes(r->saved, &old_ino, &new_ino);
+	faultsim_cache_remap(r->cache, old_ino, new_ino, nino);
+	shim_shared_reset_files(r->ctl);
+	if (faultsim_cache_crash_explain(r->cache, &co, &ex, &rep) < 0)
+		return -1;
+	free(r->why_value);
+	r->why_value = NULL;
+	rc = run_checker(r, x->cycle, replay_checker_line, failed,
+	                 sizeof failed);
+	faultsim_cache_writer_died(r->cache);
+	if (rc != 0 || r->ctl->refused)
+		return -1;
+	if (!r->why_key)
+		return failed[0] ? 1 : 0;
+	if (failed[0])
+		return 0; /* another failure, not the loss being explained */
+	return exec_model_judge(r->model, r->why_key, r->why_value, NULL) == 1;
+}
+
+/* Copies the cycle's trace next to the directory; its path in PATH. */
+static void trace_keep(xrun *r, char *path, size_t cap)
+{
+	char buf[65536];
+	size_t n;
+	FILE *out;
+
+	path[0] = '\0';
+	if (!r->trace)
+		return;
+	fflush(r->trace);
+	snprintf(path, cap, "%s.trace", r->dir);
+	out = fopen(path, "w");
+	if (!out) {
+		path[0] = '\0';
+		return;
+	}
+	rewind(r->trace);
+	while ((n = fread(buf, 1, sizeof buf, r->trace)) > 0)
+		fwrite(buf, 1, n, out);
+	fseek(r->trace, 0, SEEK_END);
+	if (fclose(out) != 0)
+		path[0] = '\0';
+}
+
+/* The first violation: replay the power cut with subsets of what it
+ * dropped kept, and name the smallest set whose loss alone fails. */
+static void explain_violation(xrun *r, uint64_t cycle, const char *key)
+{
+	size_t cause[EXPLAIN_MAX_DROPPED], ncause = 0;
+	size_t n = r->ndropped < EXPLAIN_MAX_DROPPED ? r->ndropped
+	                                             : EXPLAIN_MAX_DROPPED;
+	replay_ctx x = { r, cycle };
+	uint64_t t0 = now_ns();
+	enum explain_status st;
+	const char *op = NULL;
+	unsigned tests = 0;
+	char path[PATH_MAX + 8];
+
+	trace_keep(r, path, sizeof path);
+	if (path[0])
+		fprintf(stderr, "  the full trace of the cycle: %s\n", path);
+	if (!(r->o->power_loss || r->o->enumerate) || !r->dropped)
+		return;
+	if (!r->saved || !r->snap) {
+		fprintf(stderr, "  why: not explained (%s)\n", r->explain_off[0]
+		        ? r->explain_off : "nothing saved before the cut");
+		return;
+	}
+	if (r->ndropped > EXPLAIN_MAX_DROPPED) {
+		fprintf(stderr, "  why: not explained (the power cut dropped %"
+		        PRIu64 " records, more than %d)\n", r->ndropped,
+		        EXPLAIN_MAX_DROPPED);
+		return;
+	}
+	r->why_key = key;
+	st = explain_minimise(r->dropped, n, replay, &x, EXPLAIN_MAX_TESTS,
+	                      cause, &ncause, &tests);
+	/* leave the directory as the failing cut left it (and the checker) */
+	replay(&x, NULL, 0);
+	r->why_key = NULL;
+	fprintf(stderr, "  why (%u replays of the power cut over the %zu "
+	        "records it dropped, %.2f s):\n", tests, n,
+	        (double)(now_ns() - t0) / 1e9);
+	if (st == EXPLAIN_NO_REPRO || st == EXPLAIN_ERROR) {
+		fprintf(stderr, "    could not reproduce%s: the full trace is "
+		        "kept\n", st == EXPLAIN_ERROR ? " (a replay failed)" :
+		        " (replayed, the same power cut passed: the violation "
+		        "depends on more than the cut)");
+		return;
+	}
+	if (st == EXPLAIN_NOT_DROPS) {
+		fprintf(stderr, "    with everything the power cut dropped kept, "
+		        "it still fails: not a missing sync (a write lost to a "
+		        "failed sync, or the program's own bug)\n");
+		return;
+	}
+	fprintf(stderr, "    %s: %zu operation%s the power cut dropped:\n",
+	        st == EXPLAIN_BUDGET ? "out of replays; a cause (maybe not the "
+	        "smallest)" : "the smallest cause", ncause,
+	        ncause == 1 ? "" : "s");
+	if (key)
+		exec_model_judge(r->model, key, NULL, &op);
+	for (size_t i = 0; i < ncause; i++)
+		explain_describe(stderr, &r->dropped[cause[i]], r->ring,
+		                 r->ring_n, r->ctl, r->dir, op);
+	if (key) {
+		fprintf(stderr, "    with %s kept, the acknowledged write of key "
+		        "\"%s\"%s%s%s survives\n", ncause == 1 ? "it" : "them",
+		        key, op ? " (op " : "", op ? op : "", op ? ")" : "");
+	} else {
+		fprintf(stderr, "    with %s kept, the checker recovers\n",
+		        ncause == 1 ? "it" : "them");
 	}
 }
 
@@ -637,8 +946,14 @@ static int after_workload(xrun *r, uint64_t cycle)
 			.seed = mix(r->o->seed ^ mix(cycle ^ 0x706f776572ull)),
 		};
 		faultsim_crash_report rep;
+		faultsim_explain x = { NULL, 0, r->dropped,
+		                       r->dropped ? EXPLAIN_MAX_DROPPED : 0, 0 };
 		memset(&rep, 0, sizeof rep);
-		if (faultsim_cache_crash(r->cache, &co, &rep) < 0 ||
+		explain_save(r);
+		r->cut_seed = co.seed;
+		trace_mark(r, "the power cut; the checker's calls follow", cycle,
+		           0);
+		if (faultsim_cache_crash_explain(r->cache, &co, &x, &rep) < 0 ||
 		    rep.overflowed)
 			return setup_refusal(
 			        rep.overflowed ? TRY_OVERFLOW : NULL,
@@ -649,17 +964,20 @@ static int after_workload(xrun *r, uint64_t cycle)
 		r->cut_lost += rep.lost + rep.lost_failed;
 		r->cut_torn += rep.torn + rep.garbage;
 		r->cut_undone += rep.ns_undone;
+		r->ndropped = x.ndropped;
 	} else {
 		faultsim_cache_evict_lost(r->cache);
 		faultsim_cache_forget(r->cache);
 	}
 	shim_shared_reset_files(r->ctl);
+	r->drained = 0; /* the ring starts again with the checker's calls */
 	return 0;
 }
 
 /* After the checker: its writes stay undoable by the next power cut. */
 static void after_checker(xrun *r)
 {
+	trace_drain(r, 1);
 	if (r->o->power_loss || r->o->enumerate) {
 		faultsim_cache_writer_died(r->cache);
 	} else {
@@ -717,7 +1035,10 @@ static void show_call(const xrun *r, uint64_t i)
 	const shim_call *c = &r->ring[i];
 	char state[64] = "";
 
-	switch (c->op) {
+	switch (c->inflight ? 0 : c->op) {
+	case 0:
+		snprintf(state, sizeof state, "IN FLIGHT at the kill");
+		break;
 	case SHIM_OP_WRITE: case SHIM_OP_TRUNCATE: case SHIM_OP_ALLOCATE:
 	case SHIM_OP_MAP_WRITE:
 		snprintf(state, sizeof state, "%s", c->durable ? "synced (O_SYNC)"
@@ -752,11 +1073,15 @@ static void explain_calls(const xrun *r, const char *key)
 	uint64_t shown = 0, idx[CALLS_SHOWN];
 	int by_name = 0;
 
+	/* the workload's protocol lines (in the ring for the trace and the
+	 * minimised cause) are not calls: the list shows calls on files */
 	for (uint64_t i = 0; key[0] && i < r->ring_n; i++)
-		if (strstr(r->ring[i].path, key))
+		if (r->ring[i].op != SHIM_OP_PROTOCOL &&
+		    strstr(r->ring[i].path, key))
 			by_name = 1;
 	for (uint64_t i = r->ring_n; i-- > 0 && shown < CALLS_SHOWN;)
-		if (!by_name || strstr(r->ring[i].path, key))
+		if (r->ring[i].op != SHIM_OP_PROTOCOL &&
+		    (!by_name || strstr(r->ring[i].path, key)))
 			idx[shown++] = i;
 	if (!shown)
 		return;
@@ -792,6 +1117,7 @@ static void on_violation(void *arg, int kind, const char *key,
 		r->first_cycle = v->cycle;
 		snprintf(r->first_key, sizeof r->first_key, "%s", key);
 		explain_calls(r, key);
+		explain_violation(r, v->cycle, key[0] ? key : NULL);
 	}
 	v->printed++;
 }
@@ -805,6 +1131,7 @@ static void structure_violation(xrun *r, uint64_t cycle, const char *what)
 		snprintf(r->first, sizeof r->first, "structure: %s", what);
 		r->first_cycle = cycle;
 		explain_calls(r, "");
+		explain_violation(r, cycle, NULL);
 	}
 }
 
@@ -1058,6 +1385,7 @@ static int run_kills(xrun *r)
 		wresult w;
 		fresh_faults(r, cycle);
 		log_reset(r);
+		trace_mark(r, "the workload's calls", cycle, 1);
 		rc = run_workload(r, cycle, mix(r->o->seed ^ mix(cycle)),
 		                  now_ns() + kill_delay(r, cycle), &w);
 		if (rc)
@@ -1354,8 +1682,10 @@ static int make_shared(xrun *r)
 				                   "docs/faults.md)", r->o->fail[i],
 				                   err);
 	}
-	r->ring = calloc(SHIM_RING, sizeof(shim_call));
-	if (!r->ring || exec_model_new(r->o->keys, mix(r->o->seed),
+	r->ring = calloc(HIST_CALLS + HIST_PROTO, sizeof(shim_call));
+	r->hist_calls = calloc(HIST_CALLS, sizeof(shim_call));
+	r->hist_proto = calloc(HIST_PROTO, sizeof(shim_call));
+	if (!r->ring || !r->hist_calls || !r->hist_proto || exec_model_new(r->o->keys, mix(r->o->seed),
 	                               &r->model) < 0)
 		return setup_error("out of memory");
 	char logname[] = "/tmp/keel-torture-log.XXXXXX";
@@ -1363,6 +1693,17 @@ static int make_shared(xrun *r)
 	if (r->logfd < 0)
 		return setup_error("cannot make a log file: %s", strerror(errno));
 	unlink(logname);
+	char tracename[] = "/tmp/keel-torture-trace.XXXXXX";
+	int tfd = mkostemp(tracename, O_CLOEXEC);
+	if (tfd >= 0) {
+		unlink(tracename);
+		r->trace = fdopen(tfd, "w+");
+		if (!r->trace)
+			close(tfd);
+	}
+	if ((r->o->power_loss || r->o->enumerate) && !r->o->no_explain &&
+	    !(r->dropped = calloc(EXPLAIN_MAX_DROPPED, sizeof *r->dropped)))
+		return setup_error("out of memory");
 	return 0;
 }
 
@@ -1697,6 +2038,14 @@ static void teardown(xrun *r, int remove_dir)
 	}
 	exec_model_free(r->model);
 	free(r->ring);
+	free(r->hist_calls);
+	free(r->hist_proto);
+	explain_dir_free(r->saved);
+	faultsim_snapshot_free(r->snap);
+	free(r->dropped);
+	free(r->why_value);
+	if (r->trace)
+		fclose(r->trace);
 	free(r->workload);
 	free(r->checker);
 	if (r->logfd >= 0)

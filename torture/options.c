@@ -251,6 +251,14 @@ static int f_power_loss(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_no_explain(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->no_explain = 1;
+	return 0;
+}
+
 static int f_cache_lives(torture_options *o, const char *f, const char *a)
 {
 	(void)f;
@@ -527,6 +535,10 @@ static const flag_def flags[] = {
 	 "                        commits)"},
 	{"--power-loss", NULL, f_power_loss,
 	 "each kill is also a power cut (fault simulator)"},
+	{"--no-explain", NULL, f_no_explain,
+	 "exec target: on a violation, do not replay the crash to\n"
+	 "                        find the calls whose loss caused it (saves a\n"
+	 "                        copy of the directory before each power cut)"},
 	{"--cache-lives", NULL, f_cache_lives,
 	 "with --fail and no --power-loss: after every other writer the\n"
 	 "                        pages a failed sync marked clean stay readable\n"

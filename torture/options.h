@@ -62,6 +62,7 @@ typedef struct torture_options {
 	/* The fault simulator (faults.h): any of these puts the writer on
 	 * faultsim's I/O backend. */
 	int power_loss;          /* --power-loss: each kill is a power cut    */
+	int no_explain;          /* --no-explain: no minimised cause (exec)   */
 	int cache_lives;         /* --cache-lives: a failed sync's pages stay
 	                            readable for the next writer          */
 	int device;              /* --device: a faultsim_device               */
