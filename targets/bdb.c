@@ -16,7 +16,9 @@
  *
  * The region files (__db.001 ...) are shared memory mapped MAP_SHARED;
  * DB_RECOVER rebuilds them, and nothing needs them after a crash: torture
- * runs this adapter with --volatile '__db.*'.
+ * runs this adapter with --volatile '__db.[0-9][0-9][0-9]' (not '__db.*':
+ * a database is created as __db.TXNID.RAND and renamed into place, and
+ * that file must be tracked like any other).
  */
 #include <stdio.h>
 #include <stdlib.h>
