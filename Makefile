@@ -32,7 +32,8 @@ DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 DEPS_STAMP = $(B)/.deps-build
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
-	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev
+	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
+	libdb5.3-dev
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -63,7 +64,7 @@ SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/s
 
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
-TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel glib gdbm tdb
+TARGET_NAMES = files sqlite lmdb leveldb rocksdb redis keel glib gdbm tdb bdb
 # Programs people run, driven by a script each (targets/NAME.sh).
 TARGET_SCRIPTS = git sqlite3
 TARGET_PROGS = $(TARGET_NAMES:%=$(B)/targets/%) \
@@ -78,6 +79,7 @@ TARGET_LIBS_glib = $(shell pkg-config --libs glib-2.0 2>/dev/null)
 TARGET_CFLAGS_glib = $(shell pkg-config --cflags glib-2.0 2>/dev/null)
 TARGET_LIBS_gdbm = -lgdbm
 TARGET_LIBS_tdb = -ltdb
+TARGET_LIBS_bdb = -ldb
 TARGET_CFLAGS_tdb = -DTDB_VERSION_TEXT='"$(shell pkg-config --modversion tdb 2>/dev/null)"'
 # keel's adapter compiles the engine's sources itself, without sanitizers
 # (build-asan's libkeel.a carries them, and adapters run under the shim).
