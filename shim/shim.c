@@ -159,6 +159,7 @@ static const char *relative(const char *abs)
 /* ---- the call ring: who called, from where, still in flight or not ---- */
 
 static uint8_t my_role;                  /* enum shim_role                */
+static char role_env[3][64];             /* KEEL_SHIM_ROLE_* for an exec  */
 static uintptr_t skip_lo[2], skip_hi[2]; /* the shim's and libc's text    */
 /* Per process: modules call sites were found in (bias, range, slot); an
  * entry is claimed, filled, then marked ready (threads share the table). */
@@ -323,11 +324,40 @@ static void calls_init(void)
 	}
 	if (my_role && level > base)
 		my_role |= SHIM_ROLE_CHILD;
-	setenv("KEEL_SHIM_ROLE_PID", pid, 1);
-	snprintf(pid, sizeof pid, "%d", level);
-	setenv("KEEL_SHIM_ROLE_LEVEL", pid, 1);
-	snprintf(pid, sizeof pid, "%d", base);
-	setenv("KEEL_SHIM_ROLE_BASE", pid, 1);
+	/* handed to the programs this one execs (execve below), not set in
+	 * this process's environment: a constructor that changes environ
+	 * under a shell (bash) keeps the syscall backstop from seeing its
+	 * builtins' writes */
+	snprintf(role_env[0], sizeof role_env[0], "KEEL_SHIM_ROLE_PID=%s", pid);
+	snprintf(role_env[1], sizeof role_env[1], "KEEL_SHIM_ROLE_LEVEL=%d",
+	         level);
+	snprintf(role_env[2], sizeof role_env[2], "KEEL_SHIM_ROLE_BASE=%d", base);
+}
+
+/* ENVP with this process's role variables in place of any it carries:
+ * a malloc'ed array (its strings are ENVP's and role_env's), or ENVP
+ * itself when the role is unknown or there is no memory. */
+static char *const *role_envp(char *const envp[])
+{
+	size_t n = 0, k = 0;
+	char **out;
+
+	if (!role_env[0][0] || !envp)
+		return envp;
+	while (envp[n])
+		n++;
+	out = malloc((n + 4) * sizeof *out);
+	if (!out)
+		return envp;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], "KEEL_SHIM_ROLE_PID=", 19) != 0 &&
+		    strncmp(envp[i], "KEEL_SHIM_ROLE_LEVEL=", 21) != 0 &&
+		    strncmp(envp[i], "KEEL_SHIM_ROLE_BASE=", 20) != 0)
+			out[k++] = envp[i];
+	for (int i = 0; i < 3; i++)
+		out[k++] = role_env[i];
+	out[k] = NULL;
+	return out;
 }
 
 static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
@@ -2314,7 +2344,13 @@ int execve(const char *path, char *const argv[], char *const envp[])
 {
 	load_execve();
 	shim_exec_check(path, envp);
-	return real_execve(path, argv, envp);
+	char *const *env = active ? role_envp(envp) : envp;
+	int rc = real_execve(path, argv, env);
+	int err = errno;
+	if (env != envp)
+		free((void *)env); /* the exec failed */
+	errno = err;
+	return rc;
 }
 
 /* ---- namespace ------------------------------------------------------------- */
