@@ -5,7 +5,9 @@
  * once the commit returned; the documentation of begin_transaction says a
  * hard transaction is "physical synchronization with the device".
  *
- *   kv DIR              puts on 8 keys (the protocol on $KEEL_TORTURE_FD)
+ *   kv DIR [N]          N puts on 8 keys (default: until killed), the
+ *                       protocol on $KEEL_TORTURE_FD (else "acked K V"
+ *                       lines on stdout), then a clean close
  *   kv DIR --check      "KEY VALUE" per record (opening runs recovery)
  */
 #include <kclangc.h>
@@ -52,18 +54,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *e = getenv("KEEL_TORTURE_FD");
-	int fd = e ? atoi(e) : 1;
+	int fd = e ? atoi(e) : -1;
+	long puts = argc > 2 ? atol(argv[2]) : 100000;
 	if (!kcdbopen(db, path, KCOWRITER | KCOCREATE)) {
 		fprintf(stderr, "kv: open: %s\n", kcecodename(kcdbecode(db)));
 		return 1;
 	}
 	srand((unsigned)getpid());
-	for (int i = 1; i < 100000; i++) {
+	for (int i = 1; i <= puts; i++) {
 		char k[16], v[32], line[80];
 		snprintf(k, sizeof k, "k%d", rand() % 8);
 		snprintf(v, sizeof v, "v%d.%d", i, (int)getpid());
 		int n = snprintf(line, sizeof line, "intent %d %s %s\n", i, k, v);
-		if (write(fd, line, (size_t)n) != n)
+		if (fd >= 0 && write(fd, line, (size_t)n) != n)
 			return 3;
 		if (!kcdbbegintran(db, 1) ||
 		    !kcdbset(db, k, strlen(k), v, strlen(v)) ||
@@ -71,8 +74,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kv: put: %s\n", kcecodename(kcdbecode(db)));
 			return 3;
 		}
-		n = snprintf(line, sizeof line, "ack %d\n", i);
-		if (write(fd, line, (size_t)n) != n)
+		if (fd < 0)
+			n = snprintf(line, sizeof line, "acked %s %s\n", k, v);
+		else
+			n = snprintf(line, sizeof line, "ack %d\n", i);
+		if (write(fd < 0 ? 1 : fd, line, (size_t)n) != n)
 			return 3;
 	}
 	kcdbclose(db);
