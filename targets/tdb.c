@@ -7,6 +7,9 @@
  *                recovery area and syncs (fdatasync, msync) twice
  *   nosync       the same with TDB_NOSYNC: the commit syncs nothing
  *   plain        tdb_store outside a transaction: nothing is synced
+ *   nommap-transaction, nommap-plain
+ *                the first and the last with TDB_NOMMAP: tdb reads and
+ *                writes the file with pread/pwrite instead of the mapping
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +20,10 @@
 
 #include "adapter.h"
 
+enum { TRANSACTION, NOSYNC, PLAIN, NOMMAP_TRANSACTION, NOMMAP_PLAIN };
+
 static const char *const configs[] = { "transaction", "nosync", "plain",
-	NULL };
+	"nommap-transaction", "nommap-plain", NULL };
 
 typedef struct store {
 	struct tdb_context *db;
@@ -47,7 +52,8 @@ static int td_open(const char *dir, int config, void **out)
 	*out = s;
 	s->config = config;
 	snprintf(path, sizeof path, "%s/data.tdb", dir);
-	s->db = tdb_open(path, 0, config == 1 ? TDB_NOSYNC : TDB_DEFAULT,
+	s->db = tdb_open(path, 0, config == NOSYNC ? TDB_NOSYNC :
+	                 config >= NOMMAP_TRANSACTION ? TDB_NOMMAP : TDB_DEFAULT,
 	                 O_RDWR | O_CREAT, 0644);
 	return s->db ? 0 : fail(s, "tdb_open");
 }
@@ -58,11 +64,13 @@ static int td_put(void *st, const char *key, const char *val)
 	TDB_DATA k = { (unsigned char *)key, strlen(key) };
 	TDB_DATA v = { (unsigned char *)val, strlen(val) };
 
-	if (s->config != 2 && tdb_transaction_start(s->db) != 0)
+	int txn = s->config != PLAIN && s->config != NOMMAP_PLAIN;
+
+	if (txn && tdb_transaction_start(s->db) != 0)
 		return fail(s, "tdb_transaction_start");
 	if (tdb_store(s->db, k, v, TDB_REPLACE) != 0)
 		return fail(s, "tdb_store");
-	if (s->config != 2 && tdb_transaction_commit(s->db) != 0)
+	if (txn && tdb_transaction_commit(s->db) != 0)
 		return fail(s, "tdb_transaction_commit");
 	return 0;
 }

@@ -31,7 +31,8 @@ static const torture_adapter adapters[] = {
 	/* both write through a writable shared mapping of their one file */
 	{ "gdbm", { "sync", "nosync", "nommap-sync", NULL }, NULL,
 	  "libgdbm-dev", 50 },
-	{ "tdb", { "transaction", "nosync", "plain", NULL }, NULL, "libtdb-dev",
+	{ "tdb", { "transaction", "nosync", "plain", "nommap-transaction",
+	          "nommap-plain", NULL }, NULL, "libtdb-dev",
 	  50 },
 	/* Berkeley DB's region files (__db.001 ...) are shared memory that
 	 * DB_RECOVER rebuilds on every open: nothing reads them after a
