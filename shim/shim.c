@@ -475,6 +475,21 @@ static void recording_failed(int rc, const char *what, const char *path)
 
 /* ---- paths ------------------------------------------------------------------ */
 
+/* What descriptor FD names now (/proc/self/fd), in OUT (PATH_MAX bytes):
+ * 0, or -1 when it cannot be read. */
+static int fd_names(int fd, char *out)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, out, PATH_MAX - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
 /* The absolute, resolved form of PATH (relative to DIRFD): the directory
  * part through realpath, then the last component.  0, or -1. */
 static int resolve(int dirfd, const char *path, char *out)
@@ -494,13 +509,8 @@ static int resolve(int dirfd, const char *path, char *out)
 		             path) >= PATH_MAX)
 			return -1;
 	} else {
-		char link[64];
-		ssize_t n;
-		snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
-		n = readlink(link, base, sizeof base - 1);
-		if (n < 0)
+		if (fd_names(dirfd, base) < 0)
 			return -1;
-		base[n] = '\0';
 		if (snprintf(tmp, sizeof tmp, "%.*s/%s", PATH_MAX / 2, base,
 		             path) >= PATH_MAX)
 			return -1;
@@ -648,26 +658,22 @@ static int fd_track(int fd, const char *abs, int flags)
 static void fd_revalidate(int fd)
 {
 	int file = fd_file[fd] - 1;
-	char link[64], abs[PATH_MAX];
-	ssize_t n;
+	char abs[PATH_MAX];
 
 	if (file < 0 || faultsim_cache_file_gen(cache, file) == fd_gen[fd])
 		return;
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	n = readlink(link, abs, sizeof abs - 1);
-	if (n <= 0) {
+	if (fd_names(fd, abs) < 0) {
 		snprintf(abs, sizeof abs, "%s", fd_path[fd]);
 	} else {
-		abs[n] = '\0';
 		free(fd_path[fd]);
 		fd_path[fd] = strdup(abs);
 	}
 	file = RECORD(faultsim_cache_track(cache, fd, abs));
-	if (file < 0)
-		recording_failed(file, "write", abs);
-	if (file < 0)
+	if (file < 0) {
+		recording_failed(file, "write", abs); /* refuses when full */
 		refuse("%s: cannot track its file again: %s", relative(abs),
 		       strerror(-file));
+	}
 	expect_init(file, fd);
 	fd_gen[fd] = faultsim_cache_file_gen(cache, file);
 	__atomic_store_n(&fd_file[fd], file + 1, __ATOMIC_RELEASE);
@@ -680,22 +686,17 @@ static void fd_revalidate(int fd)
  * when FD is followed now.  IN_SHIM is set. */
 static int fd_adopt(int fd)
 {
-	char link[64], abs[PATH_MAX];
-	ssize_t n;
+	char abs[PATH_MAX];
 	int fl;
 
 	if (fd < 0 || fd >= SHIM_FDS)
 		return 0;
 	fd_seen[fd] = 1;
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	n = readlink(link, abs, sizeof abs - 1);
-	if (n <= 0 || abs[0] != '/')
-		return 0;
-	abs[n] = '\0';
-	if (!is_watched(abs) || (fl = real_fcntl(fd, F_GETFL)) < 0)
+	if (fd_names(fd, abs) < 0 || abs[0] != '/' || !is_watched(abs) ||
+	    (fl = real_fcntl(fd, F_GETFL)) < 0)
 		return 0;
 	fd_track(fd, abs, fl);
-	fd_seen[fd] = 1;
+	fd_seen[fd] = 1; /* fd_track began by forgetting FD */
 	return fd_tracked(fd);
 }
 
@@ -1643,16 +1644,11 @@ static void adopt_received(const struct msghdr *m)
 			if (fd < 0)
 				continue;
 			if (fd >= SHIM_FDS) {
-				char link[64], abs[PATH_MAX];
-				snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-				ssize_t k = readlink(link, abs, sizeof abs - 1);
-				if (k > 0) {
-					abs[k] = '\0';
-					if (is_watched(abs))
-						refuse("%s received as descriptor %d, "
-						       "above the %d the shim follows",
-						       relative(abs), fd, SHIM_FDS);
-				}
+				char abs[PATH_MAX];
+				if (fd_names(fd, abs) == 0 && is_watched(abs))
+					refuse("%s received as descriptor %d, "
+					       "above the %d the shim follows",
+					       relative(abs), fd, SHIM_FDS);
 				continue;
 			}
 			fd_forget(fd);
@@ -2770,7 +2766,7 @@ static int attach_ctl(int fd, void **out)
  * (a shell's redirection, a parent's open file) are followed again. */
 static void adopt_inherited(void)
 {
-	char link[64], abs[PATH_MAX];
+	char abs[PATH_MAX];
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 
@@ -2778,12 +2774,7 @@ static void adopt_inherited(void)
 		int fd = atoi(e->d_name);
 		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
 			continue;
-		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(link, abs, sizeof abs - 1);
-		if (n <= 0)
-			continue;
-		abs[n] = '\0';
-		if (!is_watched(abs))
+		if (fd_names(fd, abs) < 0 || !is_watched(abs))
 			continue;
 		int fl = real_fcntl(fd, F_GETFL);
 		if (fl >= 0)
