@@ -314,3 +314,7 @@ fuzz:
 		tests/fuzz_http.c http/http_parse.c -o $(B)/fuzz_http
 	$(B)/fuzz_http -max_total_time=60 -max_len=16384 -timeout=5 \
 		$(B)/fuzz-corpus tests/http-corpus
+
+# make print-VAR: a variable's value (tools/mutate reads TESTS and TEST_SCRIPTS)
+print-%:
+	@echo $($*)
