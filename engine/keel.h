@@ -71,8 +71,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keel_err.h"      /* keel_err: KEEL_OK, KEEL_EINVAL, ...; keel_strerror */
-#include "keel_recovery.h" /* keel_recovery, keel_check_result               */
+#include "keel_err.h"      /* keel_err (KEEL_OK, ...), keel_strerror */
+#include "keel_recovery.h" /* keel_recovery, keel_check_result       */
 
 #ifdef __cplusplus
 extern "C" {
@@ -92,7 +92,7 @@ extern "C" {
 #define KEEL_REV_ABSENT ((uint64_t)0)          /* the key must not exist   */
 #define KEEL_REV_ANY    ((uint64_t)UINT64_MAX) /* no expectation           */
 
-/* ---- errors: keel_err and keel_strerror are in keel_err.h ------------- */
+/* ---- errors: keel_err and keel_strerror are in keel_err.h -------------- */
 
 /* ---- opening -------------------------------------------------------------- */
 typedef struct keel_db keel_db;
@@ -194,7 +194,7 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out);
  * handle's sticky error (KEEL_OK if it never failed).  NULL is a no-op. */
 int keel_close(keel_db *db);
 
-/* ---- what recovery did: keel_recovery, in keel_recovery.h -------------- */
+/* ---- what recovery did: keel_recovery is in keel_recovery.h ------------ */
 /* Copies what the last open's recovery did into *out. */
 int keel_recovery_info(keel_db *db, keel_recovery *out);
 
