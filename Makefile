@@ -20,7 +20,7 @@ OPT ?= -O2
 SAN ?=
 CFLAGS_BASE = -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wvla \
 	-fPIC -D_GNU_SOURCE -DFIU_ENABLE=1 $(SAN) \
-	-Iengine -Irecovery -Ifaultsim -Ihttp -Itorture -Itools -Ishim
+	-Ibase -Iengine -Irecovery -Ifaultsim -Ihttp -Itorture -Itools -Ishim
 CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
@@ -37,12 +37,21 @@ DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
-LIB_SRCS = engine/crc32c.c engine/format.c engine/io_posix.c engine/error.c \
+# base/ is floor 0 (format, CRC32C, the I/O seam, the error names),
+# recovery/ floor 1, engine/ floor 2; tests/floors.sh keeps each folder to
+# the floors below it.
+LIB_SRCS = base/crc32c.c base/format.c base/io_posix.c base/error.c \
 	engine/map.c engine/tree.c engine/batch.c engine/commit.c engine/db.c \
 	engine/compact.c engine/grow.c engine/marker.c engine/pending.c \
 	engine/delta.c \
 	recovery/recover.c recovery/verify.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(B)/obj/%.o)
+# The public headers: keel.h and the two it includes, quoted, so they must
+# lie beside it.  $(B)/include holds them as make install lays them out
+# (with keel/io.h), for programs built against the build tree.
+PUBLIC_HEADERS = engine/keel.h base/keel_err.h recovery/keel_recovery.h
+STAGED_HEADERS = $(addprefix $(B)/include/,$(notdir $(PUBLIC_HEADERS))) \
+	$(B)/include/keel/io.h
 
 # ---- fault simulator (floor 1; plugs into the I/O seam) ------------------
 FAULTSIM_SRCS = faultsim/cache.c faultsim/sync.c faultsim/namespace.c \
@@ -124,7 +133,7 @@ TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
@@ -133,6 +142,7 @@ TEST_BINS = $(TESTS:%=$(B)/tests/%)
 BENCH_TOOLS = $(B)/growth-latency
 
 all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
+	$(STAGED_HEADERS) \
 	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS)
 
 .PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants claims
@@ -198,11 +208,24 @@ $(B)/targets/%: targets/%.c targets/adapter.c targets/adapter.h targets/lsm.h \
 	$(CC) $(SHIM_CFLAGS) $(TARGET_CFLAGS_$*) -Itargets -o $@ $< \
 		targets/adapter.c $(TARGET_LIBS_$*)
 
-$(B)/targets/keel: $(LIB_SRCS) $(wildcard engine/*.h recovery/*.h)
+$(B)/targets/keel: $(LIB_SRCS) $(wildcard base/*.h engine/*.h recovery/*.h)
 
 $(B)/targets/%: targets/%.sh $(DEPS_TARGETS_STAMP)
 	@mkdir -p $(dir $@)
 	install -m 755 $< $@
+
+$(B)/include/%.h: engine/%.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(B)/include/%.h: base/%.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(B)/include/%.h: recovery/%.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(B)/include/keel/io.h: base/io.h
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 $(B)/libkeel-faultsim.a: $(FAULTSIM_OBJS)
 	@rm -f $@
@@ -280,8 +303,9 @@ $(B)/bench-engine: $(BENCH_ENGINE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 bench: deps-bench all $(B)/bench-engine
 
 # ---- install --------------------------------------------------------------
-# keel.h goes to PREFIX/include (so #include <keel.h> works), the I/O seam
-# for custom backends to PREFIX/include/keel/io.h.  Installing as root into
+# keel.h and the public headers it includes (keel_err.h, keel_recovery.h)
+# go to PREFIX/include (so #include <keel.h> works), the I/O seam for custom
+# backends to PREFIX/include/keel/io.h.  Installing as root into
 # the system (no DESTDIR) runs ldconfig; when PREFIX/lib is not a directory
 # the loader searches, it says so (see the README).
 install: all
@@ -290,8 +314,8 @@ install: all
 	install -m 644 $(B)/libkeel.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libkeel.so $(DESTDIR)$(PREFIX)/lib/libkeel.so.1
 	ln -sf libkeel.so.1 $(DESTDIR)$(PREFIX)/lib/libkeel.so
-	install -m 644 engine/keel.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 engine/io.h $(DESTDIR)$(PREFIX)/include/keel/
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/
+	install -m 644 base/io.h $(DESTDIR)$(PREFIX)/include/keel/
 	printf $(PC_TEXT) '$(PREFIX)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/keel.pc
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \

@@ -17,7 +17,8 @@
  * Build and run (no Makefile target; the libraries come from the usual build):
  *   make B=build-faultsim -j2 build-faultsim/libkeel.a \
  *        build-faultsim/libkeel-faultsim.a
- *   cc -std=gnu11 -O2 -D_GNU_SOURCE -DFIU_ENABLE=1 -Iengine -Ifaultsim \
+ *   cc -std=gnu11 -O2 -D_GNU_SOURCE -DFIU_ENABLE=1 -Ibase -Iengine -Irecovery \
+ *      -Ifaultsim \
  *      bench/faultsim_cost.c build-faultsim/libkeel-faultsim.a \
  *      build-faultsim/libkeel.a -lfiu -lpthread -o build-faultsim/faultsim-cost
  *   build-faultsim/faultsim-cost [--dir DIR] [--rounds N] [--seconds S]

@@ -28,8 +28,6 @@
                     KEEL_UNSAFE_NO_SYNC |                                        \
                     KEEL_UNSAFE_TRUST_HEAD | KEEL_UNSAFE_RETRY_FSYNC |           \
                     KEEL_UNSAFE_CKPT_DROP)
-_Static_assert((OPEN_FLAGS & RECOVERY_READ_DEVICE) == 0,
-               "recovery's own flag is no keel_options flag");
 #define INITIAL_SIZE ((uint64_t)256 << 10)
 
 struct keel_snapshot {
@@ -178,13 +176,22 @@ static int writer_start(keel_db *db)
 	return marker_create(db);
 }
 
+/* Recovery's flags for a handle opened with keel_options FLAGS: recovery
+ * (floor 1) knows no keel_options. */
+static unsigned db_recovery_flags(unsigned flags)
+{
+	return ((flags & KEEL_SALVAGE) ? RECOVERY_SALVAGE : 0) |
+	       ((flags & KEEL_UNSAFE_TRUST_HEAD) ? RECOVERY_TRUST_HEAD : 0);
+}
+
 static int recover(keel_db *db, const keel_options *o)
 {
 	recovery_result r;
 	/* A writer builds on what the device holds (RECOVERY_READ_DEVICE):
 	 * what only the page cache holds past it is a torn tail, and cut. */
-	unsigned rflags = db->flags | ((db->flags & KEEL_RDONLY)
-	                               ? 0 : RECOVERY_READ_DEVICE);
+	unsigned rflags = db_recovery_flags(db->flags);
+	if (!(db->flags & KEEL_RDONLY))
+		rflags |= RECOVERY_READ_DEVICE;
 	int rc = recovery_find(db->io, db->fd, rflags, UINT64_MAX, &r);
 	keel_recovery *rep = &db->recovery;
 
@@ -193,7 +200,8 @@ static int recover(keel_db *db, const keel_options *o)
 		uint64_t limit = marker_limit(db, db->fd, r.super.file_id);
 		if (r.head.txid > limit) {
 			free(r.deltas); /* the span of a head we may not take */
-			rc = recovery_find(db->io, db->fd, db->flags, limit, &r);
+			rc = recovery_find(db->io, db->fd,
+			                   db_recovery_flags(db->flags), limit, &r);
 		}
 	}
 
@@ -509,12 +517,14 @@ static void reader_follow_rename(keel_db *db)
 	int fd = db->io->open(db->io->ctx, db->path, KEEL_IO_RDONLY, 0);
 	if (fd < 0)
 		return;
-	int rc = recovery_find(db->io, fd, db->flags, UINT64_MAX, &r);
+	int rc = recovery_find(db->io, fd, db_recovery_flags(db->flags),
+	                       UINT64_MAX, &r);
 	if (rc == KEEL_OK) {
 		uint64_t limit = marker_limit(db, fd, r.super.file_id);
 		if (r.head.txid > limit) {
 			free(r.deltas);
-			rc = recovery_find(db->io, fd, db->flags, limit, &r);
+			rc = recovery_find(db->io, fd, db_recovery_flags(db->flags),
+			                   limit, &r);
 		}
 	}
 	if (rc != KEEL_OK || map_create(db->io, fd, r.file_size, &m) != KEEL_OK) {
@@ -565,7 +575,8 @@ static void refresh_readonly(keel_db *db)
 	uint64_t limit = marker_limit(db, db->fd, db->file_id);
 	if (limit <= db->head.txid)
 		return; /* nothing durable past our head yet */
-	if (recovery_walk(db->io, db->fd, size, &db->head, limit, db->flags,
+	if (recovery_walk(db->io, db->fd, size, &db->head, limit,
+	                  db_recovery_flags(db->flags),
 	                  &newest, &stop, &why, &n) != KEEL_OK ||
 	    newest.txid == db->head.txid)
 		return;

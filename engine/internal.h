@@ -22,6 +22,9 @@
 #include "io.h"
 #include "keel.h"
 
+/* The format's key limit (floor 0) is the API's. */
+_Static_assert(KEEL_FORMAT_KEY_MAX == KEEL_KEY_MAX, "one key limit");
+
 /* ---- the automatic compaction policy's space bounds ------------------------
  * Each threshold is the larger of a share of the live bytes and the live
  * bytes plus a share of the slack (keel_options.compact_slack): compaction

@@ -57,12 +57,22 @@
  * ERRORS
  *   Every function returns 0 (KEEL_OK) or a negative keel_err.  errno values
  *   never leak through this interface; keel_strerror() names each code.
+ *
+ * THE OTHER PUBLIC HEADERS (installed beside this one, included here)
+ *   keel_err.h       the one error enum (keel_err) and keel_strerror
+ *   keel_recovery.h  what recovery did (keel_recovery) and what keel_check
+ *                    found (keel_check_result, keel_check_report_fn)
+ *   keel/io.h        the I/O seam, for a custom backend (keel_options.io);
+ *                    not included here
  */
 #ifndef KEEL_H
 #define KEEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "keel_err.h"      /* keel_err (KEEL_OK, ...), keel_strerror */
+#include "keel_recovery.h" /* keel_recovery, keel_check_result       */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,33 +92,11 @@ extern "C" {
 #define KEEL_REV_ABSENT ((uint64_t)0)          /* the key must not exist   */
 #define KEEL_REV_ANY    ((uint64_t)UINT64_MAX) /* no expectation           */
 
-/* ---- the one error enum -------------------------------------------------- */
-typedef enum keel_err {
-	KEEL_OK = 0,
-	KEEL_EINVAL = -1,    /* bad argument: NULL, bad flag, bad option       */
-	KEEL_EKEY = -2,      /* key empty or longer than KEEL_KEY_MAX          */
-	KEEL_ETOOBIG = -3,   /* value or batch larger than the engine allows   */
-	KEEL_ENOTFOUND = -4, /* no such key                                    */
-	KEEL_ECONFLICT = -5, /* expected revision did not match                */
-	KEEL_EIO = -6,       /* a read, write or sync failed; or handle FAILED */
-	KEEL_ENOSPC = -7,    /* the device is full (handle is FAILED too)      */
-	KEEL_ECORRUPT = -8,  /* damage found behind the newest valid head      */
-	KEEL_ENOTKEEL = -9,  /* the file is not a keel store                   */
-	KEEL_EVERSION = -10, /* store in a format version this build cannot read */
-	KEEL_ENOMEM = -11,   /* out of memory                                  */
-	KEEL_EBUSY = -12,    /* another process holds the writer lock          */
-	KEEL_EREADONLY = -13,/* write on a read-only handle                     */
-	KEEL_EACCES = -14,   /* permission denied by the file system           */
-	KEEL_EISDIR = -15,   /* the path names a directory                     */
-	KEEL_ENOENT = -16,   /* the store does not exist (KEEL_NOCREATE)       */
-} keel_err;
-
-/* A static string naming the error; never NULL, even for unknown codes. */
-const char *keel_strerror(int err);
+/* ---- errors: keel_err and keel_strerror are in keel_err.h -------------- */
 
 /* ---- opening -------------------------------------------------------------- */
 typedef struct keel_db keel_db;
-struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
+struct keel_io; /* keel/io.h: the I/O seam (every read, write, sync, map) */
 
 /* flags for keel_options.flags */
 #define KEEL_RDONLY   0x1u /* open for reading; no lock, no recovery writes   */
@@ -148,7 +136,7 @@ struct keel_io; /* engine/io.h: the I/O seam (every read, write, sync, map) */
 
 typedef struct keel_options {
 	unsigned flags;              /* KEEL_RDONLY | ...                         */
-	const struct keel_io *io;    /* I/O backend; NULL = POSIX (engine/io.h)   */
+	const struct keel_io *io;    /* I/O backend; NULL = POSIX (keel/io.h)     */
 	uint64_t grow_step;          /* preallocation step in bytes; 0 = default  */
 	int lock_timeout_ms;         /* writer lock: 0 = fail at once with
 	                                KEEL_EBUSY, >0 wait up to this, -1 forever */
@@ -206,22 +194,7 @@ int keel_open(const char *path, const keel_options *opt, keel_db **out);
  * handle's sticky error (KEEL_OK if it never failed).  NULL is a no-op. */
 int keel_close(keel_db *db);
 
-/* ---- what recovery did -------------------------------------------------- */
-typedef enum keel_recovery_status {
-	KEEL_RECOVERY_OK = 0,        /* the file ended cleanly at the newest head */
-	KEEL_RECOVERY_TRUNCATED = 1, /* a torn tail was cut at 'offset'           */
-	KEEL_RECOVERY_CORRUPT = 2,   /* damage at 'offset' (salvage only)         */
-} keel_recovery_status;
-
-typedef struct keel_recovery {
-	keel_recovery_status status;
-	uint64_t offset;     /* where the tail was cut or damage was found       */
-	uint64_t head_offset;/* the head recovery settled on                     */
-	uint64_t txid;       /* its transaction id                               */
-	uint64_t bytes_read; /* bytes recovery read (bounded, see keel.h)        */
-	char reason[128];    /* what failed, in words ("" when OK)               */
-} keel_recovery;
-
+/* ---- what recovery did: keel_recovery is in keel_recovery.h ------------ */
 /* Copies what the last open's recovery did into *out. */
 int keel_recovery_info(keel_db *db, keel_recovery *out);
 
@@ -362,17 +335,8 @@ int keel_commit_async(keel_db *db, keel_batch *b, keel_commit_cb cb,
  * them all.  Returns KEEL_OK when clean, KEEL_ECORRUPT when damage was found
  * (details in *out), or another error (KEEL_ENOMEM).  OUT may be NULL.
  */
-#define KEEL_CHECK_REPORT_MAX 100u
-typedef struct keel_check_result {
-	uint64_t records;      /* records verified                          */
-	uint64_t keys;         /* keys found                                */
-	uint64_t bytes;        /* bytes verified                            */
-	uint64_t problems;     /* problems found                            */
-	uint64_t first_offset; /* offset of the first problem               */
-	char first_reason[160];/* the first problem in words                */
-} keel_check_result;
-typedef void (*keel_check_report_fn)(void *arg, uint64_t offset,
-                                     const char *what);
+/* (KEEL_CHECK_REPORT_MAX, keel_check_result and keel_check_report_fn are in
+ * keel_recovery.h.) */
 int keel_check(keel_db *db, keel_check_report_fn report, void *arg,
                keel_check_result *out);
 

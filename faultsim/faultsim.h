@@ -1,5 +1,5 @@
 /*
- * faultsim.h -- keel's fault simulator.  Floor 1: it uses engine/io.h and
+ * faultsim.h -- keel's fault simulator.  Floor 1: it uses base/io.h and
  * nothing else of the engine.  This header is the manual.
  *
  * WHAT IT IS
@@ -21,7 +21,7 @@
  *   2. faultsim_faults -- failures on demand ("fdatasync:EIO:nth=3"), parsed
  *      from text, decided deterministically under a seed, counted in shared
  *      memory so the parent can check that a fault really fired.
- *   3. faultsim_io -- a keel_io backend (engine/io.h) that performs plain
+ *   3. faultsim_io -- a keel_io backend (base/io.h) that performs plain
  *      POSIX calls, records them in a cache, injects the faults (its own
  *      specs and the libfiu points keel/faultsim/<op>), and applies an fsync
  *      failure profile (ext4, xfs, btrfs) when a sync fails.
@@ -89,7 +89,7 @@
  *
  * ERRORS
  *   Every int function returns 0 (or a count) on success and a NEGATIVE
- *   ERRNO on failure, like engine/io.h.  When the cache's fixed capacity is
+ *   ERRNO on failure, like base/io.h.  When the cache's fixed capacity is
  *   full a recording call fails with -ENOBUFS before the real call is made
  *   (so the record stays exact), and faultsim_cache_overflowed() turns
  *   true for good: a harness must report that as a set-up error (raise the
@@ -704,7 +704,7 @@ typedef struct faultsim_io_options {
 /*
  * faultsim_io_new - a backend over OPT's cache and faults.  Create it
  * before fork with the cache.  Its calls are plain POSIX calls (flags as
- * engine/io.h), recorded in the cache; before each one the libfiu point
+ * base/io.h), recorded in the cache; before each one the libfiu point
  * keel/faultsim/<op> and then the specs are checked, and a fault makes the
  * call fail without touching the file (a libfiu failinfo is the errno to
  * report, 0 = EIO; -1 on pread/pwrite = a short transfer of half).  A

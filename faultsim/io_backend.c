@@ -1,5 +1,5 @@
 /*
- * io_backend.c -- faultsim as a keel_io backend (engine/io.h): plain POSIX
+ * io_backend.c -- faultsim as a keel_io backend (base/io.h): plain POSIX
  * calls, each recorded in the volatile cache, each preceded by its libfiu
  * point "keel/faultsim/<op>" and the fault specs, and every failed sync run
  * through the fsync profile.  This file only adapts: the model is in

@@ -222,7 +222,7 @@ static int later_head_exists(rbuf *r, uint64_t from, uint64_t stop,
 	return 0;
 }
 
-/* Under KEEL_UNSAFE_TRUST_HEAD: finds the next head after CUR anywhere
+/* Under RECOVERY_TRUST_HEAD: finds the next head after CUR anywhere
  * ahead and takes it without looking at its region (deliberately wrong). */
 static bool trusted_next_head(rbuf *r, uint64_t from, const keel_head *cur,
                               keel_head *out)
@@ -308,7 +308,7 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 			*why = "head does not continue the chain";
 			break;
 		}
-		if (nh.chain_crc != crc && !(flags & KEEL_UNSAFE_TRUST_HEAD)) {
+		if (nh.chain_crc != crc && !(flags & RECOVERY_TRUST_HEAD)) {
 			*why = "region checksum mismatch";
 			break;
 		}
@@ -316,7 +316,7 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
 		crc = cur.chain_crc;
 		pos = cur.off + KEEL_HEAD_SIZE;
 	}
-	if ((flags & KEEL_UNSAFE_TRUST_HEAD) && rc == KEEL_OK) {
+	if ((flags & RECOVERY_TRUST_HEAD) && rc == KEEL_OK) {
 		keel_head nh;
 		/* The positive control: believe any head that claims to follow. */
 		while (trusted_next_head(&r, cur.off + KEEL_HEAD_SIZE, &cur, &nh) &&
@@ -608,7 +608,7 @@ out_free:
 
 /* Step 5 for the head recovery settled on: its pending DELTA records.
  * Damage there is behind a durable head: KEEL_ECORRUPT, or under
- * KEEL_SALVAGE the newest head before it whose own span checks out. */
+ * RECOVERY_SALVAGE the newest head before it whose own span checks out. */
 static int find_pending(const keel_io *io, int fd, unsigned flags,
                         recovery_result *out)
 {
@@ -624,7 +624,7 @@ static int find_pending(const keel_io *io, int fd, unsigned flags,
 	out->offset = bad;
 	snprintf(out->reason, sizeof(out->reason), "%s (behind the durable "
 	         "head at %llu)", why, (unsigned long long)out->head.off);
-	if (!(flags & KEEL_SALVAGE) || good.off == 0) {
+	if (!(flags & RECOVERY_SALVAGE) || good.off == 0) {
 		free(out->deltas);
 		out->deltas = NULL;
 		out->ndeltas = 0;
@@ -735,7 +735,7 @@ static int find_newest(const keel_io *io, int fd, unsigned flags,
 		else
 			snprintf(out->reason, sizeof(out->reason),
 			         "%s, with a valid later head beyond it", why);
-		if (!(flags & KEEL_SALVAGE))
+		if (!(flags & RECOVERY_SALVAGE))
 			return KEEL_ECORRUPT;
 		/* salvage: the head it settles on needs its pending span too */
 		recovery_result keep = *out;

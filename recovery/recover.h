@@ -1,12 +1,13 @@
 /*
  * recover.h -- finding the newest valid head.  Floor 1: uses only the format
- * (engine/format.h) and the I/O seam (engine/io.h), never the tree or the
- * commit code.
+ * (base/format.h) and the I/O seam (base/io.h), never the engine: it knows
+ * no keel_options, and the engine translates its open flags into the
+ * RECOVERY_ flags below (engine/db.c).
  *
  * RECOVERY INVARIANTS
  *  (1) A head is accepted only if its record CRC matches, it continues the
  *      previous accepted head (txid + 1, prev_head, region_start, file_id) and
- *      the CRC chain over its region matches.  (KEEL_UNSAFE_TRUST_HEAD skips
+ *      the CRC chain over its region matches.  (RECOVERY_TRUST_HEAD skips
  *      the region check: a positive control for the torture harness.)
  *  (2) Reads are bounded whatever the file's size: recovery starts from the
  *      newer valid hint (at most HINT_EVERY_COMMITS commits or 4 MiB behind
@@ -15,8 +16,8 @@
  *  (3) Bytes after the newest valid head are a torn tail, and are cut (the
  *      file truncated, then synced) -- unless a valid later head is found past
  *      them, which means damage behind a head that had been durable: then the
- *      open refuses with KEEL_ECORRUPT, or, with KEEL_SALVAGE, settles on the
- *      newest head before the damage.
+ *      open refuses with KEEL_ECORRUPT, or, with RECOVERY_SALVAGE, settles
+ *      on the newest head before the damage.
  *  (4) Recovery itself never writes unless the caller asks to cut.
  */
 #ifndef KEEL_RECOVER_H
@@ -24,7 +25,8 @@
 
 #include "format.h"
 #include "io.h"
-#include "keel.h"
+#include "keel_err.h"
+#include "keel_recovery.h"
 
 /* One pending head's DELTA record (format version 3), found by
  * recovery_pending. */
@@ -47,26 +49,32 @@ typedef struct recovery_result {
 	char reason[128];
 } recovery_result;
 
-/* A FLAGS bit of recovery_find and recovery_walk, above the keel_options
- * flags: the walk reads the device, not the page cache (keel_io.pread_device;
- * the cache where the backend or the file system cannot).  A writer's open
+/* FLAGS of recovery_find and recovery_walk.  RECOVERY_SALVAGE (the engine's
+ * KEEL_SALVAGE): damage behind a durable head settles on the newest head
+ * before it instead of failing.  RECOVERY_TRUST_HEAD (the engine's
+ * KEEL_UNSAFE_TRUST_HEAD): a head is accepted without its region check --
+ * a positive control, never for real use. */
+#define RECOVERY_SALVAGE 0x1u
+#define RECOVERY_TRUST_HEAD 0x2u
+/* RECOVERY_READ_DEVICE: the walk reads the device, not the page cache
+ * (keel_io.pread_device; the cache where the backend or the file system
+ * cannot).  A writer's open
  * asks for it: on ext4 and xfs the pages of a failed write-back stay in the
  * cache, marked clean, and read back as if written, and a writer must not
  * build on them (engine/db.c).  The starting head is read from the cache: a
  * hint names only a head that was durable, and the first head is. */
-#define RECOVERY_READ_DEVICE 0x80000000u
+#define RECOVERY_READ_DEVICE 0x4u
 
-/* Reads the superblock and finds the newest valid head.  FLAGS: the
- * keel_options flags (KEEL_SALVAGE, KEEL_UNSAFE_TRUST_HEAD), and
- * RECOVERY_READ_DEVICE.  MAX_TXID: the
+/* Reads the superblock and finds the newest valid head.  FLAGS:
+ * RECOVERY_SALVAGE, RECOVERY_TRUST_HEAD, RECOVERY_READ_DEVICE.  MAX_TXID: the
  * walk from the starting head (the newer valid hint, or the first head)
  * accepts no head past this txid; UINT64_MAX for none (a reader process's
  * limit: engine/marker.c).  Returns KEEL_OK
- * (status OK, TRUNCATED, or CORRUPT under KEEL_SALVAGE), KEEL_ENOTKEEL,
+ * (status OK, TRUNCATED, or CORRUPT under RECOVERY_SALVAGE), KEEL_ENOTKEEL,
  * KEEL_EVERSION, KEEL_ECORRUPT or KEEL_EIO. */
 /* Version 3: after the newest head is found, step 5 (recovery_pending)
  * fills out->deltas; damage there is damage behind a durable head
- * (KEEL_ECORRUPT, or under KEEL_SALVAGE the newest head before it). */
+ * (KEEL_ECORRUPT, or under RECOVERY_SALVAGE the newest head before it). */
 int recovery_find(const keel_io *io, int fd, unsigned flags,
                   uint64_t max_txid, recovery_result *out);
 
@@ -92,7 +100,7 @@ int recovery_walk(const keel_io *io, int fd, uint64_t file_size,
  * *OUT (malloc'd, oldest first) and *N: the DELTA records after FROM.
  * On damage: KEEL_ECORRUPT, *BAD its offset and *WHY the reason, and
  * *GOOD the newest head before it whose own span checked out (what
- * KEEL_SALVAGE settles on), with its records in *OUT and *N.
+ * RECOVERY_SALVAGE settles on), with its records in *OUT and *N.
  * KEEL_OK, KEEL_ECORRUPT, KEEL_EIO or KEEL_ENOMEM. */
 int recovery_pending(const keel_io *io, int fd, const keel_head *head,
                      const keel_head *from, recovery_delta **out, size_t *n,

@@ -1,6 +1,6 @@
 /*
  * verify.h -- the integrity check behind keel_check and `keel check`.
- * Floor 1: reads the format (engine/format.h) from a memory image of the
+ * Floor 1: reads the format (base/format.h) from a memory image of the
  * data file; knows nothing of the tree or commit code.
  *
  * Checked, for everything reachable from HEAD: each record's header and
@@ -20,7 +20,8 @@
 #include <stddef.h>
 
 #include "format.h"
-#include "keel.h"
+#include "keel_err.h"
+#include "keel_recovery.h"
 
 /* Verifies the tree of HEAD in the image BASE[0, LEN).  Calls REPORT (may be
  * NULL) per problem, as above.  Returns KEEL_OK when clean, KEEL_ECORRUPT

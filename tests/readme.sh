@@ -42,7 +42,8 @@ run_twice() { # run_twice NAME PROGRAM [ENV...]
 san=
 nm "$build/libkeel.a" 2>/dev/null | grep -q '__asan_\|__ubsan_' &&
 	san="-fsanitize=address,undefined"
-cc -std=c99 -Wall -Wextra -Werror $san -I"$root/engine" "$T/app.c" \
+# the README's line: the build tree's include/, laid out as make install does
+cc -std=c99 -Wall -Wextra -Werror $san -I"$build/include" "$T/app.c" \
 	"$build/libkeel.a" -lfiu -lpthread -o "$T/app-static" 2>"$T/cc.err" &&
 	ok "compiles against the build tree" ||
 	{ bad "compiles against the build tree:"; cat "$T/cc.err"; }
@@ -55,7 +56,9 @@ make -s install B="$build" DESTDIR="$T/root" PREFIX=$prefix >"$T/install.out" 2>
 	ok "make install DESTDIR" ||
 	{ bad "make install DESTDIR:"; cat "$T/install.out"; }
 inc=$T/root$prefix/include
-[ -f "$inc/keel.h" ] && ok "keel.h at the top of include/" || bad "no include/keel.h"
+for h in keel.h keel_err.h keel_recovery.h; do # keel.h and what it includes
+	[ -f "$inc/$h" ] && ok "$h at the top of include/" || bad "no include/$h"
+done
 [ -f "$inc/keel/io.h" ] && ok "io.h under include/keel/" || bad "no include/keel/io.h"
 [ ! -e "$inc/io.h" ] && ok "no io.h in include/ itself" || bad "io.h in include/"
 [ -L "$T/root$prefix/lib/libkeel.so" ] && [ -f "$T/root$prefix/lib/libkeel.so.1" ] &&

@@ -460,7 +460,7 @@ static int cmd_heads(int argc, char **argv)
 		fprintf(stderr, "keel heads: cannot open %s: %s\n", a.pos[0], strerror(-fd));
 		return EXIT_USAGE;
 	}
-	rc = recovery_find(io, fd, KEEL_SALVAGE, UINT64_MAX, &r);
+	rc = recovery_find(io, fd, RECOVERY_SALVAGE, UINT64_MAX, &r);
 	if (rc) {
 		io->close(io->ctx, fd);
 		if (r.reason[0]) {

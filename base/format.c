@@ -4,9 +4,7 @@
 #include "format.h"
 
 #include "crc32c.h"
-#include "keel.h"
-
-_Static_assert(KEEL_FORMAT_KEY_MAX == KEEL_KEY_MAX, "one key limit");
+#include "keel_err.h"
 
 void keel_super_encode(uint8_t out[KEEL_SUPER_SIZE], const keel_super *s)
 {

@@ -1,5 +1,5 @@
 /* error.c -- keel_strerror: one string per keel_err. */
-#include "keel.h"
+#include "keel_err.h"
 
 const char *keel_strerror(int err)
 {
