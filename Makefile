@@ -26,7 +26,7 @@ LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
-	openssl python3 libnghttp2-dev nghttp2-client
+	openssl python3 libnghttp2-dev nghttp2-client slurm-wlm munge
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
@@ -133,7 +133,7 @@ TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
