@@ -5,6 +5,7 @@
 #
 #   . bench/results.sh
 #   results_begin "$0" "$@"         # the command, the date, the load, the commit
+#   results_env ROUNDS DUR          # the settings it read from the environment
 #   ... measure; write markdown tables to a file ...
 #   results_write NAME SECTION "Page title" DATA_DIR TABLES.md [NOTE]
 #
@@ -23,6 +24,8 @@
 #
 # tests/docs.sh checks that every page's commands name a script in the tree.
 
+# RESULTS_DIR: where the pages go (default docs/results, from the repository
+# root; a script run from elsewhere sets it before sourcing this file).
 RESULTS_DIR=${RESULTS_DIR:-docs/results}
 
 # results_begin COMMAND ARGS... -- remember the command line, the start and
@@ -40,10 +43,12 @@ results_begin() {
 	results_t0=$(date +%s)
 	results_date=$(date -u '+%Y-%m-%d %H:%M UTC')
 	results_load0=$(cut -d ' ' -f 1-3 /proc/loadavg)
-	results_commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+	results_git="git -C $(dirname "$RESULTS_DIR")"
+	results_commit=$($results_git rev-parse --short HEAD 2>/dev/null || echo unknown)
 	# a rerun in the same tree must not call itself dirty for the pages the
 	# last run wrote
-	if [ -n "$(git status --porcelain -- . ':!docs/results' ':!bench/results' 2>/dev/null)" ]; then
+	if [ -n "$($results_git status --porcelain -- ':(top)' \
+		':(top,exclude)docs/results' ':(top,exclude)bench/results' 2>/dev/null)" ]; then
 		results_commit="$results_commit+dirty"
 	fi
 	results_svgs=""
