@@ -72,7 +72,8 @@ results_env() {
 results_machine() {
 	results_model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
 	results_mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-	results_fs=$(findmnt -no FSTYPE,SOURCE -T "$1" 2>/dev/null | awk '{ print $1 " on " $2 }')
+	# (a file system mounted twice over the same point is listed twice)
+	results_fs=$(findmnt -no FSTYPE,SOURCE -T "$1" 2>/dev/null | awk 'NR == 1 { print $1 " on " $2 }')
 	[ -n "$results_fs" ] ||
 		results_fs=$(df -PT "$1" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
 	echo "| machine | $(nproc) CPUs (${results_model:-model unknown}), $results_mem memory, Linux $(uname -r) |"

@@ -78,5 +78,5 @@ row() { # row LABEL OLDFILE NEWFILE
 	echo
 	echo "$R rounds, N=$N, power-loss runs of $D, $(nproc) cores, $(uname -r), TMPDIR=${TMPDIR:-/dev/shm}"
 } | tee "$T/section.md"
-results_write shim shim-ab "The shim's cost" "$T" "$T/section.md" \
+results_write shim shim-ab "The shim's cost" "${TMPDIR:-/dev/shm}" "$T/section.md" \
 	"OLD is \`$OLD\`, NEW is \`$NEW\`.  The machine was shared with other builds and tests while this ran: read NEW/OLD, measured in alternating rounds, rather than the absolute figures."
