@@ -32,6 +32,8 @@ RESULTS_DIR=${RESULTS_DIR:-docs/results}
 # the load average now; the commit is read here, before anything is written
 results_begin() {
 	results_cmd=$1
+	# as a reader would type it: "sh X" for a script without its x bit
+	[ -f "$1" ] && [ ! -x "$1" ] && results_cmd="sh $1"
 	shift
 	for results_arg in "$@"; do
 		case $results_arg in
@@ -39,6 +41,10 @@ results_begin() {
 		*) results_cmd="$results_cmd $results_arg" ;;
 		esac
 	done
+	# paths from the repository root, however the script was called
+	results_top=$(git -C "$(dirname "$RESULTS_DIR")" rev-parse --show-toplevel 2>/dev/null)
+	[ -z "$results_top" ] ||
+		results_cmd=$(printf '%s\n' "$results_cmd" | sed "s|$results_top/||g; s| \./| |g; s|^\./||")
 	results_env=""
 	results_t0=$(date +%s)
 	results_date=$(date -u '+%Y-%m-%d %H:%M UTC')
