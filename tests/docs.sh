@@ -11,9 +11,11 @@
 #   readme    README.md's first two commands are `make torture` and `make test`
 #   quick     every quick start runs: the first code block under a heading
 #             "Quick start", its "$ " lines if it has any (a transcript: the
-#             other lines are what they print) or else the whole block, in a
-#             fresh directory with BUILD on PATH and ./build -> BUILD, each
-#             block for at most KEEL_DOCS_QUICK_LIMIT seconds (default 60).
+#             other lines are what they print; each command must exit 0) or
+#             else the whole block (bash -e), in a fresh directory of links
+#             to the tree with ./build -> BUILD and BUILD on PATH, each block
+#             for at most KEEL_DOCS_QUICK_LIMIT seconds (default 60); its
+#             `make` lines are left out (the tree is built).
 #             A block that needs root, a network or minutes says so on the
 #             line above it, and is skipped with that reason:
 #               <!-- docs.sh: not run: needs root (it mounts a loop device) -->
@@ -190,7 +192,7 @@ check_flags() {
 			[ "$flag" = --help ] && continue
 			# shellcheck disable=SC2086 # a list of pages
 			names_flag "$flag" $present ||
-				echo "FAIL $prog $flag (--help) is named in none of:$present" >>"$T/flag-fails"
+				echo "FAIL $prog $flag (--help) is named in none of:$(printf '%s\n' "$present" | sed "s|$d/||g")" >>"$T/flag-fails"
 		done <"$T/help.$prog"
 	done
 	rm -f "$T"/help.*
@@ -206,39 +208,41 @@ check_results() {
 		[ -f "$page" ] || continue
 		grep -E '^\| *command *\| *`' "$page" | sed 's/^[^`]*`//; s/`.*//' >"$T/cmds"
 		if [ ! -s "$T/cmds" ]; then
-			bad "$page: no \"| command |\" row (a page here is written by a script: bench/results.sh)"
+			bad "${page#"$root"/}: no \"| command |\" row (a page here is written by a script: bench/results.sh)"
 			continue
 		fi
 		while read -r cmd; do
 			# the first word that is not a setting or an interpreter
+			# (a quoted value is a setting's: TESTS='get64 put')
+			words=$(printf '%s\n' "$cmd" | sed "s/'[^']*'//g; s/\"[^\"]*\"//g")
 			set -f
 			# shellcheck disable=SC2086 # split the command into words
-			set -- $cmd
+			set -- $words
 			set +f
 			while [ $# -gt 0 ]; do
 				case $1 in *=*|sh|bash|env|nice|time|-n|[0-9]*) shift ;; *) break ;; esac
 			done
-			what=${1:-}
-			case $what in
+			script=${1:-}
+			case $script in
 			make)
 				shift
 				while [ $# -gt 0 ]; do case $1 in -*|*=*) shift ;; *) break ;; esac; done
 				if [ $# -gt 0 ] && grep -qE "^${1}:" "$root/Makefile"; then
-					ok "$page: make $1"
+					ok "${page#"$root"/}: make $1"
 				else
-					bad "$page: \`$cmd\`: no such make target"
+					bad "${page#"$root"/}: \`$cmd\`: no such make target"
 				fi ;;
 			build/*|'$B/'*)
-				if grep -qF "(B)/${what#*/}" "$root/Makefile"; then
-					ok "$page: $what"
+				if grep -qF "(B)/${script#*/}" "$root/Makefile"; then
+					ok "${page#"$root"/}: $script"
 				else
-					bad "$page: \`$cmd\`: the Makefile builds no $what"
+					bad "${page#"$root"/}: \`$cmd\`: the Makefile builds no $script"
 				fi ;;
 			*)
-				if [ -n "$what" ] && [ -f "$root/${what#./}" ]; then
-					ok "$page: $what"
+				if [ -n "$script" ] && [ -f "$root/${script#./}" ]; then
+					ok "${page#"$root"/}: $script"
 				else
-					bad "$page: \`$cmd\`: no script ${what:-(none)} in the tree"
+					bad "${page#"$root"/}: \`$cmd\`: no script ${script:-(none)} in the tree"
 				fi ;;
 			esac
 		done <"$T/cmds"
@@ -280,33 +284,51 @@ check_readme() {
 	fi
 }
 
-# quick_blocks PAGE -- the page's quick starts, each as "N<TAB>LINE<TAB>
-# SKIP-REASON" on a line of $T/blocks and its commands in $T/block.N
+# quick_blocks PAGE -- the page's quick starts: "N<TAB>LINE<TAB>SKIP-REASON"
+# a line in $T/blocks, and block N as a bash script in $T/block.N.  A
+# transcript's "$ " lines (and the lines that continue one ending in "\")
+# each must exit 0, as a reader typing them would see; a plain block runs
+# under bash -e.  `make` lines are left out: the tree is built already
+# (make test builds it first), and the test must not rebuild it.
 quick_blocks() {
 	rm -f "$T"/block.*
 	awk -v out="$T/block." '
+	function take(l) {
+		if (l ~ /^[ \t]*make([ \t]|$)/) { body = body "# (not run: " l ")\n"; return }
+		body = body l "\n"
+	}
 	/^#+ .*[Qq]uick start/ { want = 1; reason = ""; next }
 	/^#/ { want = 0 }
 	want && /<!-- docs\.sh: not run:/ {
 		reason = $0; sub(/.*not run: */, "", reason); sub(/ *-->.*/, "", reason)
 	}
-	want && /^```/ && !inside { inside = 1; n++; start = NR; body = ""; prompts = 0; next }
+	want && /^```/ && !inside { inside = 1; n++; start = NR; body = ""; prompts = 0; cont = 0; next }
 	inside && /^```/ {
 		inside = 0; want = 0
 		printf "%d\t%d\t%s\n", n, start, reason
-		printf "%s", body > (out n)
+		printf "%s", (prompts ? "" : "set -e\n") body > (out n)
 		close(out n)
 		next
 	}
 	inside {
 		if ($0 ~ /^\$ /) {
 			if (!prompts) body = ""
-			prompts = 1; body = body substr($0, 3) "\n"
-		} else if (!prompts) body = body $0 "\n"
-	}' "$1" >"$T/blocks"
+			prompts = 1; line = substr($0, 3)
+		} else if (prompts && cont) line = $0
+		else if (!prompts) { take($0); next }
+		else next
+		cont = line ~ /\\$/
+		if (cont || line ~ /&[ \t]*$/ || line ~ /^[ \t]*make([ \t]|$)/) take(line)
+		else take(line " || { echo \"quick start: exit $? from: " gensub_(line) "\" >&2; exit 1; }")
+	}
+	# the line, safe inside double quotes
+	function gensub_(l) { gsub(/[\\"$`]/, "", l); return l }' "$1" >"$T/blocks"
 }
 
-# check_quick PAGE... -- run every quick start of the pages
+# check_quick PAGE... -- run every quick start of the pages, each in a fresh
+# directory holding links to the tree (tools/, README.md ...) and build ->
+# BUILD, with BUILD on PATH; what a block starts in the background is
+# killed when it ends
 check_quick() {
 	before=$fails
 	limit=${KEEL_DOCS_QUICK_LIMIT:-60}
@@ -318,15 +340,24 @@ check_quick() {
 				skip "$name quick start: $reason"
 				continue
 			fi
-			rm -rf "$T/run" && mkdir "$T/run" && ln -s "$build" "$T/run/build"
-			(cd "$T/run" && PATH="$build:$PATH" KEEL_SRC="$root" \
-				timeout -k 5 "$limit" sh -e "$T/block.$n") </dev/null >"$T/out" 2>&1
+			rm -rf "$T/run" && mkdir "$T/run"
+			for e in "$root"/*; do
+				[ "$(basename "$e")" = build ] || ln -s "$e" "$T/run/"
+			done
+			ln -s "$build" "$T/run/build"
+			{
+				echo "trap 'exit 143' TERM"
+				echo "trap 'rc=\$?; kill \$(jobs -p) 2>/dev/null || :; exit \$rc' EXIT"
+				cat "$T/block.$n"
+			} >"$T/run.sh"
+			(cd "$T/run" && PATH="$build:$PATH" \
+				timeout -k 5 "$limit" bash "$T/run.sh") </dev/null >"$T/out" 2>&1
 			rc=$?
 			if [ $rc -eq 0 ]; then
-				ok "$name quick start runs"
+				ok "$name quick start runs$(grep -q '^# (not run: make' "$T/block.$n" && echo ' (its make lines left out)')"
 			else
 				bad "$name quick start: exit $rc$([ $rc -eq 124 ] && echo ", over ${limit}s"):"
-				sed 's/^/    /' "$T/block.$n"
+				grep -v '^set -e$' "$T/block.$n" | sed 's/ || { echo "quick start: exit.*//; s/^/    /'
 				tail -n 15 "$T/out"
 			fi
 		done <"$T/blocks"
@@ -346,17 +377,17 @@ check_quick "$root/README.md" "$root"/docs/*.md && ok "quick starts run"
 # line that matches PATTERN (the planted error, not another); its output is
 # shown only when it does not
 planted() {
-	what=$1 pattern=$2
+	planted_what=$1 pattern=$2
 	shift 2
 	saved=$fails
 	"$@" >"$T/planted.out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] && grep '^FAIL' "$T/planted.out" | grep -qE -- "$pattern"; then
 		fails=$saved
-		ok "planted $what: caught ($(grep '^FAIL' "$T/planted.out" | grep -m 1 -E -- "$pattern" | cut -c 6-))"
+		ok "planted $planted_what: caught ($(grep '^FAIL' "$T/planted.out" | grep -m 1 -E -- "$pattern" | cut -c 6-))"
 	else
 		fails=$saved
-		bad "planted $what: not caught"
+		bad "planted $planted_what: not caught"
 		cat "$T/planted.out"
 	fi
 }
