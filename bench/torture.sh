@@ -4,12 +4,13 @@
 # what each fault model costs, on the embedded engine at the defaults
 # (--kill-every 50ms --jitter 20 --threads 4 --keys 1000 --value-size
 # 64-4096), each configuration for DURATION (default 30s) with a fixed seed,
-# then --enumerate once (every crash state of its fixed workload: seconds).  The plain-kill run comes first and each other row
+# then --enumerate once (every crash state of its fixed workload: seconds),
+# then keel-serve under --target http over HTTP/1.1, TLS, h2c and h2.  The plain-kill run comes first and each other row
 # is also given as a ratio to it: the machines this runs on are shared, and
 # a ratio measured minutes apart says more than a rate.
 #
-#   bench/torture.sh                 # about 3.5 minutes
-#   bench/torture.sh build 10s       # about a minute
+#   bench/torture.sh                 # about 5.5 minutes
+#   bench/torture.sh build 10s       # about two minutes
 #
 # Prints a markdown table and writes it to docs/results/torture.md
 # (bench/results.sh: with the command, the machine and the commit; a rerun
@@ -79,10 +80,16 @@ run() {
 	run 105 --power-loss --compact-every 20ms
 	run 106 --fail fdatasync:EIO:p=0.05
 	run 107 --enumerate
+	run 111 --target http --threads 8
+	run 112 --target http --threads 8 --http-tls
+	run 113 --target http --threads 8 --http2
+	run 114 --target http --threads 8 --http-tls --http2
 	echo
 	echo "With \`--fail\`, writers stop at their first failed sync, so cycles are shorter and"
 	echo "more of them fit; \`--enumerate\` runs a fixed workload once per I/O step and"
-	echo "checks every crash state, so its rate is crash states a second."
+	echo "checks every crash state, so its rate is crash states a second.  \`--target http\`"
+	echo "kills keel-serve instead of an embedded writer (8 client threads; over TLS 1.3"
+	echo "with \`--http-tls\`, HTTP/2 with \`--http2\`): a cycle includes the server's start."
 } >"$T/section.md"
 cat "$T/section.md"
 results_write torture torture "torture: cycles a second, by fault model" \
