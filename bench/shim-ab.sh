@@ -11,9 +11,15 @@
 #      NEW also with --syscall-backstop, and lmdb:writemap (writes through
 #      a shared mapping, which an older shim refused).
 #
-# Prints one markdown table: medians, and NEW/OLD.  Needs libsqlite3-dev
-# and liblmdb-dev (make deps-bench).  Figures: docs/bench.md.
+# Prints one markdown table: medians, and NEW/OLD, and writes it to
+# docs/results/shim.md (bench/results.sh: with the command, the machine and
+# the commit; a rerun replaces its section).  Needs libsqlite3-dev and
+# liblmdb-dev (make deps-bench).
 set -eu
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../docs/results}
+. "$(dirname "$0")/results.sh"
+results_begin "$0" "$@"
+results_env N DURATION TMPDIR
 OLD=${1:?usage: shim-ab.sh OLD_BUILD NEW_BUILD [ROUNDS]}
 NEW=${2:?usage: shim-ab.sh OLD_BUILD NEW_BUILD [ROUNDS]}
 R=${3:-3}
@@ -60,13 +66,17 @@ row() { # row LABEL OLDFILE NEWFILE
 	echo "| $1 | $o | $n | $(echo "scale=2; $n / $o" | bc) | $(tr '\n' ' ' <"$2")/ $(tr '\n' ' ' <"$3")|"
 }
 
-echo "| figure | old | new | new/old | rounds (old / new) |"
-echo "|---|---|---|---|---|"
-row "write+fdatasync on tmpfs, us per pair under the shim" "$T/f.old" "$T/f.new"
-row "sqlite:wal-full, power-loss cycles/s" "$T/s.old" "$T/s.new"
-row "sqlite:wal-full, new with --syscall-backstop" "$T/s.old" "$T/s.bs"
-row "lmdb:default, power-loss cycles/s" "$T/l.old" "$T/l.new"
-row "lmdb:default, new with --syscall-backstop" "$T/l.old" "$T/l.bs"
-row "lmdb:writemap (shared mapping) against lmdb:default" "$T/l.old" "$T/w.new"
-echo
-echo "$R rounds, N=$N, power-loss runs of $D, $(nproc) cores, $(uname -r), TMPDIR=${TMPDIR:-/dev/shm}"
+{
+	echo "| figure | old | new | new/old | rounds (old / new) |"
+	echo "|---|---|---|---|---|"
+	row "write+fdatasync on tmpfs, us per pair under the shim" "$T/f.old" "$T/f.new"
+	row "sqlite:wal-full, power-loss cycles/s" "$T/s.old" "$T/s.new"
+	row "sqlite:wal-full, new with --syscall-backstop" "$T/s.old" "$T/s.bs"
+	row "lmdb:default, power-loss cycles/s" "$T/l.old" "$T/l.new"
+	row "lmdb:default, new with --syscall-backstop" "$T/l.old" "$T/l.bs"
+	row "lmdb:writemap (shared mapping) against lmdb:default" "$T/l.old" "$T/w.new"
+	echo
+	echo "$R rounds, N=$N, power-loss runs of $D, $(nproc) cores, $(uname -r), TMPDIR=${TMPDIR:-/dev/shm}"
+} | tee "$T/section.md"
+results_write shim shim-ab "The shim's cost" "${TMPDIR:-/dev/shm}" "$T/section.md" \
+	"OLD is \`$OLD\`, NEW is \`$NEW\`.  The machine was shared with other builds and tests while this ran: read NEW/OLD, measured in alternating rounds, rather than the absolute figures."

@@ -10,9 +10,15 @@
 #      alternating; the median of each, and microseconds per operation.
 #   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
 #      SQLite workload (synchronous=EXTRA, which passes): cycles per second.
-# Needs libsqlite3-dev (make deps-bench).  Figures: docs/bench.md.  TMPDIR
-# picks the file system (TMPDIR=/dev/shm: the shim's CPU cost alone).
+# Needs libsqlite3-dev (make deps-bench).  Prints the figures and writes
+# them to docs/results/shim.md (bench/results.sh: with the command, the
+# machine and the commit; a rerun replaces its section).  TMPDIR picks the
+# file system (TMPDIR=/dev/shm: the shim's CPU cost alone).
 set -eu
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../docs/results}
+. "$(dirname "$0")/results.sh"
+results_begin "$0" "$@"
+results_env TMPDIR
 B=${1:-build}
 N=${2:-300}
 T=$(mktemp -d "${TMPDIR:-/tmp}/keel-shim-bench.XXXXXX")
@@ -38,6 +44,10 @@ shimmed() { # shimmed MODE [FLAG] -> seconds
 
 us() { echo "scale=2; $1 * 1000000 / $n" | bc; } # us SECONDS -> per op
 
+{
+	echo "| workload | operations | plain ops/s | under the shim ops/s | overhead | us/op plain | us/op shim | us/op shim + --syscall-backstop |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+} >"$T/table.md"
 for mode in syscalls fsync sqlite; do
 	n=$N
 	[ $mode = syscalls ] && n=$((N * 100))
@@ -52,6 +62,7 @@ for mode in syscalls fsync sqlite; do
 	b=$(median <"$T/b")
 	echo "$mode: $n ops  plain $p s ($(echo "$n / $p" | bc) ops/s)  shim $s s ($(echo "$n / $s" | bc) ops/s)  overhead $(echo "scale=1; ($s - $p) * 100 / $p" | bc) %  (rounds: plain $(tr '\n' ' ' <"$T/p")shim $(tr '\n' ' ' <"$T/s"))"
 	echo "$mode: us per op  plain $(us $p)  shim $(us $s)  shim+backstop $(us $b)  (backstop rounds: $(tr '\n' ' ' <"$T/b"))"
+	echo "| $mode | $n | $(echo "$n / $p" | bc) | $(echo "$n / $s" | bc) | $(echo "scale=1; ($s - $p) * 100 / $p" | bc) % | $(us $p) | $(us $s) | $(us $b) |" >>"$T/table.md"
 done
 
 "$B/torture" --target exec --quiet --power-loss --kill-every 50ms \
@@ -59,4 +70,17 @@ done
 	--workload "$S sqlite-kv {dir} EXTRA" \
 	--checker "$S sqlite-kv-check {dir} EXTRA" >"$T/log" 2>&1 ||
 	{ cat "$T/log"; exit 1; }
-sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second": \([0-9.]*\).*/sqlite power-loss: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p' "$T/run.json"
+sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second": \([0-9.]*\).*/sqlite power-loss: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p' "$T/run.json" |
+	tee "$T/powerloss"
+{
+	echo "Each figure is the median of three rounds (plain, shim and shim with the backstop"
+	echo "alternating), timed inside the program (bench/shim_bench.c): getppid() for"
+	echo "\`syscalls\`, pwrite 4 KiB + fdatasync for \`fsync\`, one SQLite insert per"
+	echo "transaction (synchronous=EXTRA) for \`sqlite\`."
+	echo
+	cat "$T/table.md"
+	echo
+	echo "torture --target exec --power-loss --kill-every 50ms --duration 20s --seed 1 on a"
+	echo "SQLite workload (synchronous=EXTRA): $(sed 's/^sqlite power-loss: //' "$T/powerloss")."
+} >"$T/section.md"
+results_write shim shim-overhead "The shim's cost" "${TMPDIR:-/tmp}" "$T/section.md"

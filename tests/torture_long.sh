@@ -11,11 +11,17 @@
 # modes that use it (on a loaded machine a writer's open takes a good part of
 # 50 ms, and the runs then acknowledge few writes).  Each run's JSON and output
 # stay in OUT_DIR (default a fresh $TMPDIR/keel-torture-long.XXXXXX); the
-# table goes to OUT_DIR/table.md and standard output.  Exit 0 only when every
-# mode passed and every control was caught.
+# table goes to OUT_DIR/table.md, standard output and the "long-runs" section
+# of docs/results/torture.md (bench/results.sh: with the command, the machine
+# and the commit; a rerun replaces it).  Exit 0 only when every mode passed
+# and every control was caught.
 #
 #   DUR=10m PAR=3 bash tests/torture_long.sh build /tmp/long
 set -u
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../docs/results}
+. "$(dirname "$0")/../bench/results.sh"
+results_begin "bash $0" "$@"
+results_env DUR CTRL_DUR ONLY KILL PAR SEED TMPDIR
 B=${1:-build}
 OUT=${2:-$(mktemp -d "${TMPDIR:-/tmp}/keel-torture-long.XXXXXX")}
 DUR=${DUR:-5m}
@@ -137,6 +143,18 @@ echo "$MODES" | while IFS='|' read -r name must flags; do
 	echo "| \`$name\` | $must | $res | $(json_num "$j" elapsed_s) | $(json_num "$j" cycles) | $(json_num "$j" acked_writes) | $(json_num "$j" power_cuts) | $(json_num "$j" crash_states) | $(json_num "$j" faults_fired) | $v | $(json_num "$j" seed) |"
 done >>"$OUT/table.md"
 cat "$OUT/table.md"
+{
+	echo "Every mode runs for DUR=$DUR with its own seed, $PAR at once, and must pass"
+	echo "(\`loop\`: --enumerate, run after run until DUR is spent); every control (\`ctl-\`)"
+	echo "runs for up to $CTRL_DUR with a deliberately unsafe writer and must be caught."
+	echo "Kill period of the modes that pass: $KILL.  The flags of each mode are in"
+	echo "\`tests/torture_long.sh\`."
+	echo
+	sed '1,2d' "$OUT/table.md"
+} >"$OUT/section.md"
+results_write torture long-runs "torture: cycles a second, by fault model" \
+	"${TMPDIR:-/tmp}" "$OUT/section.md" \
+	"The machine was shared with other builds and tests while this ran: the counts say what each run did, not how fast this kit is."
 grep -q 'WRONG' "$OUT/table.md" && fails=1
 echo "runs, JSON and output: $OUT"
 exit $fails

@@ -650,7 +650,12 @@ void options_usage(const char *prog)
 		snprintf(left, sizeof(left), "%s%s%s", flags[i].name,
 		         flags[i].meta ? " " : "",
 		         flags[i].meta ? flags[i].meta : "");
-		printf("  %-22s%s\n", left, flags[i].help);
+		/* a name as wide as the column gets a line of its own: run
+		 * together with its text it would read as another flag */
+		if (strlen(left) >= 22)
+			printf("  %s\n  %-22s%s\n", left, "", flags[i].help);
+		else
+			printf("  %-22s%s\n", left, flags[i].help);
 	}
 	printf("\nDUR is " DURATION_RULE ".\n");
 	printf("\nCampaigns (docs/campaigns.md):\n"

@@ -3,8 +3,9 @@
 # GET of a 64-byte document, 64 connections x 10 streams each, over
 # h2+TLS (ALPN h2, the same certificate for both, made here with openssl
 # req) and over h2c (prior knowledge), same machine, same run.  Prints one
-# line per run and a Markdown table of the means (docs/bench-http.md holds
-# the last one).
+# line per run and a Markdown table of the means (docs/results/http.md
+# holds the last one: bench/results.sh, with the command, the machine and
+# the commit; a rerun replaces it).
 #
 #   ROUNDS=3 DUR=5 bash bench/http/h2.sh build-http
 #
@@ -34,6 +35,10 @@
 #          server's resident memory before and after, then one GET on each:
 #          memory per connection, and how many were answered
 set -u
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
+. "$(dirname "$0")/../results.sh"
+results_begin "bash $0" "$@"
+results_env ROUNDS DUR CONNS STREAMS BIG_CONNS TESTS IDLE SERVER_CPU LOAD_CPU
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-5}
@@ -263,36 +268,45 @@ if want idle; then
 	done
 fi
 
-echo
-echo "| $CONNS conns x $STREAMS streams unless said | keel-serve /s | nginx /s | ratio | keel per CPU-s | nginx per CPU-s | ratio |"
-echo "|---|---|---|---|---|---|---|"
-for proto in h2-tls h2c get1m-h2-tls tls-new tls-resumed; do
-	awk -v p="$proto" '
-		$2 == p { n[$1]++; r[$1] += $3; c[$1] += $4 }
-		END {
-			if (!n["keel"] || !n["nginx"]) exit
-			kr = r["keel"] / n["keel"]; nr = r["nginx"] / n["nginx"]
-			kc = c["keel"] / n["keel"]; nc = c["nginx"] / n["nginx"]
-			printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
-				p, kr, nr, (nr ? kr / nr : 0), kc, nc, (nc ? kc / nc : 0)
-		}' "$DIR/results"
-done
-if want put; then
+{
 	echo
-	echo "| keel-serve, durable PUT 16 B, $CONNS conns x 1 stream | h2+TLS /s | HTTP/1.1+TLS /s | ratio |"
-	echo "|---|---|---|---|"
-	awk '
-		$2 == "put16-h2-tls" { n2++; r2 += $3 }
-		$2 == "put16-h1-tls" { n1++; r1 += $3 }
-		END { if (n1 && n2) printf "| | %.0f | %.0f | %.2fx |\n", r2 / n2, r1 / n1, (r2 / n2) / (r1 / n1) }
-	' "$DIR/results"
-fi
-if want idle; then
-	echo
-	echo "| $IDLE idle h2+TLS connections | keel-serve KB each | nginx KB each | ratio | answered afterwards (keel / nginx) |"
-	echo "|---|---|---|---|---|"
-	awk -v n="$IDLE" '
-		$2 == "idle-h2-tls" { kb[$1] = $3; a[$1] = $4 }
-		END { if (kb["nginx"] > 0) printf "| | %.1f | %.1f | %.2fx | %s / %s of %d |\n", kb["keel"], kb["nginx"], kb["keel"] / kb["nginx"], a["keel"], a["nginx"], n }
-	' "$DIR/results"
-fi
+	echo "| $CONNS conns x $STREAMS streams unless said | keel-serve /s | nginx /s | ratio | keel per CPU-s | nginx per CPU-s | ratio |"
+	echo "|---|---|---|---|---|---|---|"
+	for proto in h2-tls h2c get1m-h2-tls tls-new tls-resumed; do
+		awk -v p="$proto" '
+			$2 == p { n[$1]++; r[$1] += $3; c[$1] += $4 }
+			END {
+				if (!n["keel"] || !n["nginx"]) exit
+				kr = r["keel"] / n["keel"]; nr = r["nginx"] / n["nginx"]
+				kc = c["keel"] / n["keel"]; nc = c["nginx"] / n["nginx"]
+				printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
+					p, kr, nr, (nr ? kr / nr : 0), kc, nc, (nc ? kc / nc : 0)
+			}' "$DIR/results"
+	done
+	if want put; then
+		echo
+		echo "| keel-serve, durable PUT 16 B, $CONNS conns x 1 stream | h2+TLS /s | HTTP/1.1+TLS /s | ratio |"
+		echo "|---|---|---|---|"
+		awk '
+			$2 == "put16-h2-tls" { n2++; r2 += $3 }
+			$2 == "put16-h1-tls" { n1++; r1 += $3 }
+			END { if (n1 && n2) printf "| | %.0f | %.0f | %.2fx |\n", r2 / n2, r1 / n1, (r2 / n2) / (r1 / n1) }
+		' "$DIR/results"
+	fi
+	if want idle; then
+		echo
+		echo "| $IDLE idle h2+TLS connections | keel-serve KB each | nginx KB each | ratio | answered afterwards (keel / nginx) |"
+		echo "|---|---|---|---|---|"
+		awk -v n="$IDLE" '
+			$2 == "idle-h2-tls" { kb[$1] = $3; a[$1] = $4 }
+			END { if (kb["nginx"] > 0) printf "| | %.1f | %.1f | %.2fx | %s / %s of %d |\n", kb["keel"], kb["nginx"], kb["keel"] / kb["nginx"], a["keel"], a["nginx"], n }
+		' "$DIR/results"
+	fi
+} | tee "$DIR/table.md"
+{
+	echo "Means over $ROUNDS round(s) of ${DUR} s runs (+1 s warm-up); keel-serve --threads 1 and"
+	echo "nginx ($(nginx -v 2>&1 | sed 's/^nginx version: //'), one process) pinned to CPU $SERVER_CPU, h2load"
+	echo "($(h2load --version 2>/dev/null | head -n 1)) to CPU $LOAD_CPU; parts: $TESTS."
+	cat "$DIR/table.md"
+} >"$DIR/section.md"
+results_write http h2 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"

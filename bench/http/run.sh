@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh [BUILD_DIR] -- keel-serve against nginx (static files) and Redis
 # (appendfsync always), same machine, same run.  Writes raw JSONL and prints
-# a Markdown table (docs/bench-http.md holds the last one).
+# a Markdown table (docs/results/http.md holds the last one).
 #
 #   ROUNDS=2 DUR=3 bash bench/http/run.sh build-http
 #   PARTS=put ROUNDS=3 bash bench/http/run.sh build-http   # durable writes only
@@ -13,7 +13,9 @@
 # rotates each round (the first to run on a warm or cold machine is not
 # always the same one).  Per run it records answers/s (loadgen or
 # redis-benchmark), the server's CPU time (utime + stime of all its
-# threads, /proc/PID/stat) and its peak RSS (VmHWM).
+# threads, /proc/PID/stat) and its peak RSS (VmHWM).  The table goes to
+# docs/results/http.md too (bench/results.sh: with the command, the machine
+# and the commit; a rerun replaces it).
 #
 # Scenarios: get64 (64-byte GET, keep-alive, 64 connections), get64_p16
 # (the same, pipelined 16 deep), get1m (1 MiB GET, 16 connections),
@@ -24,6 +26,10 @@
 # memory per connection from VmRSS, then one GET on each), and fsync (fio,
 # the device's plain fdatasync rate in the same directory).
 set -u
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
+. "$(dirname "$0")/../results.sh"
+results_begin "bash $0" "$@"
+results_env ROUNDS DUR PARTS SERVE_ARGS SERVER_CPU LOAD_CPU
 B=${1:-build}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-3}
@@ -253,4 +259,13 @@ for r in $(seq "$ROUNDS"); do
 done
 
 # ---- the table: mean over rounds -------------------------------------------
-bash "$(dirname "$0")/table.sh" "$OUT"
+bash "$(dirname "$0")/table.sh" "$OUT" | tee "$DIR/table.md"
+{
+	echo "Means over $ROUNDS round(s) of ${DUR} s runs; keel-serve${SERVE_ARGS:+ $SERVE_ARGS} --threads 1"
+	echo "and each peer pinned to CPU $SERVER_CPU, the load generator to CPU $LOAD_CPU; raw"
+	echo "lines: \`$OUT\`.  Peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'),"
+	echo "Redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') (appendonly yes, appendfsync always)."
+	echo
+	cat "$DIR/table.md"
+} >"$DIR/section.md"
+results_write http http1 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"
