@@ -650,10 +650,7 @@ void options_usage(const char *prog)
 		snprintf(left, sizeof(left), "%s%s%s", flags[i].name,
 		         flags[i].meta ? " " : "",
 		         flags[i].meta ? flags[i].meta : "");
-		if (strlen(left) < 22)
-			printf("  %-22s%s\n", left, flags[i].help);
-		else /* wider than the column: the text starts a line below */
-			printf("  %s\n%24s%s\n", left, "", flags[i].help);
+		printf("  %-22s%s\n", left, flags[i].help);
 	}
 	printf("\nDUR is " DURATION_RULE ".\n");
 	printf("\nCampaigns (docs/campaigns.md):\n"
