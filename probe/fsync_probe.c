@@ -11,7 +11,7 @@
  *
  * Exit: 0 done; 1 --verify found acknowledged blocks lost or damaged; 2 bad
  * input; 3 a write, sync or the network failed, or the filesystem cannot do
- * the mode (O_DIRECT on tmpfs).  See docs/fsync-study.md.
+ * the mode (O_DIRECT on tmpfs).  See docs/fsync-probe.md.
  */
 #include <errno.h>
 #include <fiu.h>

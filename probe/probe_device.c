@@ -382,7 +382,7 @@ void probe_dev_stats_json(FILE *f, const struct probe_dev_stats *d)
 		d->io_ms, d->flushes, d->flush_ms);
 }
 
-/* The rule (docs/fsync-study.md, "The too-fast flag"): a durable write must
+/* The rule (docs/fsync-probe.md, "The too-fast flag"): a durable write must
  * reach the medium, and each medium has a physical minimum. */
 uint64_t probe_dev_flush_floor_ns(const struct probe_dev_info *info,
 				  const char **why)

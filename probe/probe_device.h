@@ -22,7 +22,7 @@
  * probe_dev_flush_floor_ns() is the rule behind the "faster than the device
  * can flush" flag: the shortest time in which a device of this class can
  * honestly make a write durable (0: no floor applies).  The rule and its
- * reasons are in docs/fsync-study.md.
+ * reasons are in docs/fsync-probe.md.
  *
  * Calling sequence:
  *   struct probe_dev_info info;

@@ -23,7 +23,7 @@
  * Every second it records a probe_second (ops, bytes, p50/p99/p99.9/max,
  * stalls, diskstats delta) and writes it as a JSONL line; every write over
  * 100 ms is also recorded as a probe_stall and written as a line at once.
- * The JSONL line formats are listed in docs/fsync-study.md.
+ * The JSONL line formats are listed in docs/fsync-probe.md.
  *
  * Calling sequence:
  *   struct probe_run_result *r = probe_run_result_new();

@@ -352,8 +352,8 @@ kill -TERM "$PID"
 stopped "$PID"
 
 # ---- memory under hostile clients: peak RSS (VmHWM) stays bounded ------------
-# Each case fails without its bound (docs/http.md has the figures before and
-# after, from bench/http/hostile.sh).  Limits are generous: what is asserted
+# Each case fails without its bound (bench/http/hostile.sh measures them;
+# docs/results/http.md has the figures).  Limits are generous: what is asserted
 # is that memory does not grow with what clients send or do not read.
 # Under ASan freed memory sits in its quarantine, so RSS says nothing there:
 # the cases run, their RSS limits are not checked (SANLIMIT).

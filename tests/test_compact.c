@@ -35,7 +35,7 @@
  * leaves its ~45 pending commits touched, written in one group) stays
  * under the quarter of the live bytes between the point where writers
  * wait for compaction and the cap: a checkpoint cannot be held halfway
- * (docs/engine.md, "The space bound across a checkpoint"). */
+ * (docs/engine.md, "Compaction": "A limit left open"). */
 #define SMALL_CKPT ((uint64_t)8 << 10)
 
 /* ---- compaction --------------------------------------------------------- */

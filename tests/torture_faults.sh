@@ -166,7 +166,7 @@ passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \
 
 # ---- --bit-rot: not here yet.  It finds that one flipped bit in the head
 # before the newest makes recovery settle, silently, on an older head (about
-# one cycle in a few hundred; docs/torture.md, "What it found"); a run here
+# one cycle in a few hundred); a run here
 # would fail at random until the engine refuses that damage (a proof tried
 # in bb06c68 was taken back in 48e8574).  The mutation set's runs 7, 10 and
 # 12 use --bit-rot.

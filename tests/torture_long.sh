@@ -3,7 +3,7 @@
 # the positive controls, with a table of what each run did.
 #
 # Not part of `make test` (it takes the better part of an hour): this is the
-# evidence behind docs/engine.md's "Torture over format 3".  Every mode runs
+# evidence behind docs/results/torture.md.  Every mode runs
 # for DUR (default 5m, any duration torture accepts) with its own seed, PAR of
 # them at once (default 2); every control runs for up to CTRL_DUR (default
 # 10s) and must fail (exit 1) with a violation.  ONLY (an extended regular
