@@ -159,6 +159,18 @@ passes_long crash-rename 3 faults_fired=2 power_cuts=3 -- --mixed 50 \
 # ---- --readers: what a reader process was shown may never be rolled back ----
 passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
 	--mixed 50 --seed 24
+# ... and beside compactions and writers that die right after their open:
+# the durable marker a reader trusts must never name a commit that a later
+# power cut can take back (the marker published before its sync, at open or
+# around compaction's switch to the new file).  Several seeds: each run
+# meets a different interleaving.
+for sd in 31 32 33; do
+	passes_long "readers-compact-$sd" 3 reader_seen=10 power_cuts=2 -- \
+		--readers 2 --mixed 50 --compact-every 20ms --seed $sd
+done
+passes_long readers-early 3 reader_seen=10 early_kills=2 power_cuts=2 -- \
+	--readers 1 --early-kills 30 --mixed 50 --compact-every 20ms \
+	--snapshots --seed 34
 
 # ---- --snapshots: held views unchanged across refreshes, growths, compactions
 passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \

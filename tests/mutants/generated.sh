@@ -1,0 +1,70 @@
+#!/bin/sh
+# tests/mutants/generated.sh -- the generated mutation run (docs/testing.md),
+# written to docs/results/mutants.md.
+#
+#   sh tests/mutants/generated.sh [--sample N] [--seed S] [--jobs J] [--tier unit|test]
+#       runs a sample of tools/mutate's mutants of base/, engine/ and
+#       recovery/ as J shards side by side on this machine (2 by default;
+#       across machines, run `tools/mutate run --shard I/N` on each, or as a
+#       Slurm job array as tests/slurm.sh does, and merge with --merge),
+#       then writes the page
+#   sh tests/mutants/generated.sh --merge RESULT.jsonl...
+#       writes the page from shards already run (later files win for a
+#       mutant in several: a rerun after new tests replaces the first verdict)
+#
+# The unit tier (--tier unit, the default) runs, for each mutant, the unit
+# suites that execute its line (a coverage map, build-cov/), fail-fast; the
+# test tier runs every part of make test.  EQUIVALENT and DUPLICATE mutants
+# (identical object code) are never run; survivors are argued equivalent in
+# tests/mutants/equivalent/generated.md or killed by a new test.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 2
+sample=460 seed=1 jobs=2 tier=unit merge=0
+args="$*"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--sample) sample=$2; shift 2 ;;
+	--seed) seed=$2; shift 2 ;;
+	--jobs) jobs=$2; shift 2 ;;
+	--tier) tier=$2; shift 2 ;;
+	--merge) merge=1; shift; break ;;
+	*) echo "generated.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+. bench/results.sh
+# shellcheck disable=SC2086
+results_begin tests/mutants/generated.sh $args
+out=$(mktemp -d "${TMPDIR:-/tmp}/keel-mutants.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+if [ $merge = 1 ]; then
+	[ $# -gt 0 ] || { echo "generated.sh: --merge needs result files" >&2; exit 2; }
+	files="$*"
+else
+	files=""
+	i=0
+	while [ $i -lt "$jobs" ]; do
+		python3 tools/mutate run --sample "$sample" --seed "$seed" \
+			--shard $i/"$jobs" --tier "$tier" --out "$out/s$i.jsonl" \
+			--base-times "$out/times.json" \
+			--coverage-map "$out/coverage.json" >"$out/s$i.log" 2>&1 &
+		files="$files $out/s$i.jsonl"
+		i=$((i + 1))
+		# the first shard measures the times and the coverage map the
+		# others then read
+		[ $i = 1 ] && while [ ! -s "$out/coverage.json" ] &&
+			kill -0 $! 2>/dev/null; do sleep 5; done
+	done
+	wait
+fi
+# shellcheck disable=SC2086
+python3 tools/mutate table $files >"$out/table.txt" || exit 1
+{
+	echo '```'
+	cat "$out/table.txt"
+	echo '```'
+} >"$out/tables.md"
+results_write mutants generated "Generated mutants" "${TMPDIR:-/tmp}" \
+	"$out/tables.md" \
+	"Survivors are argued equivalent in tests/mutants/equivalent/generated.md or killed by a test; docs/testing.md."
+cat "$out/table.txt"
