@@ -5,6 +5,8 @@
 #include <fiu-control.h>
 #include <fiu.h>
 #include <setjmp.h>
+#include <stdbool.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -323,17 +325,32 @@ static const char *const all_points[] = {
 };
 static int crash_countdown;
 
-/* Dies (as a SIGKILL would: no cleanup) at the Nth I/O call. */
+#define N_POINTS (sizeof(all_points) / sizeof(*all_points))
+#define CRASH_EXIT 100 /* + the index of the point it died at */
+
+/* Dies (as a SIGKILL would: no cleanup) at the Nth I/O call; the exit
+ * status names the fault point, so a test can tell which steps it met. */
 static int crash_at_countdown(const char *name, int *failnum, void **failinfo,
                               unsigned int *flags)
 {
-	(void)name;
 	(void)failnum;
 	(void)failinfo;
 	(void)flags;
-	if (--crash_countdown == 0)
-		_exit(77);
+	if (--crash_countdown == 0) {
+		for (size_t i = 0; i < N_POINTS; i++)
+			if (!strcmp(name, all_points[i]))
+				_exit(CRASH_EXIT + (int)i);
+		_exit(CRASH_EXIT + (int)N_POINTS);
+	}
 	return 0;
+}
+
+static bool crashed_at(const bool *seen, const char *point)
+{
+	for (size_t i = 0; i < N_POINTS; i++)
+		if (!strcmp(all_points[i], point))
+			return seen[i];
+	return false;
 }
 
 static void fill_store(const char *path)
@@ -379,6 +396,7 @@ static void a_crash_at_each_step_of_compaction_recovers_a_whole_state(void **sta
 	unlink(f->path);
 	fill_store(f->path);
 	int crashes = 0;
+	bool seen[N_POINTS] = {false};
 	for (int step = 1; step < 1000; step++) {
 		pid_t pid = fork();
 		if (pid == 0) {
@@ -397,12 +415,20 @@ static void a_crash_at_each_step_of_compaction_recovers_a_whole_state(void **sta
 		check_store(f->path);
 		if (WEXITSTATUS(status) == 0)
 			break; /* compaction ran to the end before the countdown */
-		assert_int_equal(WEXITSTATUS(status), 77);
+		assert_in_range(WEXITSTATUS(status), CRASH_EXIT,
+		                CRASH_EXIT + N_POINTS - 1);
+		seen[WEXITSTATUS(status) - CRASH_EXIT] = true;
 		crashes++;
 	}
 	print_message("compaction crashed at %d different steps, recovered each time\n",
 	              crashes);
 	assert_true(crashes >= 8);
+	/* the steps that make the switch to the new file durable were each
+	 * crashed at (a fault point that vanished would go unnoticed) */
+	assert_true(crashed_at(seen, "keel/io/pwrite"));
+	assert_true(crashed_at(seen, "keel/io/fsync"));
+	assert_true(crashed_at(seen, "keel/io/rename"));
+	assert_true(crashed_at(seen, "keel/io/fsync_dir"));
 }
 
 /* A compaction syncs its new file twice: once after the bulk load, while

@@ -170,6 +170,25 @@ static void delta_value_references_hold_at_the_data_start(void **state)
 	assert_false(keel_delta_valid(rec, KEEL_DELTA_HDR + n, 3, below));
 }
 
+/* A delta lists its keys in strictly increasing order: a key twice is a
+ * damaged (or forged) record, not two changes. */
+static void a_delta_with_a_key_twice_is_invalid(void **state)
+{
+	(void)state;
+	uint8_t rec[KEEL_DELTA_HDR + 128] = {0};
+	keel_leaf_ent a = {.key = (const uint8_t *)"a", .klen = 1, .rev = 3},
+	              b = {.key = (const uint8_t *)"b", .klen = 1, .rev = 3};
+	uint32_t n1 = keel_delta_ent_encode(rec + KEEL_DELTA_HDR, &a, true);
+	uint32_t n2 = keel_delta_ent_encode(rec + KEEL_DELTA_HDR + n1, &b, true);
+	keel_st32(rec, 2);
+	uint64_t below = KEEL_DATA_START + 4096;
+	assert_true(keel_delta_valid(rec, KEEL_DELTA_HDR + n1 + n2, 3, below));
+	keel_delta_ent_encode(rec + KEEL_DELTA_HDR + n1, &a, true);
+	assert_false(keel_delta_valid(rec, KEEL_DELTA_HDR + n1 + n2, 3, below));
+	keel_delta_ent_encode(rec + KEEL_DELTA_HDR, &b, true); /* b, then a */
+	assert_false(keel_delta_valid(rec, KEEL_DELTA_HDR + n1 + n2, 3, below));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +197,7 @@ int main(void)
 		cmocka_unit_test(hint_round_trips),
 		cmocka_unit_test(pending_span_bounds_hold_at_their_edges),
 		cmocka_unit_test(delta_value_references_hold_at_the_data_start),
+		cmocka_unit_test(a_delta_with_a_key_twice_is_invalid),
 		cmocka_unit_test(record_header_checks_magic_and_type),
 		cmocka_unit_test(key_order_matches_bytewise_order_at_every_length),
 	};
