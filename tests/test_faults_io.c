@@ -485,6 +485,34 @@ static void a_failed_sync_of_the_new_file_fails_only_that_compaction(void **stat
 	free(tmp);
 }
 
+/* A write of the new file that fails fails that compaction too, even when
+ * the writes after it succeed: a compaction that went on would sync and
+ * rename a file with a hole where a record should be. */
+static void a_failed_write_of_the_new_file_fails_only_that_compaction(void **state)
+{
+	fixture *f = *state;
+	char *tmp = tu_path(f->dir, "db.compact");
+	fired = 0;
+	fail_on = 1;
+	fiu_enable_external("keel/io/pwrite", 1, NULL, 0, fail_the_nth);
+	assert_int_equal(keel_compact(f->db), KEEL_EIO);
+	fiu_disable("keel/io/pwrite");
+	assert_int_equal(fired, 1);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	for (int i = 0; i < 50; i++) {
+		char k[32];
+		keel_view v;
+		snprintf(k, sizeof(k), "acked%d", i);
+		assert_int_equal(keel_get(f->db, k, strlen(k), &v), KEEL_OK);
+		assert_memory_equal(v.data, k, strlen(k));
+		keel_view_release(&v);
+	}
+	free(tmp);
+}
+
 /* Compactions that keep failing (here every open of the new file does)
  * leave the file past the policy's bound; its growth must then go on in
  * normal steps, not be held to the cap's minimum slack, which cost a growth
@@ -550,6 +578,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_write_of_the_new_file_fails_only_that_compaction,
+		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_sync_of_the_new_file_fails_only_that_compaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(failing_compactions_do_not_make_the_file_grow_in_small_steps, setup, teardown),
 	};
