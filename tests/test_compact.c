@@ -251,6 +251,54 @@ static ssize_t gate_pwrite(void *ctx, int fd, const void *buf, size_t len,
 	return keel_io_posix()->pwrite(ctx, fd, buf, len, off);
 }
 
+/* Deletes made while a compaction copies the old state are carried over
+ * by its catch-up: the last keys in key order above all (the state being
+ * caught up to ends before the state it started from), and one between. */
+static void deletes_during_a_compaction_are_not_undone(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = compact_open;
+	io.pwrite = gate_pwrite;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	pthread_t t;
+	void *rc;
+
+	atomic_store(&gate_state, 0);
+	atomic_store(&compact_fd, -1);
+	reopen_with(f, &o);
+	fill_versions(f->db, 200, 1);
+	assert_int_equal(pthread_create(&t, NULL, compact_thread, f->db), 0);
+	for (int i = 0; i < 15000 && atomic_load(&gate_state) < 1; i++)
+		usleep(2000); /* bounded: 30 s on a loaded machine */
+	assert_int_equal(atomic_load(&gate_state), 1);
+	for (int i = 0; i < 200; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "c%05d", i);
+		if (i >= 190 || i == 100)
+			assert_int_equal(keel_del(f->db, k, strlen(k), KEEL_REV_ANY,
+			                          NULL), KEEL_OK);
+	}
+	atomic_store(&gate_state, 2);
+	pthread_join(t, &rc);
+	assert_int_equal((int)(intptr_t)rc, KEEL_OK);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 200; i++) {
+			char k[32], v[32];
+			keel_view view;
+			snprintf(k, sizeof(k), "c%05d", i);
+			snprintf(v, sizeof(v), "value 1 of %d", i);
+			if (i >= 190 || i == 100) {
+				assert_int_equal(keel_get(f->db, k, strlen(k), &view),
+				                 KEEL_ENOTFOUND);
+				continue;
+			}
+			check_value(f->db, k, v);
+		}
+		reopen(f); /* and as the next open finds it */
+	}
+}
+
 /* While a compaction runs and the file is over 2.25x its live bytes,
  * keel_compacting says so and an async commit waits in the queue
  * (keel_commit_async itself returns at once); it completes, durably, once
@@ -499,6 +547,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_file_stays_within_the_space_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_default_slack_spares_a_small_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(deletes_during_a_compaction_are_not_undone,
+		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(async_commits_wait_while_compaction_is_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_async_flood_keeps_the_file_bounded, setup, teardown),
 	};
