@@ -265,6 +265,25 @@ static void enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works
 	assert_acked_present(f->path);
 }
 
+/* A writer's recovery reads the device, not the page cache (a killed
+ * writer's unsynced pages must not be taken up); a device read that fails
+ * fails the open, and trusting the cache instead is kept for a backend that
+ * cannot read the device at all (-EOPNOTSUPP, test_faultsim_engine). */
+static void a_failed_device_read_fails_the_writers_open(void **state)
+{
+	fixture *f = *state;
+	keel_db *db;
+	keel_close(f->db);
+	f->db = NULL;
+	assert_int_equal(fiu_enable("keel/io/pread_device", 1, (void *)(intptr_t)EIO,
+	                            FIU_ONETIME), 0);
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_EIO);
+	fiu_disable("keel/io/pread_device");
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_OK);
+	keel_close(db);
+	assert_acked_present(f->path);
+}
+
 static void a_failed_mapping_fails_the_open(void **state)
 {
 	fixture *f = *state;
@@ -576,6 +595,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(eio_while_recovering_fails_the_open_cleanly, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failing_read_at_any_step_of_recovery_is_an_io_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(enospc_while_cutting_the_tail_fails_the_open_then_a_later_open_works, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_device_read_fails_the_writers_open,
+		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_write_of_the_new_file_fails_only_that_compaction,
