@@ -114,10 +114,11 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_campaign test_limits
+TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_exec_explain test_campaign test_limits
 TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
+TEST_EXTRA_test_exec_explain = torture/exec_explain.c shim/shim_ctl.c
 TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 	torture/adapters.c tools/duration.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
