@@ -261,7 +261,8 @@ tsan:
 torture: all
 	$(B)/torture --kill-every 50ms --duration 30s
 
-# The claims table (docs/claims.md): every engine adapter under every fault;
+# The claims table (docs/results/claims.md and claims.svg; the promises and
+# their analysis in docs/claims.md): every engine adapter under every fault;
 # each run ends at its first violation, after CLAIMS_CYCLES cycles (200) or
 # after CLAIMS_DURATION (90s), whichever comes first.  Not part of make test.
 claims: all
