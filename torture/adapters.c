@@ -29,8 +29,8 @@ static const torture_adapter adapters[] = {
 	 * synced and never read by recovery (docs/targets.md) */
 	{ "keel", { "default", "no-sync", NULL }, "*.durable*", NULL, 50 },
 	/* both write through a writable shared mapping of their one file */
-	{ "gdbm", { "sync", "nosync", "nommap-sync", NULL }, NULL,
-	  "libgdbm-dev", 50 },
+	{ "gdbm", { "sync", "nosync", "nommap-sync", "crash-tolerant", NULL },
+	  NULL, "libgdbm-dev", 50 },
 	{ "tdb", { "transaction", "nosync", "plain", "nommap-transaction",
 	          "nommap-plain", NULL }, NULL, "libtdb-dev",
 	  50 },

@@ -250,6 +250,20 @@ void explain_dir_free(explain_dir *d)
 
 /* ---- the minimisation ------------------------------------------------------ */
 
+/*
+ * The search is hierarchical (Misherghi and Su's HDD): ddmin over groups of
+ * the dropped records first -- by directory, then by file, then the file's
+ * namespace operations apart from its data -- and over single records only
+ * inside the groups that are left.  A record's file is the name it leaves:
+ * a rename's target, so that a new file's write and the rename that names
+ * it, which a loss often needs both of, stay together.  A power cut that
+ * drops thousands of records (git's objects) has a few dozen groups at each
+ * level, so a cause among them costs tens of replays where ddmin over the
+ * records runs out; and a replay keeps or drops a file's records together,
+ * the kind of state a real cut leaves.
+ */
+enum { LEVEL_DIR, LEVEL_FILE, LEVEL_CLASS, LEVEL_RECORD };
+
 typedef struct mini {
 	const faultsim_dropped *d;
 	size_t n;
@@ -258,6 +272,8 @@ typedef struct mini {
 	unsigned tests, max;
 	uint64_t *persist;      /* scratch: N seqs                        */
 	unsigned char *in;      /* scratch: N flags                       */
+	size_t *sub;            /* scratch: N record indexes              */
+	size_t *start;          /* scratch: N + 1 group starts            */
 } mini;
 
 /* Replays with only the records SET[0..K) dropped (everything else the
@@ -278,41 +294,130 @@ static int drop_only(mini *m, const size_t *set, size_t k)
 	return m->test(m->arg, m->persist, np);
 }
 
-/* Every subset, smallest first: the true minimum for a few records. */
-static int exhaustive(mini *m, size_t *cause, size_t *ncause)
+/* Every proper subset of CUR[0..*NCUR), smallest first: the true minimum
+ * for a few records.  0 (found, in CUR), 1 (none: CUR is it), -1, -2. */
+static int exhaustive(mini *m, size_t *cur, size_t *ncur)
 {
-	size_t set[4];
+	size_t set[4], c = *ncur;
 
-	for (size_t size = 1; size <= m->n; size++)
-		for (unsigned bits = 1; bits < (1u << m->n); bits++) {
+	for (size_t size = 1; size < c; size++)
+		for (unsigned bits = 1; bits < (1u << c); bits++) {
 			size_t k = 0;
 			if ((size_t)__builtin_popcount(bits) != size)
 				continue;
-			for (size_t i = 0; i < m->n; i++)
+			for (size_t i = 0; i < c; i++)
 				if (bits & (1u << i))
-					set[k++] = i;
+					set[k++] = cur[i];
 			int rc = drop_only(m, set, k);
 			if (rc < 0)
 				return rc;
 			if (rc == 1) {
-				memcpy(cause, set, k * sizeof *set);
-				*ncause = k;
+				memcpy(cur, set, k * sizeof *set);
+				*ncur = k;
 				return 0;
 			}
 		}
 	return 1;
 }
 
-/* Zeller's ddmin on CAUSE[0..*NCAUSE), which fails: shrink it to a
- * 1-minimal failing set.  0, or -1 / -2 (what it has so far still fails). */
-static int ddmin(mini *m, size_t *cause, size_t *ncause)
+static int is_ns(const faultsim_dropped *d)
 {
-	size_t gran = 2, *sub = malloc((m->n ? m->n : 1) * sizeof *sub);
+	return d->kind >= FAULTSIM_KIND_CREATE;
+}
 
-	if (!sub)
-		return -1;
-	while (*ncause >= 2) {
-		size_t c = *ncause, chunk = (c + gran - 1) / gran, k;
+/* The name the record leaves behind: its file, or a rename's target. */
+static const char *name_of(const faultsim_dropped *d)
+{
+	return d->kind == FAULTSIM_KIND_RENAME ? d->path_b : d->path;
+}
+
+static size_t dir_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+/* A and B fall in one group at LEVEL (a record is a group of its own). */
+static int same_group(const faultsim_dropped *a, const faultsim_dropped *b,
+                      int level)
+{
+	const char *na = name_of(a), *nb = name_of(b);
+	size_t la = dir_len(na);
+
+	if (level == LEVEL_RECORD)
+		return 0;
+	if (level == LEVEL_DIR)
+		return la == dir_len(nb) && memcmp(na, nb, la) == 0;
+	return strcmp(na, nb) == 0 &&
+	       (level == LEVEL_FILE || is_ns(a) == is_ns(b));
+}
+
+/* qsort has no argument pointer: the records being sorted (the
+ * minimisation runs in torture's one thread) */
+static const faultsim_dropped *sort_d;
+
+/* By directory, file, class, then record order: every group contiguous. */
+static int by_group(const void *x, const void *y)
+{
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	const char *na = name_of(&sort_d[i]), *nb = name_of(&sort_d[j]);
+	size_t la = dir_len(na), lb = dir_len(nb);
+	int c;
+
+	if ((c = memcmp(na, nb, la < lb ? la : lb)) != 0)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	if ((c = strcmp(na, nb)) != 0)
+		return c;
+	if (is_ns(&sort_d[i]) != is_ns(&sort_d[j]))
+		return is_ns(&sort_d[i]) - is_ns(&sort_d[j]);
+	return i < j ? -1 : i > j;
+}
+
+static int by_index(const void *x, const void *y)
+{
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	return i < j ? -1 : i > j;
+}
+
+/* The groups LEVEL makes of CUR[0..NCUR): their count; group U is
+ * CUR[start[U] .. start[U + 1]). */
+static size_t groups(mini *m, int level, const size_t *cur, size_t ncur)
+{
+	size_t g = 0;
+
+	for (size_t i = 0; i < ncur; i++)
+		if (i == 0 || !same_group(&m->d[cur[i - 1]], &m->d[cur[i]],
+		                          level))
+			m->start[g++] = i;
+	m->start[g] = ncur;
+	return g;
+}
+
+/* CUR without (PASS 1) or with only (PASS 0) groups [S, E) of C, in
+ * M->SUB: the number of records. */
+static size_t pick(mini *m, const size_t *cur, size_t c, size_t s, size_t e,
+                   int pass)
+{
+	size_t k = 0;
+
+	for (size_t u = 0; u < c; u++)
+		if ((u >= s && u < e) == (pass == 0))
+			for (size_t i = m->start[u]; i < m->start[u + 1]; i++)
+				m->sub[k++] = cur[i];
+	return k;
+}
+
+/* Zeller's ddmin over the groups LEVEL makes of CUR[0..*NCUR), which
+ * fails: shrinks it to groups none of which can go.  0, or -1 / -2 (what
+ * it has so far still fails). */
+static int ddmin(mini *m, int level, size_t *cur, size_t *ncur)
+{
+	size_t gran = 2, c;
+
+	while ((c = groups(m, level, cur, *ncur)) >= 2) {
+		size_t chunk = (c + gran - 1) / gran, k;
 		int reduced = 0, rc;
 
 		for (size_t s = 0; s < c && !reduced; s += chunk) {
@@ -322,17 +427,12 @@ static int ddmin(mini *m, size_t *cause, size_t *ncause)
 				if (pass == 1 && gran == 2)
 					continue; /* the complement of one half is
 					             the other half: tried */
-				k = 0;
-				for (size_t i = 0; i < c; i++)
-					if ((i >= s && i < e) == (pass == 0))
-						sub[k++] = cause[i];
-				if ((rc = drop_only(m, sub, k)) < 0) {
-					free(sub);
+				k = pick(m, cur, c, s, e, pass);
+				if ((rc = drop_only(m, m->sub, k)) < 0)
 					return rc;
-				}
 				if (rc == 1) {
-					memcpy(cause, sub, k * sizeof *sub);
-					*ncause = k;
+					memcpy(cur, m->sub, k * sizeof *cur);
+					*ncur = k;
 					gran = pass == 0 ? 2 : gran > 2 ? gran - 1 : 2;
 					reduced = 1;
 				}
@@ -344,8 +444,23 @@ static int ddmin(mini *m, size_t *cause, size_t *ncause)
 			break;
 		gran = 2 * gran < c ? 2 * gran : c;
 	}
-	free(sub);
 	return 0;
+}
+
+/* CAUSE[0..*NCAUSE) = every record, which fails: the levels in turn. */
+static int hierarchical(mini *m, size_t *cause, size_t *ncause)
+{
+	int rc = 0;
+
+	sort_d = m->d;
+	qsort(cause, *ncause, sizeof *cause, by_group);
+	for (int level = LEVEL_DIR; level < LEVEL_RECORD && rc == 0; level++)
+		rc = ddmin(m, level, cause, ncause);
+	if (rc == 0)
+		rc = *ncause <= 4 ? exhaustive(m, cause, ncause)
+		                  : ddmin(m, LEVEL_RECORD, cause, ncause);
+	qsort(cause, *ncause, sizeof *cause, by_index);
+	return rc == 1 ? 0 : rc;
 }
 
 enum explain_status explain_minimise(const faultsim_dropped *dropped,
@@ -354,14 +469,17 @@ enum explain_status explain_minimise(const faultsim_dropped *dropped,
                                      size_t *cause, size_t *ncause,
                                      unsigned *tests)
 {
-	mini m = { dropped, n, test, arg, 0, max_tests, NULL, NULL };
+	mini m = { dropped, n, test, arg, 0, max_tests, NULL, NULL, NULL,
+	           NULL };
 	enum explain_status st = EXPLAIN_ERROR;
 	int rc;
 
 	*ncause = 0;
 	m.persist = malloc((n ? n : 1) * sizeof *m.persist);
 	m.in = malloc(n ? n : 1);
-	if (!m.persist || !m.in)
+	m.sub = malloc((n ? n : 1) * sizeof *m.sub);
+	m.start = malloc((n + 1) * sizeof *m.start);
+	if (!m.persist || !m.in || !m.sub || !m.start)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		cause[i] = i;
@@ -375,13 +493,19 @@ enum explain_status explain_minimise(const faultsim_dropped *dropped,
 		goto out;
 	}
 	*ncause = n;
-	rc = n <= 4 ? exhaustive(&m, cause, ncause) : ddmin(&m, cause, ncause);
-	st = rc == 0 ? EXPLAIN_FOUND : rc == -2 ? EXPLAIN_BUDGET :
-	     rc == 1 ? EXPLAIN_FOUND : EXPLAIN_ERROR;
+	if (n <= 4) {
+		rc = exhaustive(&m, cause, ncause);
+		rc = rc == 1 ? 0 : rc;
+	} else {
+		rc = hierarchical(&m, cause, ncause);
+	}
+	st = rc == 0 ? EXPLAIN_FOUND : rc == -2 ? EXPLAIN_BUDGET : EXPLAIN_ERROR;
 out:
 	*tests = m.tests;
 	free(m.persist);
 	free(m.in);
+	free(m.sub);
+	free(m.start);
 	return st;
 }
 

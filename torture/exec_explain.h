@@ -14,8 +14,11 @@
  *     without consuming the cycle (exec_model_judge);
  *   then explain_describe() for each record of the cause.
  *
- * The minimisation is Zeller's ddmin over the records the cut dropped
- * (every subset when there are 4 or fewer), bounded in tests; it never
+ * The minimisation is hierarchical delta debugging over the records the
+ * cut dropped: Zeller's ddmin over their groups (by directory, by file,
+ * then a file's namespace operations apart from its data), then over the
+ * records left (every subset when there are 4 or fewer), bounded in
+ * tests; it never
  * invents a cause: when the full crash does not reproduce the violation,
  * or keeping every dropped record does not remove it, it says so.
  */
@@ -31,7 +34,7 @@
 
 #define EXPLAIN_DIR_CAP (256ull << 20) /* bytes of the directory copied     */
 #define EXPLAIN_MAX_TESTS 100          /* replays one explanation may make */
-#define EXPLAIN_MAX_DROPPED 1024       /* dropped records considered       */
+#define EXPLAIN_MAX_DROPPED 16384      /* dropped records considered       */
 
 /* ---- a copy of the watched directory ---------------------------------- */
 

@@ -847,45 +847,12 @@ static void trace_keep(xrun *r, char *path, size_t cap)
 		path[0] = '\0';
 }
 
-/* The first violation: replay the power cut with subsets of what it
- * dropped kept, and name the smallest set whose loss alone fails. */
-static void explain_violation(xrun *r, uint64_t cycle, const char *key)
+/* What the minimisation found (ST, CAUSE[0..NCAUSE)), for a human. */
+static void why_words(xrun *r, enum explain_status st, const size_t *cause,
+                      size_t ncause, const char *key)
 {
-	size_t cause[EXPLAIN_MAX_DROPPED], ncause = 0;
-	size_t n = r->ndropped < EXPLAIN_MAX_DROPPED ? r->ndropped
-	                                             : EXPLAIN_MAX_DROPPED;
-	replay_ctx x = { r, cycle };
-	uint64_t t0 = now_ns();
-	enum explain_status st;
 	const char *op = NULL;
-	unsigned tests = 0;
-	char path[PATH_MAX + 8];
 
-	trace_keep(r, path, sizeof path);
-	if (path[0])
-		fprintf(stderr, "  the full trace of the cycle: %s\n", path);
-	if (!(r->o->power_loss || r->o->enumerate) || !r->dropped)
-		return;
-	if (!r->saved || !r->snap) {
-		fprintf(stderr, "  why: not explained (%s)\n", r->explain_off[0]
-		        ? r->explain_off : "nothing saved before the cut");
-		return;
-	}
-	if (r->ndropped > EXPLAIN_MAX_DROPPED) {
-		fprintf(stderr, "  why: not explained (the power cut dropped %"
-		        PRIu64 " records, more than %d)\n", r->ndropped,
-		        EXPLAIN_MAX_DROPPED);
-		return;
-	}
-	r->why_key = key;
-	st = explain_minimise(r->dropped, n, replay, &x, EXPLAIN_MAX_TESTS,
-	                      cause, &ncause, &tests);
-	/* leave the directory as the failing cut left it (and the checker) */
-	replay(&x, NULL, 0);
-	r->why_key = NULL;
-	fprintf(stderr, "  why (%u replays of the power cut over the %zu "
-	        "records it dropped, %.2f s):\n", tests, n,
-	        (double)(now_ns() - t0) / 1e9);
 	if (st == EXPLAIN_NO_REPRO || st == EXPLAIN_ERROR) {
 		fprintf(stderr, "    could not reproduce%s: the full trace is "
 		        "kept\n", st == EXPLAIN_ERROR ? " (a replay failed)" :
@@ -916,6 +883,52 @@ static void explain_violation(xrun *r, uint64_t cycle, const char *key)
 		fprintf(stderr, "    with %s kept, the checker recovers\n",
 		        ncause == 1 ? "it" : "them");
 	}
+}
+
+/* The first violation: replay the power cut with subsets of what it
+ * dropped kept, and name the smallest set whose loss alone fails. */
+static void explain_violation(xrun *r, uint64_t cycle, const char *key)
+{
+	size_t *cause = NULL, ncause = 0;
+	size_t n = r->ndropped < EXPLAIN_MAX_DROPPED ? r->ndropped
+	                                             : EXPLAIN_MAX_DROPPED;
+	replay_ctx x = { r, cycle };
+	uint64_t t0 = now_ns();
+	enum explain_status st;
+	unsigned tests = 0;
+	char path[PATH_MAX + 8];
+
+	trace_keep(r, path, sizeof path);
+	if (path[0])
+		fprintf(stderr, "  the full trace of the cycle: %s\n", path);
+	if (!(r->o->power_loss || r->o->enumerate) || !r->dropped)
+		return;
+	if (!r->saved || !r->snap) {
+		fprintf(stderr, "  why: not explained (%s)\n", r->explain_off[0]
+		        ? r->explain_off : "nothing saved before the cut");
+		return;
+	}
+	if (r->ndropped > EXPLAIN_MAX_DROPPED) {
+		fprintf(stderr, "  why: not explained (the power cut dropped %"
+		        PRIu64 " records, more than %d)\n", r->ndropped,
+		        EXPLAIN_MAX_DROPPED);
+		return;
+	}
+	if (!(cause = malloc((n ? n : 1) * sizeof *cause))) {
+		fprintf(stderr, "  why: not explained (out of memory)\n");
+		return;
+	}
+	r->why_key = key;
+	st = explain_minimise(r->dropped, n, replay, &x, EXPLAIN_MAX_TESTS,
+	                      cause, &ncause, &tests);
+	/* leave the directory as the failing cut left it (and the checker) */
+	replay(&x, NULL, 0);
+	r->why_key = NULL;
+	fprintf(stderr, "  why (%u replays of the power cut over the %zu "
+	        "records it dropped, %.2f s):\n", tests, n,
+	        (double)(now_ns() - t0) / 1e9);
+	why_words(r, st, cause, ncause, key);
+	free(cause);
 }
 
 /* The machine after the workload died: a power cut, or not.  0 or 2. */
