@@ -48,9 +48,7 @@ engine.md keel
 recovery.md keel
 http.md keel-serve
 fsync-probe.md fsync-probe
-fsync-study.md fsync-probe
 bench.md loadgen bench-engine
-bench-http.md loadgen
 '
 PROGRAMS='torture keel keel-serve fsync-probe loadgen bench-engine'
 
