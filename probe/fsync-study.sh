@@ -1,5 +1,6 @@
 #!/bin/sh
-# fsync-study.sh [DIR [SECONDS [OUT]]] -- the figures of docs/fsync-study.md.
+# fsync-study.sh [DIR [SECONDS [OUT]]] -- the figures of docs/results/fsync-probe.md
+# (docs/fsync-probe.md explains them).
 #
 # Runs fsync-probe for SECONDS (default 3) in every mode and layout with
 # 4 KiB writes on a file in DIR (default: the current directory; give the

@@ -9,6 +9,10 @@
 #   map       every file under docs/ is named by README.md (a page of
 #             docs/results/ by the folder; a picture by a page that shows it)
 #   readme    README.md's first two commands are `make torture` and `make test`
+#   links     every relative link [text](path) and ![alt](path) in README.md
+#             and docs/**/*.md names a file or folder that exists, and its
+#             #anchor (or a bare #anchor) a heading of the page it points to
+#             (GitHub's slugs: lower case, punctuation dropped, spaces to -)
 #   quick     every quick start runs: the first code block under a heading
 #             "Quick start", its "$ " lines if it has any (a transcript: the
 #             other lines are what they print; each command must exit 0) or
@@ -48,9 +52,7 @@ engine.md keel
 recovery.md keel
 http.md keel-serve
 fsync-probe.md fsync-probe
-fsync-study.md fsync-probe
 bench.md loadgen bench-engine
-bench-http.md loadgen
 '
 PROGRAMS='torture keel keel-serve fsync-probe loadgen bench-engine'
 
@@ -271,6 +273,64 @@ check_map() {
 	[ "$fails" = "$before" ]
 }
 
+# md_links PAGE -- "LINE<TAB>TARGET" for every link outside code blocks and
+# code spans whose target has no scheme (http:, mailto: ...)
+md_links() {
+	awk '
+	/^[ \t]*```/ { fence = !fence; next }
+	fence { next }
+	{
+		l = $0
+		gsub(/`[^`]*`/, "", l)
+		while (match(l, /\]\([^)]*\)/)) {
+			t = substr(l, RSTART + 2, RLENGTH - 3)
+			l = substr(l, RSTART + RLENGTH)
+			sub(/[ \t].*/, "", t) # a title after the path
+			if (t != "" && t !~ /^[a-zA-Z][a-zA-Z0-9+.-]*:/) printf "%d\t%s\n", NR, t
+		}
+	}' "$1"
+}
+
+# md_anchors PAGE -- the #anchors of its headings, one a line, as GitHub
+# makes them (lower case; ASCII punctuation but - and _ dropped; spaces to
+# -; a repeated one gets -1, -2 ...)
+md_anchors() {
+	awk '
+	/^[ \t]*```/ { fence = !fence; next }
+	fence || !/^#+[ \t]/ { next }
+	{
+		h = $0
+		sub(/^#+[ \t]+/, "", h); sub(/[ \t]+#*[ \t]*$/, "", h)
+		h = tolower(h)
+		gsub(/[]!-,.\/:-@[\\^`{-~]/, "", h)
+		gsub(/ /, "-", h)
+		a = (h in seen) ? h "-" seen[h] : h
+		seen[h]++
+		print a
+	}' "$1"
+}
+
+# check_links PAGE... -- every relative link of the pages resolves
+check_links() {
+	before=$fails
+	for page in "$@"; do
+		dir=$(dirname "$page")
+		md_links "$page" >"$T/links"
+		while IFS="$(printf '\t')" read -r line target; do
+			path=${target%%#*}
+			anchor=""
+			case $target in *'#'*) anchor=${target#*#} ;; esac
+			if [ -z "$path" ]; then dest=$page; else dest=$dir/$path; fi
+			if [ ! -e "$dest" ]; then
+				bad "${page#"$root"/}:$line: link to $target: no such file"
+			elif [ -n "$anchor" ] && [ -f "$dest" ] && ! md_anchors "$dest" | grep -qxF -- "$anchor"; then
+				bad "${page#"$root"/}:$line: link to $target: no heading #$anchor in ${dest#"$root"/}"
+			fi
+		done <"$T/links"
+	done
+	[ "$fails" = "$before" ]
+}
+
 # check_readme README -- the first two commands of its first code block
 check_readme() {
 	awk '/^```/ { if (inside) exit; inside = 1; next }
@@ -370,6 +430,8 @@ check_flags "$root/docs" && ok "flags: pages and --help agree"
 check_results "$root/docs" && ok "results: every page's command is in the tree"
 check_map "$root/README.md" "$root/docs" && ok "map: README.md names every file under docs/"
 check_readme "$root/README.md"
+check_links "$root/README.md" $(find "$root/docs" -name '*.md' | sort) &&
+	ok "links: every relative link resolves"
 check_quick "$root/README.md" "$root"/docs/*.md && ok "quick starts run"
 
 # ---- each check against a planted error ----------------------------------
@@ -409,6 +471,14 @@ check_map "$P/README.md" "$P/docs" >"$T/map.out" && ok "planted map: a mapped tr
 printf '# orphan\n' >"$P/docs/orphan.md"
 planted "page README.md does not name" "orphan.md" check_map "$P/README.md" "$P/docs"
 printf '# keel\n\n```sh\nmake test\nmake torture\n```\n' >"$P/README.md"
+printf '# a\n\n## The `--dir` flag, and more\n\nSee [b](b.md), [here](#the---dir-flag-and-more), [it](b.md#two-words) and `[x](gone.md)`.\n' >"$P/docs/a.md"
+printf '# b\n\n## Two words\n' >"$P/docs/b.md"
+check_links "$P/docs/a.md" >"$T/links.out" && ok "planted links: good links pass" ||
+	{ bad "planted links: good links fail"; cat "$T/links.out"; }
+printf '\nAnd [gone](results/gone.md).\n' >>"$P/docs/a.md"
+planted "link to a missing page" "a.md:7: link to results/gone.md" check_links "$P/docs/a.md"
+printf '# a\n\n[b](b.md#three-words)\n' >"$P/docs/a.md"
+planted "link to a missing heading" "no heading #three-words" check_links "$P/docs/a.md"
 planted "README that opens with make test" "make test.make torture" check_readme "$P/README.md"
 printf '# p\n\n## Quick start\n\n```\n$ keel put s.keel k -\n$ keel get s.keel k\nv\n$ keel no-such-command s.keel\n```\n' >"$P/quick.md"
 planted "quick start with a failing command" "quick.md:5 quick start: exit" check_quick "$P/quick.md"

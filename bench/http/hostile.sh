@@ -10,7 +10,15 @@
 #
 # The loadgen of BUILD_DIR is used either way.  Flags a binary does not
 # know (an older keel-serve has no --body-budget) are left out for it.
+# The figures also go to docs/results/http.md (section "hostile",
+# bench/results.sh: with the command, the machine and the commit; a rerun
+# replaces it).  CASES picks cases (default: head body list linger),
+# HEAD_CONNS the partial heads' connections (default 2000).
 set -u
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
+. "$(dirname "$0")/../results.sh"
+results_begin "bash $0" "$@"
+results_env CASES HEAD_CONNS
 B=${1:-build}
 SERVE=${2:-$B/keel-serve}
 LOADGEN=$B/loadgen
@@ -65,6 +73,8 @@ CASES=${CASES:-head body list linger} # which of the four to run
 on() { case " $CASES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "keel-serve: $SERVE"
+# row CASE FIGURE: one line of the table the results page gets
+row() { echo "| $1 | $2 |" >>"$T/rows.md"; }
 
 # 1. partial heads: N connections send 4 bytes of a head each (in two
 # writes: the server's second read is the one that grew its buffer)
@@ -73,8 +83,9 @@ if on head; then
 start head
 before=$(rss_kb "$PID")
 hold head 2 --hostile head --conns $N
-echo "head:     $N connections x 4 bytes of a head: RSS $(mb "$before") -> $(mb "$RSS_HOLD")" \
-	"($(( (RSS_HOLD - before) * 1024 / N )) bytes per connection)"
+fig="RSS $(mb "$before") -> $(mb "$RSS_HOLD") ($(( (RSS_HOLD - before) * 1024 / N )) bytes per connection)"
+echo "head:     $N connections x 4 bytes of a head: $fig"
+row "$N connections that each sent 4 bytes of a head" "$fig"
 stop
 fi
 
@@ -86,8 +97,9 @@ knows body-budget && extra="--body-budget 32m --header-timeout 2s --body-min-rat
 start body --max-body 16m $extra
 before=$(rss_kb "$PID")
 hold body 6 --hostile body --conns 8 --value-size $((16 << 20)) --send-bytes $((12 << 20))
-echo "body:     8 connections x 12 MiB of a 16 MiB body ($extra):" \
-	"RSS $(mb "$before") -> $(mb "$RSS_HOLD"); $(cat "$T/body.json")"
+fig="RSS $(mb "$before") -> $(mb "$RSS_HOLD"); loadgen: \`$(cat "$T/body.json")\`"
+echo "body:     8 connections x 12 MiB of a 16 MiB body ($extra): $fig"
+row "8 connections sending 12 MiB of a 16 MiB body, then a byte every 200 ms (\`--max-body 16m${extra:+ $extra}\`)" "$fig"
 stop
 fi
 
@@ -112,14 +124,32 @@ before=$(rss_kb "$PID")
 hold list 2 --hostile pipeline --conns 4 --pipeline 500 --path '/?limit=1000'
 echo "list:     4 connections x 500 unread listings of 100 keys (600 KiB each):" \
 	"RSS $(mb "$before") -> $(mb "$RSS_HOLD")"
+row "4 connections pipelining 500 listings of 100 1 KiB keys (600 KiB of JSON each), never reading" \
+	"RSS $(mb "$before") -> $(mb "$RSS_HOLD")"
 stop
 fi
+
+# write_page: the rows so far, as a section of docs/results/http.md
+write_page() {
+	[ -s "$T/rows.md" ] || return 0
+	{
+		echo "Each case starts \`$SERVE --listen 127.0.0.1:0\` with the flags named and"
+		echo "runs \`$LOADGEN --hostile\` against it; RSS is the server's VmRSS before"
+		echo "the clients and its peak (VmHWM) while they hold on."
+		echo
+		echo "| case | keel-serve |"
+		echo "|---|---|"
+		cat "$T/rows.md"
+	} >"$T/section.md"
+	results_write http hostile "keel-serve against nginx and Redis" /tmp "$T/section.md" \
+		"Memory is what these cases measure: the load on the machine changes how fast the clients get there, not where the server's memory ends."
+}
 
 # 4. linger: an idle connection opened first must not hold back the close
 # of a connection that got an error (idle timeout 30 s).  The client sees
 # EOF at once (the server shuts its write side); the server's descriptor
 # is what lingers: counted in /proc/PID/fd.
-on linger || exit 0
+on linger || { write_page; exit 0; }
 start linger --idle-timeout 30
 fds() { ls "/proc/$PID/fd" | wc -l; }
 exec 4<>/dev/tcp/127.0.0.1/$PORT
@@ -137,4 +167,7 @@ el=$(( ($(date +%s%N) - s) / 1000000 ))
 exec 4<&- 5<&-
 echo "linger:   the server closed a connection it answered 400 after $el ms" \
 	"(an older idle connection open; idle timeout 30 s; gave up at 40 s)"
+row "an error's linger while an older idle connection is open (\`--idle-timeout 30\`)" \
+	"the connection answered 400 closed after $el ms"
 stop
+write_page

@@ -1,5 +1,5 @@
 #!/bin/bash
-# table.sh RESULTS.jsonl -- the Markdown table for docs/bench-http.md: the
+# table.sh RESULTS.jsonl -- the Markdown table for docs/results/http.md: the
 # mean over rounds of each server's figures per scenario, and keel-serve's
 # ratio to the peer measured in the same rounds.
 set -u
