@@ -105,8 +105,7 @@ int keel_err_from_errno(int e)
  * publishes, some 55 at once at 64 writers; each had to take db->mu again
  * on its way out of pthread_cond_wait, behind the leader waking the rest
  * and the next leader absorbing: about one context switch a commit more
- * than now (docs/decisions.md; the commit rates by writer count:
- * docs/results/engine.md).  Now a writer told its result returns without
+ * than now (docs/decisions.md).  Now a writer told its result returns without
  * db->mu, and one not asleep yet costs its waker no system call.
  *
  *   WS_LEAD   it may lead: check again under db->mu (commit_wake_front)
@@ -313,21 +312,19 @@ static uint64_t mono_ns(void)
  * (WANT, the recent peak of writers in flight), it tops the group up -- it
  * takes writers as they arrive until that many are in the group, or half a
  * sync time has passed (at most 1 ms; a quarter gave 8-10% fewer commits/s
- * at 16 writers in bench/run-engine.sh, whose figures are in
- * docs/results/engine.md): the writers the previous group just woke are
- * about to commit again, and without the wait they would form a group of
- * their own and pay a sync of their own.
+ * at 16 writers, bench/run-engine.sh): the writers the previous group just
+ * woke are about to commit again, and without the wait they would form a
+ * group of their own and pay a sync of their own.
  *
  * Writers that queue before the publish are taken all at once when it
  * comes, not one by one as they arrive: waking the leader for each arrival
  * cost a context switch per commit where writers trickle in (a server's
- * requests), with nothing gained on two cores (docs/decisions.md, "The
- * leader takes writers one at a time").  Only while topping up does an
- * arrival wake the leader, and only the one that completes the group
- * (db->topup_left): a wake for each, at 64 writers, had the leader sleep
- * and wake again for every writer or two (puts per sync by writer count:
- * docs/results/engine.md); those that arrive before the deadline wait in
- * the queue until the last.  SIZE counts the group's writers.  Called and
+ * requests), with nothing gained on two cores (docs/decisions.md).  Only
+ * while topping up does an arrival wake the leader, and only the one that
+ * completes the group (db->topup_left): a wake for each, at 64 writers, had
+ * the leader sleep and wake again for every writer or two (docs/results/
+ * engine.md); those that arrive before the deadline wait in the queue until
+ * the last.  SIZE counts the group's writers.  Called and
  * returns with mu held. */
 static int group_absorb(keel_db *db, group_build *b, uint64_t seq,
                         uint64_t want, commit_writer **last, uint64_t *size)

@@ -503,9 +503,8 @@ static int item_key_cmp(const tree_leaf_entry *e, const pend_item *p)
 /* The tree's entries are read straight into OUT and go out from there when
  * they come first (nearly always: pending keys are few next to the
  * tree's); only one that a pending key precedes is kept in c->te.  Going
- * through c->te every time was a fifth of a scan's time (range scans in
- * docs/results/engine.md): its wide loads stalled on the narrow stores
- * that had just filled it. */
+ * through c->te every time was a fifth of a scan's time (range scans,
+ * docs/results/engine.md): its wide loads stalled on the narrow stores. */
 int merge_next(merge_cursor *c, tree_leaf_entry *out)
 {
 	for (;;) {
