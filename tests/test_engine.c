@@ -59,6 +59,10 @@ static void keys_of_any_bytes_and_length_limits(void **state)
 	assert_int_equal(keel_put(f->db, key, 0, "x", 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
 	assert_int_equal(keel_put(f->db, NULL, 3, "x", 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
 	assert_int_equal(keel_get(f->db, key, KEEL_KEY_MAX + 1, &v), KEEL_EKEY);
+	/* a delete checks its key as a put does (and changes nothing) */
+	assert_int_equal(keel_del(f->db, key, KEEL_KEY_MAX + 1, KEEL_REV_ANY, NULL), KEEL_EKEY);
+	assert_int_equal(keel_del(f->db, key, 0, KEEL_REV_ANY, NULL), KEEL_EKEY);
+	assert_int_equal(keel_del(f->db, NULL, 3, KEEL_REV_ANY, NULL), KEEL_EKEY);
 	assert_int_equal(keel_put(f->db, "k", 1, NULL, 5, KEEL_REV_ANY, NULL), KEEL_EINVAL);
 	assert_int_equal(keel_put(f->db, "k", 1, "x", KEEL_VALUE_MAX + 1, KEEL_REV_ANY, NULL), KEEL_ETOOBIG);
 	assert_int_equal(keel_put(NULL, "k", 1, "x", 1, KEEL_REV_ANY, NULL), KEEL_EINVAL);
@@ -833,6 +837,9 @@ static void a_second_writer_handle_is_refused_while_the_first_holds_the_lock(voi
 	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
 	o.lock_timeout_ms = 50;
 	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EBUSY);
+	o.lock_timeout_ms = -2; /* -1 is "forever"; below it means nothing */
+	assert_int_equal(keel_open(f->path, &o, &db2), KEEL_EINVAL);
+	o.lock_timeout_ms = -1; /* forever: the lock is free, so at once */
 	reopen_with(f, &o);
 }
 
