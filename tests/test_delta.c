@@ -94,6 +94,40 @@ typedef struct model {
 	bool present[NKEYS];
 } model;
 
+/* One batch that changes a key, then many others (the group's key table
+ * grows past its first size), then the first key again: one entry per key
+ * in the delta, the last change winning, before and after a reopen. */
+static void a_key_changed_twice_in_a_big_batch_is_one_entry(void **state)
+{
+	fixture *f = *state;
+	keel_batch *b;
+	char k[16], v[16];
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof k, "k%03d", i);
+		snprintf(v, sizeof v, "v1-%03d", i);
+		assert_int_equal(keel_batch_put(b, k, strlen(k), v, strlen(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+	}
+	for (int i = 0; i < 100; i += 33) {
+		snprintf(k, sizeof k, "k%03d", i);
+		snprintf(v, sizeof v, "v2-%03d", i);
+		assert_int_equal(keel_batch_put(b, k, strlen(k), v, strlen(v),
+		                                KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	keel_batch_free(b);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 100; i++) {
+			snprintf(k, sizeof k, "k%03d", i);
+			snprintf(v, sizeof v, "v%d-%03d", i % 33 ? 1 : 2, i);
+			check_value(f->db, k, v);
+		}
+		check_clean(f->db);
+		reopen(f);
+	}
+}
+
 static void model_key(int i, char *key)
 {
 	snprintf(key, 16, "key%05d", i);
@@ -861,6 +895,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(a_put_appends_a_delta_record_and_a_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_key_changed_twice_in_a_big_batch_is_one_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(checkpoints_absorb_every_pending_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_snapshot_keeps_its_state_across_a_checkpoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_follows_the_writer_across_checkpoints, setup, teardown),
