@@ -53,8 +53,9 @@ recovery.md keel
 http.md keel-serve
 fsync-probe.md fsync-probe
 bench.md loadgen bench-engine
+testing.md mutate
 '
-PROGRAMS='torture keel keel-serve fsync-probe loadgen bench-engine'
+PROGRAMS='torture keel keel-serve fsync-probe loadgen bench-engine mutate'
 
 # Flags of other programs that pages show bare, in backticks (a command of
 # theirs is left out already): FLAG REASON
@@ -77,7 +78,7 @@ EXCEPTIONS='
 
 # program_path NAME -- the binary, or nothing when it is not built
 program_path() {
-	for p in "$build/$1" "$root/build-bench/$1"; do
+	for p in "$build/$1" "$root/build-bench/$1" "$root/tools/$1"; do
 		[ -x "$p" ] && { echo "$p"; return; }
 	done
 }
@@ -89,6 +90,9 @@ help_flags() {
 	{
 		"$p" --help 2>&1
 		[ "$1" = keel ] && for c in $("$p" --help 2>&1 | awk '$1 == "keel" && $2 ~ /^[a-z]+$/ { print $2 }'); do
+			"$p" "$c" --help 2>&1
+		done
+		[ "$1" = mutate ] && for c in list show apply run merge table; do
 			"$p" "$c" --help 2>&1
 		done
 	} | grep -oE -- '--[a-z][a-z0-9_-]*[a-z0-9]' | sort -u
