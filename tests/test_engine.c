@@ -1160,6 +1160,41 @@ static void a_waiting_open_gets_the_lock_when_its_holder_lets_go(void **state)
 	close(release[1]);
 }
 
+/* A read-only handle follows the writer past the end of the mapping it
+ * opened with: the file grows (several times over) and every value the
+ * writer committed since is read through the handle's new mapping. */
+static void a_reader_follows_the_file_as_it_grows(void **state)
+{
+	fixture *f = *state;
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_stats at_open, now;
+	keel_db *r;
+	static char big[512 * 1024];
+	memset(big, 'b', sizeof(big));
+	assert_int_equal(keel_put(f->db, "first", 5, "x", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+	assert_int_equal(keel_stat(f->db, &at_open), KEEL_OK);
+	int n = 0;
+	do {
+		char k[16];
+		snprintf(k, sizeof(k), "big%03d", n++);
+		assert_int_equal(keel_put(f->db, k, strlen(k), big, sizeof(big),
+		                          KEEL_REV_ANY, NULL), KEEL_OK);
+		assert_int_equal(keel_stat(f->db, &now), KEEL_OK);
+	} while (now.end_offset <= at_open.file_size + sizeof(big) && n < 1000);
+	assert_true(now.end_offset > at_open.file_size); /* past the old end */
+	for (int i = 0; i < n; i++) {
+		char k[16];
+		keel_view v;
+		snprintf(k, sizeof(k), "big%03d", i);
+		assert_int_equal(keel_get(r, k, strlen(k), &v), KEEL_OK);
+		assert_int_equal(v.len, sizeof(big));
+		assert_memory_equal(v.data, big, 64);
+		keel_view_release(&v);
+	}
+	assert_int_equal(keel_close(r), KEEL_OK);
+}
+
 static void strerror_names_every_code(void **state)
 {
 	(void)state;
@@ -1194,6 +1229,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_new_commits_without_reopening, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_waiting_open_gets_the_lock_when_its_holder_lets_go, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_follows_the_file_as_it_grows, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
