@@ -1195,6 +1195,61 @@ static void a_reader_follows_the_file_as_it_grows(void **state)
 	assert_int_equal(keel_close(r), KEEL_OK);
 }
 
+/* The durable marker as docs/format.md lays it out: magic, an even
+ * sequence, the data file, and the newest synced head's txid and offset. */
+static void the_durable_marker_names_the_newest_synced_head(void **state)
+{
+	fixture *f = *state;
+	uint8_t page[4096];
+	uint64_t seq, txid, head_off;
+	keel_stats st;
+	char *marker = NULL;
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "k", 1, "w", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_stat(f->db, &st), KEEL_OK);
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	FILE *fp = fopen(marker, "rb");
+	assert_non_null(fp);
+	assert_int_equal(fread(page, 1, sizeof(page), fp), sizeof(page));
+	fclose(fp);
+	assert_memory_equal(page, "KEELDURA", 8);
+	memcpy(&seq, page + 8, 8);
+	memcpy(&txid, page + 24, 8);
+	memcpy(&head_off, page + 32, 8);
+	assert_int_equal(seq % 2, 0);
+	assert_int_equal(txid, st.txid);
+	assert_int_equal(head_off, st.end_offset - KEEL_HEAD_SIZE);
+	for (size_t i = 40; i < sizeof(page); i++)
+		assert_int_equal(page[i], 0);
+	free(marker);
+}
+
+/* The out-parameters of a write that fails say "nothing committed", and an
+ * iterator may start at a key of the longest length. */
+static void failed_writes_report_no_txid_and_long_start_keys_work(void **state)
+{
+	fixture *f = *state;
+	uint8_t key[KEEL_KEY_MAX];
+	uint64_t txid = 77;
+	keel_batch *b;
+	keel_snapshot *s;
+	keel_iter *it;
+	memset(key, 'k', sizeof(key));
+	assert_int_equal(keel_del(f->db, key, 0, KEEL_REV_ANY, &txid), KEEL_EKEY);
+	assert_int_equal(txid, 0);
+	txid = 77;
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	assert_int_equal(keel_commit(NULL, b, &txid, NULL), KEEL_EINVAL);
+	assert_int_equal(txid, 0);
+	keel_batch_free(b);
+	assert_int_equal(keel_put(f->db, key, sizeof(key), "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, key, sizeof(key), &it), KEEL_OK);
+	keel_iter_close(it);
+	assert_int_equal(keel_iter_open(s, NULL, 0, key, sizeof(key) + 1, &it), KEEL_EINVAL);
+	keel_snapshot_close(s);
+}
+
 static void strerror_names_every_code(void **state)
 {
 	(void)state;
@@ -1230,6 +1285,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_killed_writer_process_releases_the_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_waiting_open_gets_the_lock_when_its_holder_lets_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_follows_the_file_as_it_grows, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_durable_marker_names_the_newest_synced_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_writes_report_no_txid_and_long_start_keys_work, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
