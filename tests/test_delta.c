@@ -128,6 +128,42 @@ static void a_key_changed_twice_in_a_big_batch_is_one_entry(void **state)
 	}
 }
 
+/* A prefix iterator over keys that are only in the delta log (pending, not
+ * yet in the tree): it shows the keys with the prefix and no other, shorter
+ * or longer ones included. */
+static void a_prefix_iterator_shows_only_its_pending_keys(void **state)
+{
+	fixture *f = *state;
+	const char *keys[] = {"a", "a1", "b", "b1", "b22", "ba", "c", "c1"};
+	keel_snapshot *s;
+	keel_iter *it;
+	const void *k;
+	size_t klen;
+	keel_view v;
+	char seen[64] = "";
+	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		put_str(f->db, keys[i], keys[i]);
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, "b", 1, NULL, 0, &it), KEEL_OK);
+	while (keel_iter_next(it, &k, &klen, &v) == KEEL_OK) {
+		strncat(seen, k, klen);
+		strcat(seen, " ");
+		keel_view_release(&v);
+	}
+	keel_iter_close(it);
+	assert_string_equal(seen, "b b1 b22 ba ");
+	assert_int_equal(keel_iter_open(s, "b2", 2, NULL, 0, &it), KEEL_OK);
+	seen[0] = '\0';
+	while (keel_iter_next(it, &k, &klen, &v) == KEEL_OK) {
+		strncat(seen, k, klen);
+		strcat(seen, " ");
+		keel_view_release(&v);
+	}
+	keel_iter_close(it);
+	assert_string_equal(seen, "b22 ");
+	keel_snapshot_close(s);
+}
+
 static void model_key(int i, char *key)
 {
 	snprintf(key, 16, "key%05d", i);
@@ -896,6 +932,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(a_put_appends_a_delta_record_and_a_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_key_changed_twice_in_a_big_batch_is_one_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_prefix_iterator_shows_only_its_pending_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(checkpoints_absorb_every_pending_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_snapshot_keeps_its_state_across_a_checkpoint, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_follows_the_writer_across_checkpoints, setup, teardown),
