@@ -30,19 +30,19 @@ chmod 755 "$T"
 M=$T/munge
 stop() {
 	for p in "$T/slurmd.pid" "$T/slurmctld.pid" "$M/munged.pid"; do
-		[ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null
+		[ -s "$p" ] && kill "$(cat "$p" 2>/dev/null)" 2>/dev/null
 	done
 	# wait (bounded) for them to go, then make sure
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		alive=0
 		for p in "$T/slurmd.pid" "$T/slurmctld.pid" "$M/munged.pid"; do
-			[ -s "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && alive=1
+			[ -s "$p" ] && kill -0 "$(cat "$p" 2>/dev/null)" 2>/dev/null && alive=1
 		done
 		[ $alive = 0 ] && break
 		sleep 1
 	done
 	for p in "$T/slurmd.pid" "$T/slurmctld.pid" "$M/munged.pid"; do
-		[ -s "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
+		[ -s "$p" ] && kill -9 "$(cat "$p" 2>/dev/null)" 2>/dev/null
 	done
 	rm -rf "$T"
 }
