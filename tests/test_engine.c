@@ -1250,6 +1250,39 @@ static void failed_writes_report_no_txid_and_long_start_keys_work(void **state)
 	keel_snapshot_close(s);
 }
 
+/* A marker file cut short (damaged or forged: the writer makes it whole
+ * and renames it in) is not a marker: a reader trusts no head of the data
+ * file (marker.c, (4)), and never reads the mapping past the file's end --
+ * an empty file above all, where such a read is SIGBUS. */
+static void a_reader_trusts_nothing_past_a_marker_cut_short(void **state)
+{
+	fixture *f = *state;
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_db *r;
+	keel_view v;
+	char *marker = NULL;
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	for (int len = 0; len <= 100; len += 100) {
+		FILE *fp = fopen(marker, "wb");
+		assert_non_null(fp);
+		for (int i = 0; i < len; i++)
+			fputc(0, fp);
+		fclose(fp);
+		assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+		assert_int_equal(keel_get(r, "k", 1, &v), KEEL_ENOTFOUND);
+		assert_int_equal(keel_close(r), KEEL_OK);
+	}
+	unlink(marker); /* the marker gone: the last commit is shown */
+	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+	assert_int_equal(keel_get(r, "k", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_close(r), KEEL_OK);
+	free(marker);
+}
+
 static void strerror_names_every_code(void **state)
 {
 	(void)state;
@@ -1287,6 +1320,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_follows_the_file_as_it_grows, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_durable_marker_names_the_newest_synced_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_writes_report_no_txid_and_long_start_keys_work, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_trusts_nothing_past_a_marker_cut_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
