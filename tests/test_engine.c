@@ -471,6 +471,45 @@ static void keys_sharing_prefixes_are_found_exactly_and_in_order(void **state)
 	free(keys);
 }
 
+/* A delete of a contiguous range empties whole leaves (and branches) while
+ * their siblings stay: the empty children are removed from their parents.
+ * Every commit a checkpoint, so the tree itself takes the deletes. */
+static void deleting_a_range_removes_the_emptied_children(void **state)
+{
+	fixture *f = *state;
+	keel_options ck = {.checkpoint_bytes = 1};
+	char key[32];
+	keel_batch *b;
+	reopen_with(f, &ck);
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (unsigned i = 0; i < 5000; i++) {
+		key_of(key, sizeof(key), i);
+		keel_batch_put(b, key, 10, "v", 1, KEEL_REV_ANY);
+	}
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	keel_batch_clear(b);
+	for (unsigned i = 1000; i < 3000; i++) {
+		key_of(key, sizeof(key), i);
+		keel_batch_del(b, key, 10, KEEL_REV_ANY);
+	}
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	keel_batch_free(b);
+	for (int pass = 0; pass < 2; pass++) {
+		keel_check_result cr;
+		assert_int_equal(keel_check(f->db, NULL, NULL, &cr), KEEL_OK);
+		assert_int_equal(cr.keys, 3000);
+		for (unsigned i = 0; i < 5000; i += 7) {
+			keel_view v;
+			key_of(key, sizeof(key), i);
+			assert_int_equal(keel_get(f->db, key, 10, &v),
+			                 i >= 1000 && i < 3000 ? KEEL_ENOTFOUND : KEEL_OK);
+			if (i < 1000 || i >= 3000)
+				keel_view_release(&v);
+		}
+		reopen_with(f, &ck);
+	}
+}
+
 static void deleting_everything_leaves_an_empty_valid_tree(void **state)
 {
 	fixture *f = *state;
@@ -1307,6 +1346,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(maximal_keys_keep_the_tree_valid, setup, teardown),
 		cmocka_unit_test_setup_teardown(keys_sharing_prefixes_are_found_exactly_and_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(deleting_a_range_removes_the_emptied_children, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_view_stays_valid_while_100_mib_are_written_behind_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(recovery_reads_are_bounded_by_the_hint_not_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(threads_share_syncs_and_conflicts_fail_alone, setup, teardown),
