@@ -125,6 +125,18 @@ static void open_and_expect(fixture *f, bool last, bool expect_cut)
 	keel_close(db);
 }
 
+/* A file that ends exactly at its newest head (a copy trimmed to the bytes
+ * in use, a file system that dropped the preallocation): the head is found
+ * whole, nothing is cut, and with zeros after it the same. */
+static void a_file_ending_at_its_newest_head_keeps_it(void **state)
+{
+	fixture *f = *state;
+	write_copy(f, f->img, f->len, f->len);
+	open_and_expect(f, true, false);
+	write_copy(f, f->img, f->len, f->len + 4096);
+	open_and_expect(f, true, false);
+}
+
 /* The crash points: the last commit cut at every byte of its region and
  * head; the rest of the file zeros, absent, or garbage. */
 static void last_commit_torn_at_every_byte_recovers_the_previous_head(void **state)
@@ -394,6 +406,7 @@ static void damage_in_the_hinted_commit_is_found_at_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(a_file_ending_at_its_newest_head_keeps_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(last_commit_torn_at_every_byte_recovers_the_previous_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_cut_inside_the_region_is_reported_as_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(single_bit_flips_are_reported_or_harmless, setup, teardown),
