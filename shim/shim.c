@@ -360,12 +360,22 @@ static char *const *role_envp(char *const envp[])
 	return out;
 }
 
+/* This process's id, for the call ring (a report's "pid" column): read
+ * once, and again in a forked child (pthread_atfork), not a system call
+ * per call recorded. */
+static pid_t my_pid;
+
+static void pid_refresh(void)
+{
+	my_pid = getpid();
+}
+
 static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
                       const char *path2, uint64_t off, uint64_t len)
 {
 	c->op = op;
 	c->file = file;
-	c->pid = (int32_t)getpid();
+	c->pid = (int32_t)my_pid;
 	c->role = my_role;
 	c->off = off;
 	c->len = len;
@@ -2834,7 +2844,8 @@ static void __attribute__((constructor)) shim_init(void)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	/* a forked child starts with no dirty page: each process then makes
 	 * and seals its own records */
-	pthread_atfork(map_seal_all, NULL, NULL);
+	pthread_atfork(map_seal_all, NULL, pid_refresh);
+	pid_refresh();
 	active = 1;
 	adopt_inherited();
 	in_shim = 0;
