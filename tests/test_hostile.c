@@ -877,7 +877,7 @@ static unsigned char *pending_store(const char *path, keel_head *head,
 	keel_stats st;
 	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
 	for (int i = 0; i < 3; i++) {
-		char k[8];
+		char k[16];
 		snprintf(k, sizeof(k), "p%d", i);
 		assert_int_equal(keel_put(db, k, strlen(k), "v", 1, KEEL_REV_ANY, NULL),
 		                 KEEL_OK);

@@ -785,7 +785,7 @@ static unsigned char *make_checkpoints(const char *path, int n, keel_stats *st)
 	keel_options o = {.checkpoint_bytes = 1};
 	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
 	for (int i = 0; i < n; i++) {
-		char k[8];
+		char k[16];
 		snprintf(k, sizeof(k), "k%d", i % 4);
 		assert_int_equal(keel_put(db, k, strlen(k), &i, sizeof(i), KEEL_REV_ANY,
 		                          NULL), KEEL_OK);
