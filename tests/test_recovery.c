@@ -688,13 +688,14 @@ static void salvage_refuses_when_no_head_before_the_damage_checks_out(void **sta
 	free(img);
 }
 
-/* An I/O backend that fails chosen calls: a read of exactly LEN bytes at
- * OFF, every read longer than OVER bytes, fstat. */
+/* An I/O backend over keel_io_posix that fails chosen calls with -EIO, as
+ * a failing disk (or the libfiu points of docs/faults.md) would. */
 typedef struct faulty {
-	uint64_t off;
-	size_t len, over;
-	bool fstat;
-	unsigned failed;
+	uint64_t off;    /* with LEN: fail a read of exactly LEN bytes at OFF  */
+	size_t len;      /* 0: no such read fails                              */
+	size_t over;     /* fail every read longer than this; 0: none          */
+	bool fstat;      /* fail fstat                                         */
+	unsigned failed; /* calls failed so far                                */
 } faulty;
 
 static ssize_t faulty_pread(void *ctx, int fd, void *buf, size_t len,
