@@ -23,6 +23,7 @@
 #include "format.h"
 #include "keel.h"
 #include "testutil.h"
+#include "verify.h"
 
 typedef struct fixture {
 	char *dir, *path;
@@ -452,6 +453,9 @@ static void branch_that_is_its_own_child_is_refused(void **state)
 	assert_true(o.iter_open_rc == KEEL_ECORRUPT || o.iter_rc == KEEL_ECORRUPT);
 	assert_int_equal(o.iter_keys, 0);
 	assert_int_equal(o.check_rc, KEEL_ECORRUPT);
+	/* named as what it is, once: not as a second visit of the branch */
+	assert_int_equal(o.problems, 1);
+	assert_string_equal(o.last_report, "entry 0 points forward");
 	assert_int_equal(o.put_rc, KEEL_ECORRUPT);
 	assert_int_equal(o.compact_rc, KEEL_ECORRUPT);
 }
@@ -600,6 +604,8 @@ static void check_lists_a_bounded_number_of_problems(void **state)
 	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_OK);
 	assert_int_equal(keel_check(db, count_report, &o, &res), KEEL_ECORRUPT);
 	assert_int_equal(res.problems, 300);
+	assert_int_equal(res.first_offset, off); /* at the leaf */
+	assert_string_equal(res.first_reason, "entry 0 has revision 0");
 	assert_int_equal(o.reported, KEEL_CHECK_REPORT_MAX + 1);
 	assert_string_equal(o.last_report, "and 200 more problems not listed");
 	assert_int_equal(keel_close(db), KEEL_OK);
@@ -829,6 +835,92 @@ static void flipped_value_out_of_line_in_an_older_commit_is_never_returned(void 
 	assert_int_equal(keel_close(db), KEEL_OK);
 }
 
+/* A branch keyed "a" over a leaf whose first key is "b": the check names
+ * the leaf, at its offset. */
+static void child_first_key_differing_from_its_separator_is_reported(void **state)
+{
+	fixture *f = *state;
+	static uint8_t p[65536];
+	char lk[1][16] = {"b"}, bk[1][16] = {"a"};
+	craft c;
+	uint32_t lcrc, bcrc;
+	keel_db *db;
+	keel_check_result res;
+
+	make_one_key_store(f->path);
+	craft_begin(&c, f->path);
+	uint64_t leaf = craft_record(&c, KEEL_REC_LEAF, p,
+	                             node_payload(p, 0, 1, lk, 0, 0), &lcrc);
+	uint64_t root = craft_record(&c, KEEL_REC_BRANCH, p,
+	                             node_payload(p, 1, 1, bk, leaf, lcrc), &bcrc);
+	craft_commit(&c, f->path, root, bcrc, 1);
+
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_check(db, NULL, NULL, &res), KEEL_ECORRUPT);
+	assert_int_equal(res.problems, 1);
+	assert_int_equal(res.first_offset, leaf);
+	assert_string_equal(res.first_reason,
+	                    "first key differs from its parent's separator");
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+/* ---- pending heads that claim what recovery would refuse ----------------------
+ * The check reads an image and a head it is given: it must not trust the
+ * head's pending span more than recovery does. */
+
+/* A store of three commits, all pending (no checkpoint): its image, and in
+ * *HEAD its newest head. */
+static unsigned char *pending_store(const char *path, keel_head *head,
+                                    size_t *len)
+{
+	keel_db *db;
+	keel_stats st;
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	for (int i = 0; i < 3; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "p%d", i);
+		assert_int_equal(keel_put(db, k, strlen(k), "v", 1, KEEL_REV_ANY, NULL),
+		                 KEEL_OK);
+	}
+	keel_stat(db, &st);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	unsigned char *img = tu_read_file(path, len);
+	assert_non_null(img);
+	uint64_t off = st.end_offset - KEEL_HEAD_SIZE;
+	assert_int_equal(keel_head_decode(img + off, head), KEEL_OK);
+	head->off = off;
+	assert_int_equal(head->pending_heads, 3);
+	return img;
+}
+
+static void pending_head_claims_are_checked(void **state)
+{
+	fixture *f = *state;
+	keel_check_result res;
+	keel_head h, bad;
+	size_t len = 0;
+	unsigned char *img = pending_store(f->path, &h, &len);
+
+	/* the control: the image as written checks out */
+	assert_int_equal(verify_tree(img, len, &h, NULL, NULL, &res), KEEL_OK);
+	assert_int_equal(res.keys, 3);
+	/* pending heads but no DELTA record: a span the format rules out */
+	bad = h;
+	bad.delta_off = 0;
+	bad.delta_crc = 0;
+	assert_int_equal(verify_tree(img, len, &bad, NULL, NULL, &res), KEEL_ECORRUPT);
+	assert_int_equal(res.first_offset, h.off);
+	assert_string_equal(res.first_reason,
+	                    "head claims a pending span past the bounds");
+	/* a pending head whose predecessor is itself */
+	bad = h;
+	bad.prev_head = h.off;
+	assert_int_equal(verify_tree(img, len, &bad, NULL, NULL, &res), KEEL_ECORRUPT);
+	assert_int_equal(res.first_offset, h.off);
+	assert_string_equal(res.first_reason, "pending head's predecessor unreadable");
+	free(img);
+}
+
 int main(int argc, char **argv)
 {
 	/* The stores tests/hostile.sh gives to the command line and keel-serve. */
@@ -848,6 +940,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(child_after_its_parent_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(keys_out_of_order_in_a_leaf_stop_iteration, setup, teardown),
 		cmocka_unit_test_setup_teardown(key_outside_its_separator_range_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(child_first_key_differing_from_its_separator_is_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(pending_head_claims_are_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(check_lists_a_bounded_number_of_problems, setup, teardown),
 		cmocka_unit_test_setup_teardown(nested_records_are_read_once_then_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_scan_past_damage_reads_each_byte_a_bounded_number_of_times, setup, teardown),

@@ -1,5 +1,8 @@
 /* test_recovery.c -- torn tails at every byte, bit flips everywhere, damaged
- * hints, damage behind a durable head, salvage. */
+ * hints, damage behind a durable head, salvage; crafted tails and forged
+ * heads at the edges of the walk and of the search for a later head; reads
+ * that fail. */
+#include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,8 +10,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "crc32c.h"
 #include "format.h"
 #include "keel.h"
+#include "recover.h"
 #include "testutil.h"
 
 typedef struct fixture {
@@ -403,6 +408,464 @@ static void damage_in_the_hinted_commit_is_found_at_open(void **state)
 	free(img);
 }
 
+/* ---- crafted tails, forged heads, failing reads -----------------------------
+ * The store's bytes with something appended or rewritten, every CRC valid
+ * where the case says so: the boundaries of the walk, of the search for a
+ * later head and of the damage report. */
+
+/* The store's bytes [0, len), then zeros up to TOTAL. */
+static unsigned char *img_dup(const fixture *f, size_t total)
+{
+	unsigned char *img = calloc(1, total > f->len ? total : f->len);
+	assert_non_null(img);
+	memcpy(img, f->img, f->len);
+	return img;
+}
+
+/* Both hints zeroed: the walk starts at the first head. */
+static void drop_hints(unsigned char *img)
+{
+	memset(img + KEEL_HINT_OFF(0), 0, KEEL_HINT_SIZE);
+	memset(img + KEEL_HINT_OFF(1), 0, KEEL_HINT_SIZE);
+}
+
+static keel_head head_at(const unsigned char *img, uint64_t off)
+{
+	keel_head h;
+	assert_int_equal(keel_head_decode(img + off, &h), KEEL_OK);
+	h.off = off;
+	return h;
+}
+
+/* The head of txid TXID, found back along prev_head from the newest. */
+static keel_head head_of_txid(const fixture *f, const unsigned char *img,
+                              uint64_t txid)
+{
+	keel_head h = head_at(img, f->last_head);
+	while (h.txid > txid)
+		h = head_at(img, h.prev_head);
+	assert_int_equal(h.txid, txid);
+	return h;
+}
+
+/* A head that continues AFTER with an empty region at AT (its right chain
+ * CRC is AFTER's). */
+static void put_head_after(unsigned char *img, uint64_t at,
+                           const keel_head *after, uint64_t txid,
+                           uint32_t chain_crc)
+{
+	keel_head h = {.txid = txid, .prev_head = after->off,
+	               .region_start = after->off + KEEL_HEAD_SIZE,
+	               .root_off = after->root_off, .root_crc = after->root_crc,
+	               .chain_crc = chain_crc, .file_id = after->file_id};
+	keel_head_encode(img + at, &h);
+}
+
+/* Opens the copy read-only with FLAGS added, closes it; the open's result. */
+static int open_copy(fixture *f, unsigned flags, keel_recovery *r)
+{
+	keel_db *db;
+	keel_options o = {.flags = KEEL_RDONLY | flags, .report = r};
+	int rc = keel_open(f->copy, &o, &db);
+	if (rc == KEEL_OK)
+		keel_close(db);
+	return rc;
+}
+
+/* A copy trimmed to its newest head, damage in the commit before it: the
+ * head that proves the damage durable is the file's last 112 bytes, and
+ * the search for it reaches them. */
+static void a_later_head_ending_the_file_proves_damage(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	unsigned char *img = img_dup(f, f->len);
+	keel_head last = head_at(img, f->last_head);
+	img[last.prev_head - 20] ^= 0x40;
+	drop_hints(img);
+	write_copy(f, img, f->len, f->len);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_non_null(strstr(r.reason, "later head"));
+	free(img);
+}
+
+/* The search for a later head stops at a zero 4 KiB block (the written
+ * data's end); a block that is zero but for one byte is not one.  Damage
+ * in the newest commit, then such a block, then a head that names the
+ * damaged commit's head: damage behind a durable head, not a torn tail. */
+static void a_block_with_one_nonzero_byte_does_not_end_the_search(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	keel_head last = head_at(f->img, f->last_head);
+	uint64_t z = (f->len + KEEL_BLOCK - 1) / KEEL_BLOCK * KEEL_BLOCK;
+	uint64_t later = z + KEEL_BLOCK + 64;
+	size_t total = later + KEEL_HEAD_SIZE;
+	unsigned char *img = img_dup(f, total);
+	img[f->last_region + KEEL_REC_HDR + 2] ^= 0x01;
+	img[z + 8] = 0x01;
+	put_head_after(img, later, &last, last.txid + 1, last.chain_crc);
+	drop_hints(img);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	/* the control: with the block all zeros the search ends there */
+	img[z + 8] = 0;
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+	assert_int_equal(r.txid, f->txid - 1);
+	free(img);
+}
+
+/* A head right after the newest (an empty region) whose chain CRC is
+ * wrong, and a later head that names it: the later head proves the failed
+ * commit durable, though the head it names sits at the very start of the
+ * span the search for it begins with. */
+static void a_later_head_naming_the_failed_head_itself_proves_damage(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	size_t total = f->len + 2 * KEEL_HEAD_SIZE + KEEL_BLOCK;
+	unsigned char *img = img_dup(f, total);
+	keel_head last = head_at(img, f->last_head);
+	put_head_after(img, f->len, &last, last.txid + 1, last.chain_crc ^ 1);
+	keel_head failed = head_at(img, f->len);
+	put_head_after(img, f->len + KEEL_HEAD_SIZE, &failed, last.txid + 2,
+	               failed.chain_crc);
+	drop_hints(img);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_int_equal(r.offset, f->len);
+	/* the control: without the later head, a torn tail */
+	memset(img + f->len + KEEL_HEAD_SIZE, 0, KEEL_HEAD_SIZE);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+	assert_int_equal(r.txid, f->txid);
+	free(img);
+}
+
+/* A head whose own CRC is valid but whose chain CRC does not match its
+ * region, where every record of the region passes its own CRC, and a later
+ * head after it: the damage is reported at that head, not at a record. */
+static void a_wrong_chain_crc_over_sound_records_is_reported_at_the_head(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	size_t total = f->len + KEEL_HEAD_SIZE + KEEL_BLOCK;
+	unsigned char *img = img_dup(f, total);
+	keel_head last = head_at(img, f->last_head);
+	last.chain_crc ^= 1;
+	keel_head_encode(img + last.off, &last);
+	put_head_after(img, f->len, &last, last.txid + 1, last.chain_crc);
+	drop_hints(img);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_int_equal(r.offset, f->last_head);
+	assert_non_null(strstr(r.reason, "region checksum mismatch"));
+	free(img);
+}
+
+/* Bytes after the newest head that are not zeros are a torn tail, even
+ * when only the ninth is set. */
+static void a_stray_byte_after_the_newest_head_is_a_torn_tail(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	size_t total = f->len + KEEL_BLOCK;
+	unsigned char *img = img_dup(f, total);
+	img[f->len + 8] = 0x01;
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+	assert_int_equal(r.txid, f->txid);
+	assert_int_equal(r.offset, f->len);
+	free(img);
+}
+
+/* A record whose header has an unknown flag ends the walk, even when a
+ * head after it continues the chain over its bytes. */
+static void a_record_with_an_unknown_flag_ends_the_walk(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	uint8_t rec[KEEL_REC_HDR + 8];
+	size_t total = f->len + sizeof(rec) + KEEL_HEAD_SIZE + KEEL_BLOCK;
+	unsigned char *img = img_dup(f, total);
+	keel_head last = head_at(img, f->last_head);
+	keel_rec_encode(rec, KEEL_REC_VALUE, (const uint8_t *)"12345678", 8);
+	memcpy(rec + KEEL_REC_HDR, "12345678", 8);
+	rec[5] = 0x01; /* flags: every bit must be 0 */
+	memcpy(img + f->len, rec, sizeof(rec));
+	keel_head h = {.txid = last.txid + 1, .prev_head = last.off,
+	               .region_start = f->len, .root_off = last.root_off,
+	               .root_crc = last.root_crc,
+	               .chain_crc = keel_crc32c(last.chain_crc, rec, sizeof(rec)),
+	               .file_id = last.file_id};
+	keel_head_encode(img + f->len + sizeof(rec), &h);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_TRUNCATED);
+	assert_int_equal(r.txid, f->txid);
+	assert_non_null(strstr(r.reason, "bad record header"));
+	/* the control: with the flag clear the head is taken */
+	rec[5] = 0;
+	memcpy(img + f->len, rec, sizeof(rec));
+	h.chain_crc = keel_crc32c(last.chain_crc, rec, sizeof(rec));
+	keel_head_encode(img + f->len + sizeof(rec), &h);
+	write_copy(f, img, total, total);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_OK);
+	assert_int_equal(r.txid, f->txid + 1);
+	free(img);
+}
+
+/* A hint at txid 1 (the first commit) is a hint like any other: open
+ * starts from it and reads the first head only as that head's predecessor,
+ * never against the superblock, so a first head the first-head start would
+ * refuse (its region_start rewritten, its CRC valid) does not stop it. */
+static void a_hint_at_the_first_commit_is_used(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	unsigned char *img = img_dup(f, f->len);
+	keel_head first = head_at(img, KEEL_DATA_START), one = head_of_txid(f, img, 1);
+	first.region_start += 8;
+	keel_head_encode(img + KEEL_DATA_START, &first);
+	drop_hints(img);
+	keel_hint hint = {.txid = 1, .head_off = one.off};
+	keel_hint_encode(img + KEEL_HINT_OFF(0), &hint);
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_OK);
+	assert_int_equal(r.txid, f->txid);
+	/* the control: without the hint the first head is refused */
+	drop_hints(img);
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	free(img);
+}
+
+/* Damage in the first pending commit's DELTA record, where the head before
+ * the pending span is damaged too and no pending head before the damage
+ * checks out: salvage has nothing to settle on and refuses. */
+static void salvage_refuses_when_no_head_before_the_damage_checks_out(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	unsigned char *img = img_dup(f, f->len);
+	keel_head last = head_at(img, f->last_head);
+	assert_true(last.pending_heads > 2);
+	uint64_t span = last.off - last.pending_bytes;
+	keel_head h = last;
+	while (h.prev_head != span - KEEL_HEAD_SIZE)
+		h = head_at(img, h.prev_head);
+	/* the walk from the newest hint reads neither */
+	keel_hint hint = {0}, hs;
+	for (unsigned slot = 0; slot < 2; slot++)
+		if (keel_hint_decode(img + KEEL_HINT_OFF(slot), &hs) == KEEL_OK &&
+		    hs.txid > hint.txid)
+			hint = hs;
+	assert_true(hint.txid > h.txid + 1);
+	assert_true(h.delta_off != 0);
+	img[h.delta_off + KEEL_REC_HDR + 1] ^= 0x01;
+	img[span - KEEL_HEAD_SIZE + KEEL_REC_HDR + 1] ^= 0x01;
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	assert_int_equal(open_copy(f, KEEL_SALVAGE, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_int_equal(r.offset, h.delta_off);
+	/* the control: with the head before the span intact, salvage opens
+	 * there */
+	img[span - KEEL_HEAD_SIZE + KEEL_REC_HDR + 1] ^= 0x01;
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	assert_int_equal(open_copy(f, KEEL_SALVAGE, &r), KEEL_OK);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	assert_int_equal(r.head_offset, span - KEEL_HEAD_SIZE);
+	free(img);
+}
+
+/* An I/O backend over keel_io_posix that fails chosen calls with -EIO, as
+ * a failing disk (or the libfiu points of docs/faults.md) would. */
+typedef struct faulty {
+	uint64_t off;    /* with LEN: fail a read of exactly LEN bytes at OFF  */
+	size_t len;      /* 0: no such read fails                              */
+	size_t over;     /* fail every read longer than this; 0: none          */
+	bool fstat;      /* fail fstat                                         */
+	unsigned failed; /* calls failed so far                                */
+} faulty;
+
+static ssize_t faulty_pread(void *ctx, int fd, void *buf, size_t len,
+                            uint64_t off)
+{
+	faulty *x = ctx;
+	if ((x->len && len == x->len && off == x->off) || (x->over && len > x->over)) {
+		x->failed++;
+		return -EIO;
+	}
+	return keel_io_posix()->pread(keel_io_posix()->ctx, fd, buf, len, off);
+}
+
+static int faulty_fstat(void *ctx, int fd, uint64_t *size, int *is_reg)
+{
+	faulty *x = ctx;
+	if (x->fstat) {
+		x->failed++;
+		return -EIO;
+	}
+	return keel_io_posix()->fstat(keel_io_posix()->ctx, fd, size, is_reg);
+}
+
+/* recovery_find on PATH through a backend failing as X says. */
+static int find_with_faults(const char *path, faulty *x, recovery_result *out)
+{
+	keel_io io = *keel_io_posix();
+	io.ctx = x;
+	io.pread = faulty_pread;
+	io.fstat = faulty_fstat;
+	io.pread_device = NULL;
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	int rc = recovery_find(&io, fd, 0, UINT64_MAX, out);
+	close(fd);
+	free(out->deltas);
+	out->deltas = NULL;
+	return rc;
+}
+
+/* Damage behind a durable head, and the read of the head that proves it
+ * fails: an I/O error, never a torn tail to cut nor a verdict of damage. */
+static void a_failed_read_in_the_search_for_a_later_head_is_an_error(void **state)
+{
+	fixture *f = *state;
+	recovery_result res;
+	unsigned char *img = img_dup(f, f->len);
+	keel_head last = head_at(img, f->last_head);
+	img[last.prev_head - 20] ^= 0x40;
+	drop_hints(img);
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	faulty x = {.off = last.prev_head, .len = KEEL_HEAD_SIZE};
+	assert_int_equal(find_with_faults(f->copy, &x, &res), KEEL_EIO);
+	assert_true(x.failed > 0);
+	x = (faulty){0}; /* the control */
+	assert_int_equal(find_with_faults(f->copy, &x, &res), KEEL_ECORRUPT);
+	assert_int_equal(res.status, KEEL_RECOVERY_CORRUPT);
+	free(img);
+}
+
+/* A failing fstat, or a failing read in the walk: KEEL_EIO, never a clean
+ * end at the first head. */
+static void failed_reads_during_the_walk_are_errors(void **state)
+{
+	fixture *f = *state;
+	recovery_result res;
+	unsigned char *img = img_dup(f, f->len);
+	drop_hints(img);
+	write_copy(f, img, f->len, f->len + KEEL_BLOCK);
+	faulty x = {.over = KEEL_HEAD_SIZE};
+	assert_int_equal(find_with_faults(f->copy, &x, &res), KEEL_EIO);
+	assert_true(x.failed > 0);
+	x = (faulty){.fstat = true};
+	assert_int_equal(find_with_faults(f->copy, &x, &res), KEEL_EIO);
+	assert_int_equal(x.failed, 1);
+	x = (faulty){0}; /* the control */
+	assert_int_equal(find_with_faults(f->copy, &x, &res), KEEL_OK);
+	assert_int_equal(res.status, KEEL_RECOVERY_OK);
+	assert_int_equal(res.head.txid, f->txid);
+	free(img);
+}
+
+/* A store at PATH of N commits, each a checkpoint (no pending span, so
+ * recovery's later checks see only the tree); its bytes, its stats in *ST. */
+static unsigned char *make_checkpoints(const char *path, int n, keel_stats *st)
+{
+	keel_db *db;
+	keel_options o = {.checkpoint_bytes = 1};
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	for (int i = 0; i < n; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "k%d", i % 4);
+		assert_int_equal(keel_put(db, k, strlen(k), &i, sizeof(i), KEEL_REV_ANY,
+		                          NULL), KEEL_OK);
+	}
+	keel_stat(db, st);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	size_t len = 0;
+	unsigned char *img = tu_read_file(path, &len);
+	assert_non_null(img);
+	assert_true(len >= st->end_offset);
+	return img;
+}
+
+/* Under KEEL_UNSAFE_TRUST_HEAD (the positive control) a walk stopped by a
+ * bad record header takes every later head that claims to follow, the one
+ * ending the file included.  A store of checkpoints (no pending span, so
+ * no later check sees the damage). */
+static void the_trust_head_control_takes_a_head_ending_the_file(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	keel_stats st;
+	unsigned char *img = make_checkpoints(f->copy, 3, &st);
+	keel_head last = head_at(img, st.end_offset - KEEL_HEAD_SIZE);
+	keel_head prev = head_at(img, last.prev_head);
+	assert_int_equal(last.pending_heads, 0);
+	assert_true(prev.region_start < prev.off);
+	img[prev.region_start] ^= 0x01; /* the magic of its first record */
+	write_copy(f, img, st.end_offset, st.end_offset);
+	assert_int_equal(open_copy(f, KEEL_UNSAFE_TRUST_HEAD, &r), KEEL_OK);
+	assert_int_equal(r.txid, st.txid);
+	assert_int_equal(r.status, KEEL_RECOVERY_OK);
+	/* the control: without it the walk stops there, and the heads after
+	 * prove the damage durable */
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	assert_int_equal(r.status, KEEL_RECOVERY_CORRUPT);
+	free(img);
+}
+
+/* Of two valid hints open starts from the newer, whichever slot holds it,
+ * and reads nothing before that hint's own commit: damage between the two
+ * hinted heads is not looked at (recover.h, invariant 2). */
+static void the_newer_of_two_valid_hints_is_the_start(void **state)
+{
+	fixture *f = *state;
+	keel_recovery r;
+	keel_stats st;
+	unsigned char *img = make_checkpoints(f->copy, 20, &st);
+	keel_head h = head_at(img, st.end_offset - KEEL_HEAD_SIZE), newer = h,
+	          damaged = h;
+	assert_int_equal(h.txid, 20);
+	while (h.txid > 5) {
+		h = head_at(img, h.prev_head);
+		if (h.txid == 15)
+			newer = h;
+		if (h.txid == 10)
+			damaged = h;
+	}
+	keel_head older = h;
+	assert_true(damaged.region_start + KEEL_REC_HDR < damaged.off);
+	img[damaged.region_start + KEEL_REC_HDR + 2] ^= 0x01;
+	keel_hint a = {.txid = older.txid, .head_off = older.off},
+	          b = {.txid = newer.txid, .head_off = newer.off};
+	for (int order = 0; order < 2; order++) {
+		keel_hint_encode(img + KEEL_HINT_OFF(0), order ? &b : &a);
+		keel_hint_encode(img + KEEL_HINT_OFF(1), order ? &a : &b);
+		write_copy(f, img, st.end_offset, st.end_offset + KEEL_BLOCK);
+		assert_int_equal(open_copy(f, 0, &r), KEEL_OK);
+		assert_int_equal(r.status, KEEL_RECOVERY_OK);
+		assert_int_equal(r.txid, 20);
+	}
+	/* the control: from the older hint alone the walk meets the damage */
+	keel_hint_encode(img + KEEL_HINT_OFF(0), &a);
+	memset(img + KEEL_HINT_OFF(1), 0, KEEL_HINT_SIZE);
+	write_copy(f, img, st.end_offset, st.end_offset + KEEL_BLOCK);
+	assert_int_equal(open_copy(f, 0, &r), KEEL_ECORRUPT);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +877,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(damage_behind_a_durable_head_refuses_unless_salvaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(damage_in_the_hinted_commit_is_found_at_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_damaged_record_length_behind_a_durable_head_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_later_head_ending_the_file_proves_damage, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_block_with_one_nonzero_byte_does_not_end_the_search, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_later_head_naming_the_failed_head_itself_proves_damage, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_wrong_chain_crc_over_sound_records_is_reported_at_the_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_stray_byte_after_the_newest_head_is_a_torn_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_record_with_an_unknown_flag_ends_the_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_hint_at_the_first_commit_is_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(salvage_refuses_when_no_head_before_the_damage_checks_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_read_in_the_search_for_a_later_head_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_reads_during_the_walk_are_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_trust_head_control_takes_a_head_ending_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_newer_of_two_valid_hints_is_the_start, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
