@@ -1,13 +1,18 @@
-/* test_format.c -- encoders and decoders of the on-disk structures. */
+/* test_format.c -- encoders and decoders of the on-disk structures, and
+ * the shapes of the tree a writer leaves in them. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "crc32c.h"
 #include "format.h"
 #include "keel.h"
+#include "testutil.h"
 
 static void superblock_round_trips_and_rejects_damage(void **state)
 {
@@ -189,6 +194,275 @@ static void a_delta_with_a_key_twice_is_invalid(void **state)
 	assert_false(keel_delta_valid(rec, KEEL_DELTA_HDR + n1 + n2, 3, below));
 }
 
+/* ---- trees written by hand ------------------------------------------------
+ * A forged commit: records appended after the store's newest head, then a
+ * head that continues its chain, so recovery accepts it like any other
+ * (every CRC is right; only the tree's shape is not what a writer makes). */
+typedef struct forge {
+	keel_head head;       /* the store's newest head                */
+	uint64_t pos;         /* where the forged region starts         */
+	uint8_t reg[16384];   /* the region's bytes                     */
+	size_t rlen;
+} forge;
+
+/* A fresh store in a new directory holding "k" in its tree; *DIR and the
+ * returned path are the caller's to free (tu_rmdir, free). */
+static char *forge_store(char **dir)
+{
+	keel_options o = {.checkpoint_bytes = 1}; /* the key in the tree */
+	keel_db *db;
+	*dir = tu_mkdtemp();
+	char *path = tu_path(*dir, "db");
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_put(db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	return path;
+}
+
+static void newest_head(const char *path, keel_head *h)
+{
+	keel_options o = {.flags = KEEL_RDONLY};
+	keel_recovery r;
+	keel_db *db;
+	uint8_t hb[KEEL_HEAD_SIZE];
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_recovery_info(db, &r), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, hb, sizeof(hb), (off_t)r.head_offset),
+	                 (ssize_t)sizeof(hb));
+	close(fd);
+	assert_int_equal(keel_head_decode(hb, h), KEEL_OK);
+	h->off = r.head_offset;
+}
+
+static void forge_begin(forge *f, const char *path)
+{
+	memset(f, 0, sizeof(*f));
+	newest_head(path, &f->head);
+	f->pos = f->head.off + KEEL_HEAD_SIZE;
+}
+
+/* Appends a record; its offset, its crc in *CRC. */
+static uint64_t forge_record(forge *f, uint8_t type, const uint8_t *payload,
+                             uint32_t len, uint32_t *crc)
+{
+	uint64_t size = keel_rec_size(len), off = f->pos + f->rlen;
+	assert_true(f->rlen + size <= sizeof(f->reg));
+	uint8_t *rec = f->reg + f->rlen;
+	memset(rec, 0, size);
+	keel_rec_encode(rec, type, payload, len);
+	memcpy(rec + KEEL_REC_HDR, payload, len);
+	*crc = keel_ld32(rec + 12);
+	f->rlen += size;
+	return off;
+}
+
+/* Writes the region and a head naming ROOT (a tree of KEYS keys). */
+static void forge_commit(forge *f, const char *path, uint64_t root,
+                         uint32_t root_crc, uint64_t keys)
+{
+	keel_head h = {.txid = f->head.txid + 1, .prev_head = f->head.off,
+	               .region_start = f->pos, .root_off = root,
+	               .root_crc = root_crc,
+	               .chain_crc = keel_crc32c(f->head.chain_crc, f->reg, f->rlen),
+	               .keys = keys, .live_bytes = f->rlen + KEEL_HEAD_SIZE,
+	               .file_id = f->head.file_id};
+	uint8_t hb[KEEL_HEAD_SIZE];
+	keel_head_encode(hb, &h);
+	int fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, f->reg, f->rlen, (off_t)f->pos),
+	                 (ssize_t)f->rlen);
+	assert_int_equal(pwrite(fd, hb, sizeof(hb), (off_t)(f->pos + f->rlen)),
+	                 (ssize_t)sizeof(hb));
+	close(fd);
+}
+
+/* A node of LEVEL over the N one-letter keys of KEYS: a leaf's values are
+ * "v" inline; a branch's entry I points at (COFF[I], CCRC[I]).  Returns its
+ * payload length. */
+static uint32_t forge_node(uint8_t *p, int level, const char *keys,
+                           const uint64_t *coff, const uint32_t *ccrc)
+{
+	uint16_t n = (uint16_t)strlen(keys);
+	const uint8_t *k = (const uint8_t *)keys;
+	uint32_t eo = keel_node_begin(p, (uint8_t)level, n, k, 1, k + n - 1, 1);
+	for (unsigned i = 0; i < n; i++) {
+		keel_node_set_slot(p, i, eo, k + i, 1);
+		if (level) {
+			eo += keel_branch_ent_encode(p + eo, k + i, 1, ccrc[i], coff[i]);
+		} else {
+			keel_leaf_ent le = {.key = k + i, .klen = 1, .rev = 1,
+			                    .inl = (const uint8_t *)"v", .vlen = 1};
+			eo += keel_leaf_ent_encode(p + eo, &le);
+		}
+	}
+	return eo;
+}
+
+/* A root branch over the leaf "ab" and the node the caller gives for "m":
+ * deleting "b" leaves the first leaf under a quarter full, and a checkpoint
+ * merges it with its sibling, the only read of "m"'s node there is. */
+static void forge_sibling(const char *path, uint64_t moff, uint32_t mcrc)
+{
+	static forge f;
+	uint8_t p[512];
+	uint64_t coff[2];
+	uint32_t ccrc[2], crc;
+
+	forge_begin(&f, path);
+	coff[0] = forge_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "ab", NULL, NULL),
+	                       &ccrc[0]);
+	coff[1] = moff;
+	ccrc[1] = mcrc;
+	uint64_t root = forge_record(&f, KEEL_REC_BRANCH, p,
+	                             forge_node(p, 1, "am", coff, ccrc), &crc);
+	forge_commit(&f, path, root, crc, 4);
+}
+
+/* Deleting "b" from a store forged by forge_sibling: the merge must refuse
+ * the sibling, and nothing changes. */
+static void delete_meets_a_bad_sibling(const char *path)
+{
+	keel_options o = {.checkpoint_bytes = 1};
+	keel_view v;
+	keel_db *db;
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_del(db, "b", 1, KEEL_REV_ANY, NULL), KEEL_ECORRUPT);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "b", 1, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+/* A write copies the siblings it merges with; the child-before-parent and
+ * level rules hold for them as for the nodes on a key's path (tree.c). */
+static void a_merge_refuses_a_sibling_of_the_wrong_level(void **state)
+{
+	(void)state;
+	static forge f;
+	uint8_t p[512];
+	uint64_t leaf;
+	uint32_t lcrc, crc;
+	char *dir, *path = forge_store(&dir);
+
+	/* "m": a branch of level 1 (over a leaf "mn") where a leaf belongs */
+	forge_begin(&f, path);
+	leaf = forge_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "mn", NULL, NULL),
+	                    &lcrc);
+	uint64_t m = forge_record(&f, KEEL_REC_BRANCH, p,
+	                          forge_node(p, 1, "m", &leaf, &lcrc), &crc);
+	forge_commit(&f, path, 0, 0, 0);
+	forge_sibling(path, m, crc);
+	delete_meets_a_bad_sibling(path);
+	tu_rmdir(dir);
+	free(path);
+}
+
+static void a_merge_refuses_a_sibling_past_the_file(void **state)
+{
+	(void)state;
+	char *dir, *path = forge_store(&dir);
+
+	forge_sibling(path, (uint64_t)1 << 40, 0);
+	delete_meets_a_bad_sibling(path);
+	tu_rmdir(dir);
+	free(path);
+}
+
+/* The type of the newest head's root record. */
+static uint8_t root_type(const char *path)
+{
+	keel_head h;
+	uint8_t hdr[KEEL_REC_HDR];
+	newest_head(path, &h);
+	if (!h.root_off)
+		return 0;
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, hdr, sizeof(hdr), (off_t)h.root_off),
+	                 (ssize_t)sizeof(hdr));
+	close(fd);
+	return hdr[4];
+}
+
+/* A leaf splits as soon as it holds four entries and more than
+ * KEEL_LEAF_MAX bytes (format.h): three 400-byte keys stay one leaf, the
+ * fourth makes two under a branch. */
+static void a_leaf_of_four_entries_over_its_bound_splits(void **state)
+{
+	(void)state;
+	keel_options o = {.checkpoint_bytes = 1};
+	char key[400], *dir = tu_mkdtemp(), *path = tu_path(dir, "db");
+	keel_db *db;
+
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	memset(key, 'k', sizeof(key));
+	for (int i = 0; i < 4; i++) {
+		key[sizeof(key) - 1] = (char)('0' + i);
+		assert_int_equal(keel_put(db, key, sizeof(key), "v", 1, KEEL_REV_ANY,
+		                          NULL), KEEL_OK);
+		assert_int_equal(keel_close(db), KEEL_OK);
+		assert_int_equal(root_type(path), i < 3 ? KEEL_REC_LEAF : KEEL_REC_BRANCH);
+		assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	}
+	assert_int_equal(keel_check(db, NULL, NULL, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	tu_rmdir(dir);
+	free(path);
+}
+
+/* A leaf of two 1000-byte keys is never merged (it is far over a quarter
+ * full); deleting both empties it, and it leaves its parent, which then has
+ * one child and gives way to it. */
+static void deleting_a_leaf_of_big_keys_removes_it(void **state)
+{
+	(void)state;
+	keel_options o = {.checkpoint_bytes = 1};
+	char key[4][1000], *dir = tu_mkdtemp(), *path = tu_path(dir, "db");
+	keel_batch *b;
+	keel_db *db;
+	keel_check_result cr;
+
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (int i = 0; i < 4; i++) {
+		memset(key[i], 'a' + i, sizeof(key[i]));
+		assert_int_equal(keel_batch_put(b, key[i], sizeof(key[i]), "v", 1,
+		                                KEEL_REV_ANY), KEEL_OK);
+	}
+	assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(root_type(path), KEEL_REC_BRANCH); /* leaves ab, cd */
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	keel_batch_clear(b);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(keel_batch_del(b, key[i], sizeof(key[i]),
+		                                KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+	keel_batch_free(b);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(root_type(path), KEEL_REC_LEAF);
+	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
+	assert_int_equal(keel_check(db, NULL, NULL, &cr), KEEL_OK);
+	assert_int_equal(cr.keys, 2);
+	for (int i = 0; i < 4; i++) {
+		keel_view v;
+		assert_int_equal(keel_get(db, key[i], sizeof(key[i]), &v),
+		                 i < 2 ? KEEL_ENOTFOUND : KEEL_OK);
+		if (i >= 2)
+			keel_view_release(&v);
+	}
+	assert_int_equal(keel_close(db), KEEL_OK);
+	tu_rmdir(dir);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +474,10 @@ int main(void)
 		cmocka_unit_test(a_delta_with_a_key_twice_is_invalid),
 		cmocka_unit_test(record_header_checks_magic_and_type),
 		cmocka_unit_test(key_order_matches_bytewise_order_at_every_length),
+		cmocka_unit_test(a_merge_refuses_a_sibling_of_the_wrong_level),
+		cmocka_unit_test(a_merge_refuses_a_sibling_past_the_file),
+		cmocka_unit_test(a_leaf_of_four_entries_over_its_bound_splits),
+		cmocka_unit_test(deleting_a_leaf_of_big_keys_removes_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
