@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <setjmp.h>
@@ -1322,6 +1323,73 @@ static void a_reader_trusts_nothing_past_a_marker_cut_short(void **state)
 	free(marker);
 }
 
+/* Does this process map a file whose path contains NAME? */
+static bool mapped_here(const char *name)
+{
+	char line[4096];
+	bool found = false;
+	FILE *fp = fopen("/proc/self/maps", "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp))
+		found |= strstr(line, name) != NULL;
+	fclose(fp);
+	return found;
+}
+
+/* The writer's marker is a mapping of its own; a closed handle leaves
+ * none behind (a process that opens and closes stores for days must not
+ * collect them). */
+static void a_closed_writer_leaves_no_marker_mapped(void **state)
+{
+	fixture *f = *state;
+	char *marker = NULL;
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_true(mapped_here(marker));
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_false(mapped_here(marker));
+	free(marker);
+}
+
+/* A writer that cannot make its marker (here: a file size limit below the
+ * marker's 4 KiB, so its write comes up short) keeps none and opens all
+ * the same (marker.c, (2)); it never uses a marker it did not make.  In a
+ * child process, which alone has the limit. */
+static void a_writer_that_cannot_make_its_marker_keeps_none(void **state)
+{
+	fixture *f = *state;
+	char *marker = NULL;
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	assert_int_equal(keel_put(f->db, "k", 1, "v", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {.rlim_cur = 1024, .rlim_max = 1024};
+		keel_options o = {.flags = KEEL_NOCOMPACT};
+		keel_db *db;
+		keel_view v;
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+			_exit(10);
+		if (keel_open(f->path, &o, &db) != KEEL_OK)
+			_exit(11);
+		if (access(marker, F_OK) == 0)
+			_exit(12);
+		if (keel_get(db, "k", 1, &v) != KEEL_OK)
+			_exit(13);
+		keel_view_release(&v);
+		_exit(0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	free(marker);
+}
+
 static void strerror_names_every_code(void **state)
 {
 	(void)state;
@@ -1363,6 +1431,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_trusts_nothing_past_a_marker_cut_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_closed_writer_leaves_no_marker_mapped, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_writer_that_cannot_make_its_marker_keeps_none, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
