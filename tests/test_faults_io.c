@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "io.h"
 #include "keel.h"
 #include "testutil.h"
 #include "teststore.h"
@@ -578,6 +580,66 @@ static void failing_compactions_do_not_make_the_file_grow_in_small_steps(void **
 	assert_true(growths < 400);
 }
 
+/* ---- a mapping made, then a failure after it ------------------------------
+ * The data file's mapping goes through the I/O seam; the bookkeeping beside
+ * it is plain anonymous memory.  A backend that maps the file and then
+ * lowers the address-space limit to what is in use makes that second
+ * mapping fail, the way a process at its limit would see it: the file's
+ * mapping must then be handed back. */
+static int io_maps, io_unmaps;
+static struct rlimit as_saved;
+
+static void *map_then_limit(void *ctx, int fd, size_t len, int *err)
+{
+	void *p = keel_io_posix()->mmap(ctx, fd, len, err);
+	long pages = 0;
+	FILE *fp = fopen("/proc/self/statm", "r");
+	if (!p || !fp || fscanf(fp, "%ld", &pages) != 1)
+		_exit(20);
+	fclose(fp);
+	io_maps++;
+	struct rlimit rl = {.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE),
+	                    .rlim_max = as_saved.rlim_max};
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		_exit(21);
+	return p;
+}
+
+static int unmap_counted(void *ctx, void *addr, size_t len)
+{
+	setrlimit(RLIMIT_AS, &as_saved);
+	io_unmaps++;
+	return keel_io_posix()->munmap(ctx, addr, len);
+}
+
+static void a_mapping_is_unmade_when_what_follows_it_fails(void **state)
+{
+	fixture *f = *state;
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		keel_io io = *keel_io_posix();
+		io.mmap = map_then_limit;
+		io.munmap = unmap_counted;
+		keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+		keel_db *db;
+		if (getrlimit(RLIMIT_AS, &as_saved) != 0)
+			_exit(22);
+		int rc = keel_open(f->path, &o, &db);
+		setrlimit(RLIMIT_AS, &as_saved);
+		if (rc != KEEL_ENOMEM)
+			_exit(23);
+		_exit(io_maps == 1 && io_unmaps == 1 ? 0 : 24);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_acked_present(f->path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +653,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_failed_device_read_fails_the_writers_open,
 		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_mapping_is_unmade_when_what_follows_it_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_write_of_the_new_file_fails_only_that_compaction,
 		                                setup, teardown),
