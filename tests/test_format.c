@@ -463,6 +463,51 @@ static void deleting_a_leaf_of_big_keys_removes_it(void **state)
 	free(path);
 }
 
+/* A writer inlines values of up to KEEL_INLINE_MAX bytes, but a reader
+ * takes an inline value of any length that fits in its leaf (format.h):
+ * another writer's store may hold longer ones.  Compaction, which keeps
+ * the rule of this writer, gives such a value a record of its own, and the
+ * value reads back the same. */
+static void a_value_another_writer_inlined_survives_compaction(void **state)
+{
+	(void)state;
+	static forge f;
+	uint8_t p[512], val[200];
+	uint32_t crc;
+	keel_view v;
+	keel_db *db;
+	char *dir, *path = forge_store(&dir);
+
+	for (size_t i = 0; i < sizeof(val); i++)
+		val[i] = (uint8_t)(i * 7 + 1);
+	forge_begin(&f, path);
+	const uint8_t *k = (const uint8_t *)"kx";
+	uint32_t eo = keel_node_begin(p, 0, 2, k, 1, k + 1, 1);
+	keel_leaf_ent le = {.key = k, .klen = 1, .rev = 1,
+	                    .inl = (const uint8_t *)"v", .vlen = 1};
+	keel_node_set_slot(p, 0, eo, k, 1);
+	eo += keel_leaf_ent_encode(p + eo, &le);
+	le = (keel_leaf_ent){.key = k + 1, .klen = 1, .rev = 1, .inl = val,
+	                     .vlen = sizeof(val)};
+	keel_node_set_slot(p, 1, eo, k + 1, 1);
+	eo += keel_leaf_ent_encode(p + eo, &le);
+	uint64_t root = forge_record(&f, KEEL_REC_LEAF, p, eo, &crc);
+	forge_commit(&f, path, root, crc, 2);
+
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_compact(db), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "x", 1, &v), KEEL_OK);
+	assert_int_equal(v.len, sizeof(val));
+	assert_memory_equal(v.data, val, sizeof(val));
+	keel_view_release(&v);
+	assert_int_equal(keel_check(db, NULL, NULL, NULL), KEEL_OK);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	tu_rmdir(dir);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +523,7 @@ int main(void)
 		cmocka_unit_test(a_merge_refuses_a_sibling_past_the_file),
 		cmocka_unit_test(a_leaf_of_four_entries_over_its_bound_splits),
 		cmocka_unit_test(deleting_a_leaf_of_big_keys_removes_it),
+		cmocka_unit_test(a_value_another_writer_inlined_survives_compaction),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
