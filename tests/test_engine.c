@@ -1062,6 +1062,41 @@ static void a_reader_process_sees_only_durable_commits(void **state)
 	close(answer[0]);
 }
 
+/* A reader that moves to the file a compaction renamed in honours the
+ * marker there as it does in the old one: a head the writer appended to the
+ * new file but has not synced yet is not shown (marker.c, (3)). */
+static void a_reader_moving_to_a_compacted_file_sees_only_durable_commits(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.fdatasync = held_fdatasync;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_db *r;
+	keel_view v;
+	reopen_with(f, &o);
+	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+	assert_int_equal(keel_get(r, "k1", 2, &v), KEEL_OK);
+	keel_view_release(&v);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	atomic_store(&sync_held, true);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, put_k2, f->db), 0);
+	wait_for_sync_waiting();
+	/* k2 is in the new file, unsynced: the reader moves there, to k1 */
+	assert_int_equal(keel_get(r, "k2", 2, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_get(r, "k1", 2, &v), KEEL_OK);
+	keel_view_release(&v);
+	atomic_store(&sync_held, false);
+	void *rc;
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((int)(intptr_t)rc, KEEL_OK);
+	assert_int_equal(keel_get(r, "k2", 2, &v), KEEL_OK); /* durable */
+	keel_view_release(&v);
+	assert_int_equal(keel_close(r), KEEL_OK);
+}
+
 /* A writer killed inside a commit's sync leaves its head in the file (the
  * page cache) and a marker that stops before it.  Nobody synced that head,
  * so a power cut can still take it: readers -- one open before the kill and
@@ -1431,6 +1466,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_trusts_nothing_past_a_marker_cut_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_reader_moving_to_a_compacted_file_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_closed_writer_leaves_no_marker_mapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_that_cannot_make_its_marker_keeps_none, setup, teardown),
 		cmocka_unit_test(strerror_names_every_code),
