@@ -2,11 +2,13 @@
  * write is fail-stop, acknowledged writes survive a reopen, and faults during
  * recovery fail the open cleanly.  Every test checks that its fault fired. */
 #include <errno.h>
+#include <fcntl.h>
 #include <fiu-control.h>
 #include <fiu.h>
 #include <setjmp.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -640,6 +642,81 @@ static void a_mapping_is_unmade_when_what_follows_it_fails(void **state)
 	assert_acked_present(f->path);
 }
 
+/* ---- the seam's helpers and device reads, called directly ------------------ */
+
+static size_t chunk_max, chunk_sum;
+static bool chunk_past_end;
+static uint64_t chunk_len;
+
+/* A pwrite that writes nothing and says it wrote everything: the calls
+ * keel_io_pwrite_all makes, without the memory or the disk. */
+static ssize_t pwrite_counted(void *ctx, int fd, const void *buf, size_t len,
+                              uint64_t off)
+{
+	(void)ctx;
+	(void)fd;
+	(void)buf;
+	if (off + len > chunk_len) { /* the kernel would read past the buffer */
+		chunk_past_end = true;
+		return -EFAULT;
+	}
+	chunk_max = len > chunk_max ? len : chunk_max;
+	chunk_sum += len;
+	return (ssize_t)len;
+}
+
+/* A write of more than 1 GiB goes in pieces of at most 1 GiB (Linux moves
+ * at most ~2 GiB a call), none past the end of the buffer. */
+static void a_write_over_a_gib_goes_in_pieces_inside_its_buffer(void **state)
+{
+	(void)state;
+	keel_io io = *keel_io_posix();
+	io.pwrite = pwrite_counted;
+	chunk_len = ((uint64_t)3 << 30) / 2; /* 1.5 GiB, only reserved */
+	void *buf = mmap(NULL, chunk_len, PROT_NONE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(buf != MAP_FAILED);
+	assert_int_equal(keel_io_pwrite_all(&io, -1, buf, chunk_len, 0), 0);
+	munmap(buf, chunk_len);
+	assert_int_equal(chunk_sum, chunk_len);
+	assert_int_equal(chunk_max, (size_t)1 << 30);
+	assert_false(chunk_past_end);
+}
+
+/* A device read at any offset returns the bytes there: the backend widens
+ * it to whole 4 KiB blocks for O_DIRECT and copies the part asked for. */
+static void a_device_read_at_an_unaligned_offset_returns_those_bytes(void **state)
+{
+	fixture *f = *state;
+	const keel_io *io = keel_io_posix();
+	static uint8_t data[3 * 4096], got[5000];
+	char *path = tu_path(f->dir, "blocks");
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + i / 251);
+	assert_int_equal(tu_write_file(path, data, sizeof(data)), 0);
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0) {
+		assert_int_equal(errno, EINVAL);
+		print_message("no O_DIRECT on %s (tmpfs?): skipped\n", f->dir);
+		free(path);
+		return;
+	}
+	close(fd);
+	fd = io->open(io->ctx, path, 0, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(io->fsync(io->ctx, fd), 0);
+	static const uint64_t offs[] = {100, 4096 + 8, 4095, 8192};
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		size_t len = sizeof(data) - offs[i] < sizeof(got)
+		             ? sizeof(data) - offs[i] : sizeof(got);
+		ssize_t n = io->pread_device(io->ctx, fd, got, len, offs[i]);
+		assert_int_equal(n, (ssize_t)len);
+		assert_memory_equal(got, data + offs[i], len);
+	}
+	io->close(io->ctx, fd);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +731,8 @@ int main(void)
 		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_mapping_fails_the_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_mapping_is_unmade_when_what_follows_it_fails, setup, teardown),
+		cmocka_unit_test(a_write_over_a_gib_goes_in_pieces_inside_its_buffer),
+		cmocka_unit_test_setup_teardown(a_device_read_at_an_unaligned_offset_returns_those_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_crash_at_each_step_of_compaction_recovers_a_whole_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_write_of_the_new_file_fails_only_that_compaction,
 		                                setup, teardown),
