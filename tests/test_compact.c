@@ -363,6 +363,91 @@ static void async_commits_wait_while_compaction_is_behind(void **state)
 	check_value(f->db, "held", "held");
 }
 
+/* A commit's sync held until the test lets it fail (EIO). */
+static atomic_int doomed_state; /* 0 armed, 1 reached, 2 fail it */
+
+static int doomed_fdatasync(void *ctx, int fd)
+{
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&doomed_state, &expect, 1)) {
+		for (int i = 0; i < 6000 && atomic_load(&doomed_state) != 2; i++)
+			usleep(5000); /* bounded: 30 s */
+		return -EIO;
+	}
+	return keel_io_posix()->fdatasync(ctx, fd);
+}
+
+static void *put_doomed(void *p)
+{
+	return (void *)(intptr_t)keel_put(p, "doomed", 6, "x", 1, KEEL_REV_ANY, NULL);
+}
+
+/* An async commit held behind a lagging compaction learns of a failed
+ * sync at once: the failure lifts the hold (commit_writes_held), and the
+ * failing group wakes the committer -- not the compaction, which may have
+ * a long way to go (here it is held at its first write throughout). */
+static void a_held_async_commit_learns_of_a_failure_before_the_compaction_ends(void **state)
+{
+	fixture *f = *state;
+	keel_io io = *keel_io_posix();
+	io.open = compact_open;
+	io.pwrite = gate_pwrite;
+	io.fdatasync = doomed_fdatasync;
+	keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT,
+	                  .compact_slack = SMALL_SLACK,
+	                  .checkpoint_bytes = SMALL_CKPT};
+	pthread_t t, c;
+	void *rc;
+	char val[1000];
+	keel_batch *b;
+
+	atomic_store(&compact_fd, -1);
+	atomic_store(&gate_state, 0);
+	atomic_store(&doomed_state, 2); /* not armed while the store fills */
+	reopen_with(f, &o);
+	memset(val, 'x', sizeof(val));
+	for (int r = 0; r < 100; r++) { /* ~5 MB appended, 50 KB live */
+		assert_int_equal(keel_batch_new(&b), KEEL_OK);
+		for (int i = 0; i < 50; i++) {
+			char k[16];
+			snprintf(k, sizeof(k), "big%02d", i);
+			val[0] = (char)('a' + r % 26);
+			assert_int_equal(keel_batch_put(b, k, strlen(k), val, sizeof(val),
+			                                KEEL_REV_ANY), KEEL_OK);
+		}
+		assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+		keel_batch_free(b);
+	}
+	atomic_store(&doomed_state, 0);
+	assert_int_equal(pthread_create(&t, NULL, put_doomed, f->db), 0);
+	for (int i = 0; i < 15000 && atomic_load(&doomed_state) < 1; i++)
+		usleep(2000); /* bounded: 30 s on a loaded machine */
+	assert_int_equal(atomic_load(&doomed_state), 1); /* its sync is held */
+	assert_int_equal(pthread_create(&c, NULL, compact_thread, f->db), 0);
+	for (int i = 0; i < 15000 && atomic_load(&gate_state) < 1; i++)
+		usleep(2000);
+	assert_int_equal(atomic_load(&gate_state), 1); /* compaction under way */
+	async_state *s = commit_async_key(f->db, "held", &b);
+	atomic_store(&doomed_state, 2);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((int)(intptr_t)rc, KEEL_EIO);
+	/* the compaction is still at its gate: only the failure wakes it */
+	for (int i = 0; i < 5000 && async_done(s) == 0; i++)
+		usleep(2000); /* bounded: 10 s; woken, it takes milliseconds */
+	int done = async_done(s);
+	atomic_store(&gate_state, 2);
+	assert_int_equal(pthread_join(c, &rc), 0);
+	assert_int_equal(done, 1);
+	assert_int_equal(s->ok, 0);
+	keel_batch_free(b);
+	free(s);
+	assert_int_equal(keel_close(f->db), KEEL_EIO); /* the handle failed */
+	f->db = NULL;
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	check_value(f->db, "held", NULL);
+	check_value(f->db, "doomed", NULL);
+}
+
 /* Async writers faster than compaction (unsynced, 64 in flight) cannot
  * grow the file past 2.5 times its live bytes: their groups wait for a
  * lagging compaction as synchronous writers do. */
@@ -550,6 +635,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(deletes_during_a_compaction_are_not_undone,
 		                                setup, teardown),
 		cmocka_unit_test_setup_teardown(async_commits_wait_while_compaction_is_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_held_async_commit_learns_of_a_failure_before_the_compaction_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_async_flood_keeps_the_file_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
