@@ -508,6 +508,45 @@ static void a_value_another_writer_inlined_survives_compaction(void **state)
 	free(path);
 }
 
+/* The format bounds each entry by its node's end, not by where the slots
+ * end: a node whose one entry lies inside its own slots, its payload ending
+ * exactly where entries would begin, is still a node.  Built here: 217
+ * slots (offset 770, head 515) over a 4-byte prefix; the entry at 770 reads
+ * its key length (515) from a slot's head and its 515-byte key from the
+ * slots after it, which repeat the prefix every 6 bytes.  A lookup of a key
+ * it does not hold answers ENOTFOUND, as for any leaf. */
+static void a_leaf_whose_entry_lies_in_its_slots_is_read(void **state)
+{
+	(void)state;
+	static forge f;
+	static const uint8_t slot[6] = {2, 3, 3, 2, 0, 0}; /* 770 LE, 515 LE */
+	uint8_t p[1314];
+	uint32_t crc;
+	keel_view v;
+	keel_db *db;
+	char *dir, *path = forge_store(&dir);
+
+	memset(p, 0, 8);
+	keel_st16(p, 217);             /* count; level 0 */
+	keel_st16(p + 4, 4);           /* the prefix: 2 3 3 2 */
+	memcpy(p + 8, slot, 4);
+	for (unsigned i = 0; i < 217; i++)
+		memcpy(p + 12 + 6 * i, slot, 6);
+	assert_int_equal(keel_node_entries_at(217, 4), sizeof(p));
+	assert_int_equal(keel_node_ent_check(p, sizeof(p), true, 0), 543);
+	assert_true(keel_node_index_valid(p, sizeof(p)));
+	forge_begin(&f, path);
+	uint64_t root = forge_record(&f, KEEL_REC_LEAF, p, sizeof(p), &crc);
+	forge_commit(&f, path, root, crc, 1);
+
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_get(db, "z", 1, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_get(db, "\x02\x03\x03\x02", 4, &v), KEEL_ENOTFOUND);
+	assert_int_equal(keel_close(db), KEEL_OK);
+	tu_rmdir(dir);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +563,7 @@ int main(void)
 		cmocka_unit_test(a_leaf_of_four_entries_over_its_bound_splits),
 		cmocka_unit_test(deleting_a_leaf_of_big_keys_removes_it),
 		cmocka_unit_test(a_value_another_writer_inlined_survives_compaction),
+		cmocka_unit_test(a_leaf_whose_entry_lies_in_its_slots_is_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
