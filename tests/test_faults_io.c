@@ -27,7 +27,8 @@ typedef struct fixture {
 	keel_db *db;
 } fixture;
 
-static int fired; /* calls of a counted point that failed */
+static _Atomic int fired; /* calls of a counted point that failed: the
+                          * grower and compactor threads call them too */
 
 /* An external libfiu callback: fails the point and counts it. */
 static int fail_and_count(const char *name, int *failnum, void **failinfo,
