@@ -38,7 +38,9 @@
  *   whole in its socket (CONN_TLS until then, and no SSL), and SSL_new
  *   takes its own reference, so an old context lives on in the connections
  *   made with it after SIGHUP swapped in a new one.  A TLS connection
- *   starts on the head timer (--header-timeout bounds the handshake);
+ *   starts on the head timer (--header-timeout bounds the handshake,
+ *   --max-handshakes how many hold an SSL before they are up: a
+ *   ClientHello past it closes its connection);
  *   until CONN_TLS_UP every event drives the handshake.  A first byte that is not a TLS
  *   handshake record gets a clear-text 400 and the connection ends.  Its
  *   I/O goes through serve_tls_read / serve_tls_writev (serve_conn.c,
@@ -130,6 +132,9 @@ struct serve_config {
 	const char *db_path;     /* --db                                    */
 	int threads;             /* --threads                               */
 	int max_conns;           /* --max-conns, over all shards            */
+	int max_handshakes;      /* --max-handshakes: TLS handshakes under
+	                            way (an SSL made, not yet up), all
+	                            shards                                 */
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
 	int header_timeout_ms;   /* --header-timeout: a whole request head;
@@ -294,6 +299,7 @@ struct serve_server {
 	struct serve_config cfg;
 	keel_db *db;
 	atomic_int conns;    /* open connections, all shards            */
+	atomic_int handshakes; /* connections CONN_TLS_HELLO, not _UP    */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
 	struct limits_budget budget; /* --body-budget: all shards' bodies */

@@ -138,6 +138,8 @@ static void conn_close(struct serve_conn *c)
 		return;
 	c->flags |= CONN_DEAD;
 	h2_free(c); /* its streams' answers and views go with it */
+	if ((c->flags & (CONN_TLS_HELLO | CONN_TLS_UP)) == CONN_TLS_HELLO)
+		atomic_fetch_sub(&sh->srv->handshakes, 1);
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
@@ -641,6 +643,7 @@ static void tls_refuse_plain(struct serve_conn *c)
  */
 static int conn_tls_ready(struct serve_conn *c)
 {
+	struct serve_server *srv = c->shard->srv;
 	int rc;
 
 	if (!(c->flags & CONN_TLS) || (c->flags & CONN_TLS_UP))
@@ -657,17 +660,26 @@ static int conn_tls_ready(struct serve_conn *c)
 			tls_refuse_plain(c);
 			return 0;
 		}
+		/* an SSL and its handshake cost about 45 KB until the
+		 * client's Finished: --max-handshakes bounds what clients
+		 * that stop after their ClientHello can make us hold */
+		if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
+			atomic_fetch_sub(&srv->handshakes, 1);
+			conn_close(c);
+			return 0;
+		}
 		/* the context of now, used for this call only: the SSL takes
 		 * its own reference (serve.h, TLS) */
-		c->ssl = serve_tls_new(atomic_load(&c->shard->srv->tls), c->fd);
+		c->ssl = serve_tls_new(atomic_load(&srv->tls), c->fd);
+		c->flags |= CONN_TLS_HELLO; /* counted: conn_close uncounts */
 		if (c->ssl == NULL) {
 			conn_close(c); /* out of memory */
 			return 0;
 		}
-		c->flags |= CONN_TLS_HELLO;
 	}
 	rc = serve_tls_handshake(c->ssl);
 	if (rc == 1) {
+		atomic_fetch_sub(&srv->handshakes, 1);
 		c->flags |= CONN_TLS_UP;
 		timer_set(c, SERVE_TIMER_IDLE);
 		return 1;

@@ -7,7 +7,7 @@
  *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
- *              [--tls-cert FILE --tls-key FILE]
+ *              [--tls-cert FILE --tls-key FILE] [--max-handshakes N]
  *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -59,6 +59,11 @@ static void usage(FILE *f)
 	      " (default 1)\n"
 	      "  --max-conns N        connections over all shards; more get 503"
 	      " (default 10000)\n"
+	      "  --max-handshakes N   TLS handshakes in progress over all shards"
+	      " (about 45 KB\n"
+	      "                       each); a ClientHello past it closes its"
+	      " connection\n"
+	      "                       (default 1000)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
 	      "  --body-budget BYTES  memory for all request bodies held at once;"
 	      " past it 503\n"
@@ -248,6 +253,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"db", required_argument, NULL, 'd'},
 		{"threads", required_argument, NULL, 't'},
 		{"max-conns", required_argument, NULL, 'c'},
+		{"max-handshakes", required_argument, NULL, 'S'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"body-budget", required_argument, NULL, 'M'},
 		{"idle-timeout", required_argument, NULL, 'i'},
@@ -271,6 +277,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 	parse_listen("127.0.0.1:8080", &cfg->addr);
 	cfg->threads = 1;
 	cfg->max_conns = 10000;
+	cfg->max_handshakes = 1000;
 	cfg->max_body = 64u << 20;
 	cfg->body_budget = 256u << 20;
 	cfg->idle_timeout_ms = 60000;
@@ -296,6 +303,11 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		case 'c':
 			if (parse_int(optarg, 1, 10000000, &cfg->max_conns) < 0)
 				return bad_value("--max-conns", optarg,
+				                 "expected a number from 1 to 10000000");
+			break;
+		case 'S':
+			if (parse_int(optarg, 1, 10000000, &cfg->max_handshakes) < 0)
+				return bad_value("--max-handshakes", optarg,
 				                 "expected a number from 1 to 10000000");
 			break;
 		case 'b':

@@ -268,6 +268,44 @@ expect "server stalls: SIGTERM, exit 0" 0 "$STATUS"
 PORT=$OPORT
 PID=$OPID
 
+# ---- --max-handshakes: ClientHellos that never finish hold at most N SSLs ---
+# Five clients send a whole ClientHello and then nothing: the first three
+# get the server's flight (an SSL each, about 45 KB), the last two are
+# closed at once.  While the three hold their slots a full handshake is
+# refused too; once they hang up, it is served: the count goes down with
+# a connection that ends mid-handshake.
+OPORT=$PORT
+OPID=$PID
+start hs --db "$T/hs.keel" --header-timeout 60s --max-handshakes 3 \
+	--tls-cert "$T/a.crt" --tls-key "$T/a.key"
+HPORT=$PORT
+HPID=$PID
+mkfifo "$T/hs.hold"
+$CLIENT halfcount "$HPORT" "$T/a.crt" 5 <"$T/hs.hold" >"$T/hs.out" 2>&1 &
+HC=$!
+exec 4>"$T/hs.hold"
+waitfor "$T/hs.out" "^flight" || bad "halfcount: $(cat "$T/hs.out")"
+expect "--max-handshakes 3: three half handshakes held, two closed" \
+	"flight 3 closed 2" "$(cat "$T/hs.out")"
+hcode() {
+	curl -s -m 20 -o /dev/null -w '%{http_code}' --cacert "$T/a.crt" \
+		--resolve "localhost:$HPORT:127.0.0.1" "https://localhost:$HPORT/k"
+}
+expect "a full handshake past the limit is refused" 000 "$(hcode)"
+exec 4>&-
+wait "$HC"
+served=000
+for i in $(seq 100); do # the server sees the three hang up
+	served=$(hcode)
+	[ "$served" = 404 ] && break
+	sleep 0.1
+done
+expect "once they hang up, a handshake and a request are served" 404 "$served"
+stop "$HPID"
+expect "server hs: SIGTERM, exit 0" 0 "$STATUS"
+PORT=$OPORT
+PID=$OPID
+
 # ---- SIGHUP: a new certificate for new connections only ---------------------
 FA=$(fp "$T/a.crt")
 FB=$(fp "$T/b.crt")

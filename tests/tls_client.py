@@ -13,6 +13,9 @@
         server answers with its flight and waits for our Finished; once
         the server's flight arrived on each (or 10 s), print "open N",
         hold them until stdin ends (docs/http.md: a half-open handshake)
+  tls_client.py halfcount PORT CAFILE N  as half, but count: once each
+        connection has the server's flight or was closed (or 10 s), print
+        "flight A closed B", hold them until stdin ends
   tls_client.py stalls PORT N HEX   open N connections that each send the
         bytes HEX (a part of a ClientHello, say) and then nothing; print
         "open N", hold them until stdin ends
@@ -142,6 +145,47 @@ def half(port, cafile, n):
         c.close()
 
 
+def flight_or_close(c, deadline):
+    """'flight' once the server's first bytes are in C's socket (peeked:
+    the handshake stays half done), 'closed' at its EOF or reset, else
+    'none' at DEADLINE."""
+    while time.monotonic() < deadline:
+        try:
+            got = socket.socket.recv(c, 1, socket.MSG_PEEK)
+            return "flight" if got else "closed"
+        except (BlockingIOError, ssl.SSLWantReadError):
+            time.sleep(0.01)
+        except OSError:
+            return "closed"
+    return "none"
+
+
+def halfcount(port, cafile, n):
+    ctx = context(cafile)
+    conns, seen = [], {"flight": 0, "closed": 0, "none": 0}
+    for _ in range(n):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+        raw.setblocking(False)
+        c = ctx.wrap_socket(raw, server_hostname="localhost",
+                            do_handshake_on_connect=False)
+        try:
+            c.do_handshake()  # the ClientHello goes out
+        except ssl.SSLWantReadError:
+            pass
+        except OSError:  # the server closed it already (a reset)
+            seen["closed"] += 1
+            conns.append(c)
+            continue
+        # one at a time: the server has judged this one before the next
+        seen[flight_or_close(c, time.monotonic() + 10)] += 1
+        conns.append(c)
+    print("flight %d closed %d" % (seen["flight"], seen["closed"]),
+          flush=True)
+    sys.stdin.read()
+    for c in conns:
+        c.close()
+
+
 def stalls(port, n, data):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < n + 64:
@@ -179,6 +223,8 @@ def main():
              sys.argv[5] if len(sys.argv) > 5 else None)
     elif cmd == "half":
         half(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "halfcount":
+        halfcount(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "stalls":
         stalls(port, int(sys.argv[3]), bytes.fromhex(sys.argv[4]))
     elif cmd == "pipe":
