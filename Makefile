@@ -26,7 +26,8 @@ LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
-	openssl python3 libnghttp2-dev nghttp2-client
+	openssl python3 libnghttp2-dev nghttp2-client libngtcp2-dev \
+	libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev chromium
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
@@ -112,7 +113,11 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
-	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c
+	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
+	http/serve_h3.c
+# HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
+H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
+H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)
 LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
@@ -250,7 +255,8 @@ $(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto -lm
 
 $(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto \
+		$(H3_LIBS)
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
