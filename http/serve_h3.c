@@ -1249,7 +1249,9 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	struct h3_conn *hc;
 	int rv;
 
-	if (ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
+	/* ngtcp2 asserts on an empty datagram rather than refusing it */
+	if (len == 0 ||
+	    ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
 		return; /* not QUIC, or a version we do not speak */
 	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
 	if (hc == NULL) {
