@@ -142,17 +142,20 @@ TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
 
 # Benchmark tools that need no peer library: built with everything else
 # (so they keep compiling), never installed.
 BENCH_TOOLS = $(B)/growth-latency
+# tests/h3.sh's HTTP/3 client (one request per connection)
+TEST_TOOLS = $(B)/h3-client
 
 all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
 	$(STAGED_HEADERS) \
-	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS)
+	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS) \
+	$(TEST_TOOLS)
 
 .PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants claims
 
@@ -257,6 +260,9 @@ $(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 $(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto \
 		$(H3_LIBS)
+
+$(B)/h3-client: $(B)/obj/tests/h3_client.o
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(H3_LIBS)
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
