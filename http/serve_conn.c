@@ -1235,6 +1235,7 @@ void *serve_shard_run(void *arg)
 		if (sh->now_ms >= next_sweep) {
 			shard_sweep(sh);
 			h2_sweep(sh);
+			h3_sweep(sh);
 			next_sweep = sh->now_ms + 250;
 		}
 		if (stopping) {

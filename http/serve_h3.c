@@ -79,6 +79,10 @@ struct h3_stream {
 	uint8_t submitted;  /* its response went to nghttp3                 */
 	uint8_t closed;     /* nghttp3 closed it (kept for a commit)        */
 	uint8_t req_done;   /* the request's end was seen                   */
+	uint8_t headers_done; /* its header section was whole               */
+	int64_t since_ms;   /* when its header section began                */
+	uint64_t received;  /* body bytes received (the rate's count)       */
+	struct limits_body rate; /* --body-min-rate's window (serve_limits.h) */
 	int refuse;         /* a status decided while reading headers       */
 	size_t hlist;       /* field bytes so far (H3_HEADER_LIST_MAX)      */
 	char *hbuf;         /* kept field values                            */
@@ -103,6 +107,7 @@ struct h3_conn {
 	ngtcp2_connection_close_error ccerr; /* set by a failing callback   */
 	uint8_t ccerr_set;
 	uint8_t stopping;               /* SIGTERM: closes once drained     */
+	uint8_t cuts;                   /* streams cut for a limit          */
 	struct h3_stream *streams;      /* every stream held                */
 	struct h3_stream *current;      /* the stream serve_handle answers  */
 	int nstreams;
@@ -482,6 +487,8 @@ static void stream_headers_done(struct h3_conn *hc, struct h3_stream *st)
 	const char *challenge = NULL;
 	int status = stream_request_fill(st);
 
+	st->headers_done = 1;
+	limits_body_begin(&st->rate, 0, hc->c->shard->now_ms);
 	if (status == 0 && st->req.has_length &&
 	    st->req.content_length > srv->cfg.max_body)
 		status = 413;
@@ -545,6 +552,7 @@ static int on_begin_headers(nghttp3_conn *conn, int64_t id, void *arg,
 	if (st == NULL)
 		return fail_http(hc, NGHTTP3_ERR_NOMEM);
 	st->id = id;
+	st->since_ms = hc->c->shard->now_ms;
 	st->next = hc->streams;
 	if (hc->streams)
 		hc->streams->prev = st;
@@ -650,6 +658,8 @@ static int on_data(nghttp3_conn *conn, int64_t id, const uint8_t *data,
 
 	(void)conn;
 	credit(hc, id, len);
+	if (st)
+		st->received += len;
 	if (st == NULL || st->answered)
 		return 0; /* refused: dropped */
 	if (st->blen + len > srv->cfg.max_body) {
@@ -1379,6 +1389,57 @@ void h3_shard_close(struct serve_shard *sh)
 	}
 	free(sh->h3); /* its connections were closed (shard_stop) */
 	sh->h3 = NULL;
+}
+
+/* ST broke a limit (its header section or its body too slow): reset
+ * both ways, its budget given back.  Returns LIMITS_CLOSE when HC has
+ * done it too often (serve_limits.h, limits_cut). */
+static int stream_cut(struct h3_conn *hc, struct h3_stream *st)
+{
+	st->answered = 1;
+	stream_body_free(hc->c, st);
+	ngtcp2_conn_shutdown_stream(hc->quic, st->id, NGHTTP3_H3_REQUEST_CANCELLED);
+	return limits_cut(&hc->cuts, 1);
+}
+
+/* HC's streams against --header-timeout and --body-min-rate, as HTTP/2's
+ * (serve_limits.h).  Returns -1 when the connection was closed. */
+static int conn_limits(struct h3_conn *hc, int64_t now_ms)
+{
+	const struct limits_config *lim = &hc->c->shard->srv->limits;
+	struct h3_stream *st;
+	int cut = 0, verdict = LIMITS_OK;
+
+	for (st = hc->streams; st && verdict != LIMITS_CLOSE; st = st->next) {
+		if (st->answered || st->closed || st->req_done)
+			continue;
+		if (!st->headers_done ? limits_head_due(lim, st->since_ms, now_ms)
+		                      : limits_body_check(lim, &st->rate, st->received,
+		                                          now_ms) == LIMITS_CUT) {
+			verdict = stream_cut(hc, st);
+			cut = 1;
+		}
+	}
+	if (verdict == LIMITS_CLOSE) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &hc->ccerr, NGHTTP3_H3_EXCESSIVE_LOAD, NULL, 0);
+		hc->ccerr_set = 1;
+		conn_fail(hc, NGTCP2_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	return cut ? conn_write(hc) : 0;
+}
+
+void h3_sweep(struct serve_shard *sh)
+{
+	struct h3_conn *hc, *after;
+
+	if (sh->h3 == NULL)
+		return;
+	for (hc = sh->h3->conns; hc; hc = after) {
+		after = hc->next; /* HC may close */
+		conn_limits(hc, sh->now_ms);
+	}
 }
 
 void h3_flush(struct serve_conn *c)

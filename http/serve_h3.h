@@ -33,7 +33,9 @@
  *   flight (request bodies are credited back only as they are buffered,
  *   charged to --body-budget); header fields past H3_HEADER_LIST_MAX get
  *   431.  Deadlines: the handshake must finish within --header-timeout,
- *   and --idle-timeout is QUIC's max_idle_timeout.
+ *   and --idle-timeout is QUIC's max_idle_timeout; a request's header
+ *   section and body keep --header-timeout and --body-min-rate per
+ *   stream, as over HTTP/2 (h3_sweep, serve_limits.h).
  *
  * 0-RTT
  *   Not offered: no session tickets are issued, so no early data can
@@ -85,6 +87,11 @@ void h3_input(struct serve_shard *sh);
  * deadline).  Returns the milliseconds until the next one, at most
  * LIMIT. */
 int h3_timers(struct serve_shard *sh, int limit);
+/* From the shard's sweep: each request stream whose header section is
+ * past --header-timeout, or whose body is slower than --body-min-rate,
+ * is reset (H3_REQUEST_CANCELLED) and its budget given back; the
+ * LIMITS_CUTS_MAX-th on a connection closes it (H3_EXCESSIVE_LOAD). */
+void h3_sweep(struct serve_shard *sh);
 /* Closes SH's socket; its connections must be closed already. */
 void h3_shard_close(struct serve_shard *sh);
 

@@ -5,7 +5,8 @@
 # with ETag and If-None-Match (304), HEAD (no body), DELETE (204, then
 # 404), a listing, 413 past --max-body, 404 for a missing key, tokens
 # (401 with WWW-Authenticate, 403 for a read token's PUT, 201 for a write
-# token's) -- and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
+# token's), a body that never comes cut by --body-min-rate -- and that
+# what HTTP/3 wrote is what HTTP/2 reads.  Loopback
 # only; every client call is bounded (the client gives up after 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
@@ -100,6 +101,17 @@ expect "GET after DELETE: 404" 404 "$(h3 GET /k)"
 expect "DELETE again: 404" 404 "$(h3 DELETE /k)"
 stop "$PID"
 expect "exit status after SIGTERM" 0 "$STATUS"
+
+# --body-min-rate per stream (serve_limits.h): a PUT whose body never
+# comes is reset (H3_REQUEST_CANCELLED, 0x10c) after one window of
+# --header-timeout; the client gives up after 10 s if it is not
+start slow --header-timeout 1s
+"$H3" "$PORT" PUT /slow -H 'content-length: 100' -s >"$T/a" 2>"$T/a.err"
+expect "a body that never comes: the client's exit status" 1 "$?"
+contains "a body that never comes: reset with H3_REQUEST_CANCELLED" \
+	"$T/a.err" 'stream reset, code 0x10c'
+expect "the server answers on" 404 "$(h3 GET /slow)"
+stop "$PID"
 
 RT=read-token-h3-0123456789
 WT=write-token-h3-0123456789

@@ -3,13 +3,15 @@
  * request over one fresh QUIC v1 connection (ngtcp2 0.12, GnuTLS,
  * nghttp3 0.8), to 127.0.0.1.
  *
- *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY]
+ *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
- * the connection failed, 2 on bad arguments, 3 when nothing came within
+ * the connection failed or the server reset the stream (its code on
+ * stderr), 2 on bad arguments, 3 when nothing came within
  * H3C_DEADLINE_MS.  The server's certificate is not checked (the tests
- * make their own).
+ * make their own).  -s stalls: the request's fields go out, its body
+ * never comes (the server's --body-min-rate must cut it).
  */
 #include <errno.h>
 #include <poll.h>
@@ -45,6 +47,7 @@ struct client {
 	size_t nreq;
 	const char *body;
 	size_t blen;
+	int stall;            /* -s: the body never comes               */
 	int64_t stream;
 	int started, done, failed;
 };
@@ -139,6 +142,8 @@ static nghttp3_ssize on_read_body(nghttp3_conn *h, int64_t id,
 	struct client *cl = arg;
 
 	(void)h, (void)id, (void)cnt, (void)sarg;
+	if (cl->stall)
+		return NGHTTP3_ERR_WOULDBLOCK;
 	*pflags |= NGHTTP3_DATA_FLAG_EOF;
 	vec[0].base = (uint8_t *)cl->body;
 	vec[0].len = cl->blen;
@@ -173,7 +178,8 @@ static int request_start(struct client *cl)
 	    nghttp3_conn_bind_qpack_streams(cl->http, qenc, qdec) != 0 ||
 	    ngtcp2_conn_open_bidi_stream(cl->quic, &cl->stream, NULL) != 0 ||
 	    nghttp3_conn_submit_request(cl->http, cl->stream, cl->req, cl->nreq,
-	                                cl->body ? &reader : NULL, NULL) != 0)
+	                                cl->body || cl->stall ? &reader : NULL,
+	                                NULL) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	return 0;
 }
@@ -234,7 +240,12 @@ static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
 {
 	struct client *cl = arg;
 
-	(void)q, (void)size, (void)code, (void)sarg;
+	(void)q, (void)size, (void)sarg;
+	if (id == cl->stream && !cl->done) {
+		fprintf(stderr, "h3-client: stream reset, code 0x%llx\n",
+		        (unsigned long long)code);
+		cl->failed = 1;
+	}
 	if (cl->http)
 		nghttp3_conn_shutdown_stream_read(cl->http, id);
 	return 0;
@@ -434,7 +445,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY]\n");
+	                "[-d BODY | -s]\n");
 	return 2;
 }
 
@@ -458,7 +469,9 @@ int main(int argc, char **argv)
 	field(&cl, ":authority", 10, "localhost", 9);
 	field(&cl, ":path", 5, argv[3], strlen(argv[3]));
 	for (i = 4; i < argc; i++) {
-		if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
+		if (strcmp(argv[i], "-s") == 0) {
+			cl.stall = 1;
+		} else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
 			cl.body = argv[++i];
 			cl.blen = strlen(cl.body);
 		} else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc &&
