@@ -42,6 +42,7 @@
 #define H3_BUCKETS 1024   /* the shard's connection-ID table (power of 2) */
 #define H3_PKT_MAX 1500   /* one datagram we send                        */
 #define H3_TX_BURST 64    /* datagrams per conn_write before pacing       */
+#define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
@@ -115,6 +116,7 @@ struct h3_conn {
 };
 
 struct h3_shard {
+	int resets;                     /* stateless resets since the sweep */
 	struct h3_conn *conns;
 	struct h3_cid *buckets[H3_BUCKETS];
 };
@@ -1243,6 +1245,39 @@ out_uncount:
 	return NULL;
 }
 
+/*
+ * A short-header packet of PKTLEN bytes for DCID, which no connection of
+ * ours has: a stateless reset (RFC 9000 10.3), with the token that DCID
+ * was given if it was ours (the same secret and HKDF), so that a client
+ * whose connection we forgot (a restart, a lost close) stops at once.
+ * Smaller than the packet, never for one under 22 bytes (so no two
+ * endpoints can bounce resets forever), and at most H3_RESETS_MAX a
+ * sweep per shard (no amplification source for a spoofed flood).
+ */
+static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
+                            const uint8_t *dcid, size_t pktlen)
+{
+	uint8_t buf[64], rnd[64], token[NGTCP2_STATELESS_RESET_TOKENLEN];
+	struct h3_creds *cr = sh->srv->h3;
+	size_t len = pktlen <= 43 ? pktlen - 1 : 42;
+	ngtcp2_cid cid;
+	ngtcp2_ssize n;
+
+	if (pktlen < 22 || sh->h3->resets >= H3_RESETS_MAX)
+		return;
+	sh->h3->resets++;
+	ngtcp2_cid_init(&cid, dcid, H3_CIDLEN);
+	if (ngtcp2_crypto_generate_stateless_reset_token(token, cr->secret,
+	                                                 sizeof cr->secret,
+	                                                 &cid) != 0)
+		return;
+	random_fill(rnd, len - sizeof token);
+	n = ngtcp2_pkt_write_stateless_reset(buf, len, token, rnd,
+	                                     len - sizeof token);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
 /* One datagram from REMOTE to LOCAL.  Not QUIC, or not for a connection
  * of ours and not an acceptable Initial: dropped. */
 static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
@@ -1265,8 +1300,10 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 		return; /* not QUIC, or a version we do not speak */
 	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
 	if (hc == NULL) {
-		if (!(pkt[0] & 0x80))
-			return; /* a short header for no connection of ours */
+		if (!(pkt[0] & 0x80)) { /* a short header: not ours (now) */
+			stateless_reset(sh, &path, vc.dcid, len);
+			return;
+		}
 		hc = conn_accept(sh, &path, pkt, len);
 		if (hc == NULL)
 			return;
@@ -1436,6 +1473,7 @@ void h3_sweep(struct serve_shard *sh)
 
 	if (sh->h3 == NULL)
 		return;
+	sh->h3->resets = 0;
 	for (hc = sh->h3->conns; hc; hc = after) {
 		after = hc->next; /* HC may close */
 		conn_limits(hc, sh->now_ms);

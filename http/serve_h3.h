@@ -43,8 +43,14 @@
  *   that arrives before the handshake completed is answered 425 Too
  *   Early (RFC 8470), so that a replayed PUT never commits twice.
  *
+ * UNKNOWN PACKETS
+ *   A datagram that is not QUIC v1 is dropped; an unknown long-header
+ *   packet makes a connection only when ngtcp2_accept takes it as an
+ *   Initial; an unknown short-header packet gets a stateless reset
+ *   (stateless_reset: smaller than it, H3_RESETS_MAX a sweep per shard).
+ *
  * NOT YET (issue 30): Retry and address validation under a handshake
- * flood, stateless reset for unknown short-header packets, the closing
+ * flood, the closing
  * period (one CONNECTION_CLOSE is sent, then the state is freed), GSO and
  * GRO, version negotiation (other versions are dropped), reloading the
  * certificate on SIGHUP (QUIC keeps the startup pair).

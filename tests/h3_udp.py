@@ -8,8 +8,12 @@ socket on 127.0.0.1:PORT (tests/h3_udp.sh).  KIND:
             bytes, versions we do not speak
   initial   well-formed QUIC v1 Initial headers (1200 bytes, 8-byte IDs)
             whose payload is random, so it does not decrypt
+  reset     one 60-byte and one 21-byte short-header packet for no
+            connection, each waited on (up to 8 s, 2 s): prints "reply N
+            0xFIRSTBYTE" or "no reply" for each (a stateless reset: 42
+            bytes, short-header form, for the first; none for the second)
 
-Deterministic (seeded); sends and exits, never waits for an answer.
+Deterministic (seeded); only "reset" waits for answers.
 """
 import random
 import socket
@@ -39,10 +43,32 @@ def long_broken(rng):
     return p[:rng.randrange(1, len(p) + 1)]
 
 
+def resets(s, port, rng):
+    # the 60-byte packet is sent again each second, 8 times at most: a
+    # flood just before may have spent this sweep's resets
+    for size, tries in ((60, 8), (21, 1)):
+        p = bytes([0x40 | rng.getrandbits(6)]) + bytes(
+            rng.getrandbits(8) for _ in range(size - 1))
+        s.settimeout(2.0 if tries == 1 else 1.0)
+        for _ in range(tries):
+            s.sendto(p, ("127.0.0.1", port))
+            try:
+                r = s.recv(2048)
+                print("reply %d 0x%02x" % (len(r), r[0] & 0xC0))
+                break
+            except socket.timeout:
+                pass
+        else:
+            print("no reply")
+    return 0
+
+
 def main():
     port, kind, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     rng = random.Random(kind + str(count))
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    if kind == "reset":
+        return resets(s, port, rng)
     for _ in range(count):
         if kind == "garbage":
             n = rng.randrange(0, 1500)

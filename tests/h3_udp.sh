@@ -3,7 +3,8 @@
 # (docs/http.md "HTTP/3", "Hostile datagrams"): garbage, short headers for
 # no connection, broken long headers (cut short, absurd lengths, 255-byte
 # connection IDs, unknown versions), then well-formed Initials whose
-# payload does not decrypt, more of them than --max-conns.  Checked: the
+# payload does not decrypt, more of them than --max-conns; a stateless
+# reset for an unknown short header.  Checked: the
 # server lives on and serves HTTPS between the floods; the Initials keep
 # no connection (TCP is served long before the handshake deadline);
 # SIGTERM ends it cleanly (under ASan: no leak, no error).  Datagrams are sent to
@@ -70,6 +71,13 @@ for kind in garbage short long; do
 		bad "$kind datagrams: the server died or stopped answering"
 	fi
 done
+
+# a short-header packet for no connection gets a stateless reset (42
+# bytes, short form: RFC 9000 10.3); one of 21 bytes gets nothing (a
+# reset must be smaller than what prompted it, and at least 21)
+python3 "$HERE/h3_udp.py" "$PORT" reset 1 >"$T/resets"
+expect "stateless reset for an unknown short header; none for 21 bytes" \
+	"reply 42 0x40|no reply" "$(paste -sd'|' "$T/resets")"
 
 # 64 well-formed Initials whose payload does not decrypt, against
 # --max-conns 16 and a 60 s handshake deadline: each connection is
