@@ -4,6 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
+ *             [-k MS]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -11,7 +12,8 @@
  * stderr), 2 on bad arguments, 3 when nothing came within
  * H3C_DEADLINE_MS.  The server's certificate is not checked (the tests
  * make their own).  -s stalls: the request's fields go out, its body
- * never comes (the server's --body-min-rate must cut it).
+ * never comes (the server's --body-min-rate must cut it).  -k MS keeps
+ * the connection open, idle, for MS after the answer (memory figures).
  */
 #include <errno.h>
 #include <poll.h>
@@ -48,6 +50,7 @@ struct client {
 	const char *body;
 	size_t blen;
 	int stall;            /* -s: the body never comes               */
+	int hold_ms;          /* -k: stay connected this long after it  */
 	int64_t stream;
 	int started, done, failed;
 };
@@ -412,15 +415,22 @@ static int client_write(struct client *cl)
 static int client_run(struct client *cl)
 {
 	ngtcp2_tstamp deadline = now_ns() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	ngtcp2_tstamp hold = 0;
 	uint8_t buf[65536];
 
-	while (!cl->done && !cl->failed) {
+	while (!cl->failed && (!cl->done || hold == 0 || now_ns() < hold)) {
 		ngtcp2_tstamp now = now_ns(), due = ngtcp2_conn_get_expiry(cl->quic);
 		struct pollfd pfd = {cl->fd, POLLIN, 0};
 		int wait_ms;
 
+		if (cl->done && hold == 0) { /* the answer is whole: idle on */
+			hold = now + (ngtcp2_tstamp)cl->hold_ms * NGTCP2_MILLISECONDS;
+			deadline = hold;
+			fflush(stdout);
+			continue;
+		}
 		if (now >= deadline)
-			return 3;
+			return cl->done ? 0 : 3;
 		if (due > deadline)
 			due = deadline;
 		wait_ms = due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0;
@@ -445,7 +455,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s]\n");
+	                "[-d BODY | -s] [-k MS]\n");
 	return 2;
 }
 
@@ -471,6 +481,8 @@ int main(int argc, char **argv)
 	for (i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0) {
 			cl.stall = 1;
+		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
+			cl.hold_ms = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
 			cl.body = argv[++i];
 			cl.blen = strlen(cl.body);
