@@ -135,6 +135,8 @@ void faultsim_cache_clear(faultsim_cache *c)
 	c->nfiles = 0;
 	c->overflowed = 0;
 	c->inflight = SCAN_NONE;
+	c->trim_at = 0;
+	c->gone_hint = 0;
 	faultsim_cache_init_lock(c);
 }
 
@@ -148,7 +150,7 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 	/* the dead writer may have been between two of these updates: scan
 	 * every file from the window's start next time (always correct) */
 	for (uint32_t i = 0; i < c->nfiles; i++)
-		c->files[i].scan_from = 0;
+		file_scan_set(c, &c->files[i], 0);
 }
 
 int faultsim_cache_set_fs(faultsim_cache *c, faultsim_fs fs)
@@ -183,6 +185,11 @@ size_t faultsim_cache_used(const faultsim_cache *c)
 size_t faultsim_cache_peak(const faultsim_cache *c)
 {
 	return (size_t)c->peak;
+}
+
+uint32_t faultsim_cache_nfiles(const faultsim_cache *c)
+{
+	return __atomic_load_n(&c->nfiles, __ATOMIC_ACQUIRE);
 }
 
 int faultsim_cache_abspath(const char *path, char *out, size_t outlen)
@@ -250,6 +257,27 @@ int faultsim_files_move(faultsim_cache *c, const char *from, const char *to)
 	return n;
 }
 
+/* Lock held: whether a record in the window names file I (its newest
+ * record is not older than the window's oldest). */
+static int in_window(faultsim_cache *c, uint32_t i)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	return win_start(w) < win_tail(w) &&
+	       c->files[i].last_seq >= rec_at(c, win_start(w))->seq;
+}
+
+/* Lock held, invariant (9): the entry settle() last found durably
+ * unlinked, when nothing in the window names it; or -1. */
+static int gone_slot(faultsim_cache *c)
+{
+	uint32_t i = c->gone_hint;
+
+	if (i == 0 || --i >= c->nfiles || !c->files[i].gone || in_window(c, i))
+		return -1;
+	c->gone_hint = 0;
+	return (int)i;
+}
+
 /* Lock held, invariant (9): an entry no record in the window names, a
  * durably unlinked one first, else the one idle longest; or -1. */
 static int reusable_slot(faultsim_cache *c)
@@ -303,17 +331,21 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 			goto out_unlock;
 		}
 	}
-	if (c->nfiles >= FAULTSIM_MAX_FILES) {
-		/* (9): a program that creates, syncs and closes file after
-		 * file (git's objects, a journal per transaction) reuses the
-		 * entries of files nothing in the window names */
-		int slot = reusable_slot(c);
+	/* (9): a program that creates, syncs and unlinks file after file
+	 * (a journal per transaction) reuses the entry of one durably
+	 * unlinked as soon as nothing in the window names it, so the table
+	 * (and every pass over it) stays as small as the files alive; when
+	 * the table is full, any entry nothing in the window names */
+	int slot = gone_slot(c);
+	if (slot < 0 && c->nfiles >= FAULTSIM_MAX_FILES)
+		slot = reusable_slot(c);
+	if (slot >= 0 || c->nfiles >= FAULTSIM_MAX_FILES) {
 		if (slot >= 0) {
 			fs_file *g = &c->files[slot];
 			__atomic_add_fetch(&g->gen, 1, __ATOMIC_ACQ_REL);
 			g->dev = (uint64_t)st.st_dev;
 			g->ino = (uint64_t)st.st_ino;
-			g->scan_from = SCAN_NONE;
+			file_scan_set(c, g, SCAN_NONE);
 			g->last_seq = c->next_seq;
 			snprintf(g->path[g->cur ^ 1u], FAULTSIM_PATH_MAX, "%s",
 			         abspath);
@@ -331,7 +363,7 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 	f->ino = (uint64_t)st.st_ino;
 	f->cur = 0;
 	f->gone = 0;
-	f->scan_from = SCAN_NONE;
+	file_scan_set(c, f, SCAN_NONE);
 	f->last_seq = c->next_seq;
 	__atomic_add_fetch(&f->gen, 1, __ATOMIC_ACQ_REL);
 	snprintf(f->path[0], FAULTSIM_PATH_MAX, "%s", abspath);
@@ -375,16 +407,23 @@ int faultsim_file_open(faultsim_cache *c, int file)
  * oldest record that is not durable on (a crash undoes a file's records
  * newest first down to there), and every unsynced namespace record.
  */
-static void compact(faultsim_cache *c)
+/* Whether compaction keeps R, given first[] (below). */
+static int rec_kept(fs_rec *r, const uint64_t *first)
 {
-	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
-	uint64_t first[FAULTSIM_MAX_FILES], half = win_half(w) ^ 1u, dst = 0;
-	unsigned char *to = c->arena + half * c->capacity;
+	uint8_t st = rec_state(r);
+	return rec_is_data(r) ? st != ST_VOID && r->seq >= first[r->file]
+	                      : st == ST_UNSYNCED;
+}
+
+/* The first seq of each file that a crash may still undo (first[], one per
+ * file entry), and the bytes compact() would keep: invariant (5)'s "still
+ * needed". */
+static uint64_t needed(faultsim_cache *c, uint64_t *first)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE), keep = 0;
 
 	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
 		first[i] = UINT64_MAX;
-	for (uint32_t i = 0; i < c->nfiles; i++)
-		c->files[i].scan_from = SCAN_NONE; /* positions change */
 	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
 		uint8_t st = rec_state(r);
@@ -395,14 +434,33 @@ static void compact(faultsim_cache *c)
 	}
 	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
-		uint8_t st = rec_state(r);
-		int keep = rec_is_data(r) ? st != ST_VOID && r->seq >= first[r->file]
-		                          : st == ST_UNSYNCED;
-		if (keep) {
+		if (rec_kept(r, first))
+			keep += r->size;
+		pos += r->size;
+	}
+	return keep;
+}
+
+/*
+ * Invariant (5): copies the records still needed into the other half, then
+ * switches to it with one store.  Needed: a data record from its file's
+ * oldest record that is not durable on (a crash undoes a file's records
+ * newest first down to there), and every unsynced namespace record.
+ */
+static void compact_with(faultsim_cache *c, const uint64_t *first)
+{
+	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
+	uint64_t half = win_half(w) ^ 1u, dst = 0;
+	unsigned char *to = c->arena + half * c->capacity;
+
+	file_scan_forget_all(c); /* positions change */
+	for (uint64_t pos = win_start(w); pos < win_tail(w);) {
+		fs_rec *r = rec_at(c, pos);
+		if (rec_kept(r, first)) {
 			memcpy(to + dst, r, r->size);
-			if (rec_is_data(r) && st == ST_UNSYNCED &&
-			    c->files[r->file].scan_from == SCAN_NONE)
-				c->files[r->file].scan_from = dst;
+			if (rec_is_data(r) && rec_state(r) == ST_UNSYNCED &&
+			    file_scan(c, &c->files[r->file]) == SCAN_NONE)
+				file_scan_set(c, &c->files[r->file], dst);
 			dst += r->size;
 		}
 		pos += r->size;
@@ -410,10 +468,39 @@ static void compact(faultsim_cache *c)
 	__atomic_store_n(&c->window, win_make(half, 0, dst), __ATOMIC_RELEASE);
 }
 
+static void compact(faultsim_cache *c)
+{
+	uint64_t first[FAULTSIM_MAX_FILES];
+
+	needed(c, first);
+	compact_with(c, first);
+}
+
+/* No sync compacts below this tail: a short window is cheap to keep. */
+#define TRIM_MIN ((uint64_t)256 << 10)
+
+void faultsim_rec_trim(faultsim_cache *c)
+{
+	uint64_t first[FAULTSIM_MAX_FILES], tail, keep;
+
+	faultsim_rec_reclaim(c);
+	tail = win_tail(__atomic_load_n(&c->window, __ATOMIC_ACQUIRE));
+	if (tail < c->trim_at || tail < TRIM_MIN ||
+	    __atomic_load_n(&c->inflight, __ATOMIC_ACQUIRE) != SCAN_NONE)
+		return;
+	keep = needed(c, first);
+	if (keep <= tail / 2 && tail - keep >= TRIM_MIN / 2) {
+		compact_with(c, first);
+		c->trim_at = 4 * keep; /* the scans cost O(1) a record */
+	} else {
+		c->trim_at = 2 * tail; /* nothing much to gain: look later */
+	}
+}
+
 uint64_t faultsim_file_scan_from(faultsim_cache *c, int file)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
-	uint64_t from = c->files[file].scan_from;
+	uint64_t from = file_scan(c, &c->files[file]);
 	if (from == SCAN_NONE)
 		return win_tail(w);
 	return from < win_start(w) ? win_start(w) : from;
@@ -453,8 +540,8 @@ void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos)
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	uint64_t tail = pos + r->size;
 	/* before the publish, so a kill in between leaves it conservative */
-	if (rec_is_data(r) && c->files[r->file].scan_from == SCAN_NONE)
-		c->files[r->file].scan_from = pos;
+	if (rec_is_data(r) && file_scan(c, &c->files[r->file]) == SCAN_NONE)
+		file_scan_set(c, &c->files[r->file], pos);
 	if (rec_is_data(r))
 		c->files[r->file].last_seq = r->seq;
 	/* (6): from here until its _end call the real call may be cut short
@@ -484,8 +571,7 @@ void faultsim_rec_reclaim(faultsim_cache *c)
 	}
 	if (pos == tail) {
 		pos = tail = 0; /* nothing undoable: every file is clean */
-		for (uint32_t i = 0; i < c->nfiles; i++)
-			c->files[i].scan_from = SCAN_NONE;
+		file_scan_forget_all(c);
 	}
 	__atomic_store_n(&c->window, win_make(win_half(w), pos, tail),
 	                 __ATOMIC_RELEASE);
@@ -575,6 +661,7 @@ int faultsim_cache_write_begin_at(faultsim_cache *c, int file, int fd,
 		goto out_unlock;
 	memcpy(rec_new(r), buf, len);
 	faultsim_rec_publish(c, r, pos);
+	t->size = size;
 	return faultsim_ticket_hold(c, pos, t);
 out_unlock:
 	pthread_mutex_unlock(&c->lock);
@@ -594,7 +681,7 @@ void faultsim_cache_write_end_durable(faultsim_ticket *t, ssize_t result)
 		/* settled: before the reclaim, which may reuse its position */
 		__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 		t->cache = NULL;
-		faultsim_rec_reclaim(c);
+		faultsim_rec_trim(c);
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}

@@ -22,6 +22,12 @@
  *       oldest record not yet durable; unsynced namespace records) are
  *       copied to the other half, then one window store switches halves.
  *       A writer killed while copying leaves the old half in force.
+ *       A sync compacts too, once the tail has passed trim_at and at most
+ *       half of the window would be kept (faultsim_rec_trim): a program
+ *       that syncs every write but leaves one namespace record unsynced
+ *       (a file created, its directory never synced) would otherwise push
+ *       the tail through fresh pages, a page fault on every write, until
+ *       the half is full.
  *   (4) A file entry is filled, then published by storing nfiles.  Its path
  *       is double-buffered: the new path goes into the other slot, then cur
  *       flips, so the crash can try both slots and check the inode.
@@ -136,7 +142,9 @@ typedef struct fs_file {
 	                      entry reused first is the one idle longest (9) */
 	uint32_t gen;      /* bumped each time the entry is reused for another
 	                      file: a holder of the id checks it (9)          */
-	uint32_t pad;
+	uint32_t scan_gen; /* scan_from holds only while this equals the
+	                      cache's scan_gen: one store forgets every
+	                      file's (file_scan)                           */
 	char path[2][FAULTSIM_PATH_MAX];
 } fs_file;
 
@@ -156,7 +164,11 @@ struct faultsim_cache {
 	                            by the harness before any writer, read by
 	                            the syncs (r1, r2) and the crash; kept by
 	                            faultsim_cache_clear                     */
-	uint32_t pad;
+	uint32_t scan_gen;       /* see fs_file.scan_gen                      */
+	uint64_t trim_at;        /* the tail at which a sync next compacts (5) */
+	uint32_t gone_hint;      /* 1 + an entry settle() marked gone, 0: none;
+	                            the next new file takes it (9)          */
+	uint32_t pad2;
 	pthread_mutex_t lock;    /* process-shared; serialises the writer      */
 	fs_file files[FAULTSIM_MAX_FILES];
 	unsigned char arena[] __attribute__((aligned(8)));
@@ -171,6 +183,27 @@ static inline uint64_t win_tail(uint64_t w) { return (w & 0xffffffffu) * 8; }
 static inline uint64_t win_make(uint64_t half, uint64_t start, uint64_t tail)
 {
 	return half << 63 | (start / 8) << 32 | (tail / 8);
+}
+
+/* FILE's scan_from, SCAN_NONE when the cache forgot them all since it was
+ * set (file_scan_forget_all: positions changed). */
+static inline uint64_t file_scan(const faultsim_cache *c, const fs_file *f)
+{
+	return f->scan_gen == c->scan_gen ? f->scan_from : SCAN_NONE;
+}
+static inline void file_scan_set(const faultsim_cache *c, fs_file *f,
+                                 uint64_t pos)
+{
+	f->scan_from = pos;
+	f->scan_gen = c->scan_gen;
+}
+/* Every file's scan_from becomes SCAN_NONE, in one store (a full pass only
+ * when the generation wraps, so an old one never comes back). */
+static inline void file_scan_forget_all(faultsim_cache *c)
+{
+	if (++c->scan_gen == 0)
+		for (uint32_t i = 0; i < c->nfiles; i++)
+			c->files[i].scan_from = SCAN_NONE;
 }
 
 /* The record at byte POS of the half the window names now. */
@@ -255,6 +288,12 @@ void faultsim_rec_publish(faultsim_cache *c, fs_rec *r, uint64_t pos);
 uint64_t faultsim_file_scan_from(faultsim_cache *c, int file);
 /* lock held: drop the durable or void prefix of the window */
 void faultsim_rec_reclaim(faultsim_cache *c);
+
+/* After a sync (lock held, no record in flight): reclaims, then compacts
+ * when the tail has passed trim_at and at most half of the window is still
+ * needed, so the records go on landing on pages already touched.  Moves
+ * records: the caller holds no position across it. */
+void faultsim_rec_trim(faultsim_cache *c);
 /* lock held: hand the record at POS to the caller's _end call */
 int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t);
 /* no writer alive: trims the record a dead writer left in flight to what

@@ -159,6 +159,9 @@ void faultsim_cache_clear_overflow(faultsim_cache *c);
 /* Bytes of records held now, and the most ever held (for sizing). */
 size_t faultsim_cache_used(const faultsim_cache *c);
 size_t faultsim_cache_peak(const faultsim_cache *c);
+/* File entries in use (ids 0 to this minus one): a pass over every
+ * tracked file needs to go no further. */
+uint32_t faultsim_cache_nfiles(const faultsim_cache *c);
 
 /*
  * faultsim_cache_abspath - the absolute form of PATH that the cache keys
@@ -204,6 +207,9 @@ typedef struct faultsim_ticket {
 	uint64_t rec;          /* byte position of the record in the cache  */
 	uint64_t seq;          /* the record's seq (kept after the _end call;
 	                          0: none), what a crash's dropped list names */
+	uint64_t size;         /* a write's file size when it began, read
+	                          under the lock: with the call's result it
+	                          gives the size after, without an fstat   */
 } faultsim_ticket;
 
 int faultsim_cache_write_begin(faultsim_cache *c, int file, int fd,

@@ -57,7 +57,7 @@ static void mark_file(faultsim_cache *c, int file, uint64_t mark, uint8_t state)
 		}
 		pos += r->size;
 	}
-	c->files[file].scan_from = next;
+	file_scan_set(c, &c->files[file], next);
 }
 
 static int write_zeros(int fd, uint64_t off, uint64_t len)
@@ -269,7 +269,7 @@ void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
 		mark_file(c, file, mark, ST_LOST);
 	else if (profile == FAULTSIM_PROFILE_BTRFS)
 		revert_file(c, file, mark);
-	faultsim_rec_reclaim(c);
+	faultsim_rec_trim(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -302,8 +302,10 @@ static void settle(faultsim_cache *c, fs_rec *r)
 		return;
 	for (uint32_t i = 0; i < c->nfiles; i++) {
 		fs_file *f = &c->files[i];
-		if (!f->gone && strcmp(faultsim_file_path(f), stash) == 0)
+		if (!f->gone && strcmp(faultsim_file_path(f), stash) == 0) {
 			f->gone = 1;
+			c->gone_hint = i + 1;
+		}
 	}
 	unlink(stash);
 }
@@ -336,6 +338,6 @@ void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
 		if (r->dirsync == (DIRSYNC_A | DIRSYNC_B))
 			settle(c, r);
 	}
-	faultsim_rec_reclaim(c);
+	faultsim_rec_trim(c);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -360,12 +360,22 @@ static char *const *role_envp(char *const envp[])
 	return out;
 }
 
+/* This process's id, for the call ring (a report's "pid" column): read
+ * once, and again in a forked child (pthread_atfork), not a system call
+ * per call recorded. */
+static pid_t my_pid;
+
+static void pid_refresh(void)
+{
+	my_pid = getpid();
+}
+
 static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
                       const char *path2, uint64_t off, uint64_t len)
 {
 	c->op = op;
 	c->file = file;
-	c->pid = (int32_t)getpid();
+	c->pid = (int32_t)my_pid;
 	c->role = my_role;
 	c->off = off;
 	c->len = len;
@@ -607,7 +617,7 @@ static void expect_init(int file, int fd)
 		return;
 	if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino)
 		return;
-	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
 		if (ctl->files[i].ino == (uint64_t)st.st_ino &&
 		    ctl->files[i].dev == (uint64_t)st.st_dev)
 			memset(&ctl->files[i], 0, sizeof(shim_file)); /* reused */
@@ -726,7 +736,7 @@ static void expect_forget_path(const char *abs)
 
 	if (lstat(abs, &st) != 0)
 		return;
-	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
+	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
 		if (ctl->files[i].ino == (uint64_t)st.st_ino &&
 		    ctl->files[i].dev == (uint64_t)st.st_dev)
 			memset(&ctl->files[i], 0, sizeof(shim_file));
@@ -763,14 +773,18 @@ static void expect_begin(int file, uint64_t new_end, int truncate)
 	}
 }
 
-static void expect_end(int file, int fd, const void *buf, uint64_t off,
-                       ssize_t n)
+/* The call on FILE ended: its size is SIZE (UINT64_MAX: not known, looked
+ * up on FD), its last bytes written BUF[N] at OFF. */
+static void expect_end(int file, int fd, uint64_t size, const void *buf,
+                       uint64_t off, ssize_t n)
 {
 	shim_file *f = &ctl->files[file];
 	struct stat st;
 
-	if (fstat(fd, &st) == 0)
-		f->size_lo = f->size_hi = (uint64_t)st.st_size;
+	if (size == UINT64_MAX && fstat(fd, &st) == 0)
+		size = (uint64_t)st.st_size;
+	if (size != UINT64_MAX)
+		f->size_lo = f->size_hi = size;
 	if (buf && n > 0) {
 		f->sample_len = (uint32_t)(n < SHIM_SAMPLE ? n : SHIM_SAMPLE);
 		f->sample_off = off;
@@ -821,7 +835,10 @@ static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
 	n = whence == SEEK_SET ? real_pwrite(fd, buf, len, (off_t)off)
 	                       : real_write(fd, buf, len);
 	err = errno;
-	expect_end(file, fd, buf, off, n);
+	/* the size the recorder read under its lock, and what this call
+	 * added: one fstat a write fewer */
+	expect_end(file, fd, n > 0 && off + (uint64_t)n > t.size ?
+	           off + (uint64_t)n : t.size, buf, off, n);
 	if (durable)
 		faultsim_cache_write_end_durable(&t, n < 0 ? -err : n);
 	else
@@ -1003,7 +1020,7 @@ static int tracked_truncate(int fd, uint64_t len)
 	expect_begin(file, len, 1);
 	remember_begin(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, t.seq);
 	rc = real_ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
-	expect_end(file, fd, NULL, 0, 0);
+	expect_end(file, fd, UINT64_MAX, NULL, 0, 0);
 	faultsim_cache_change_end(&t, rc);
 	remember(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, rc, 0);
 	return rc;
@@ -1086,7 +1103,8 @@ static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
 	remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len,
 	               t.seq);
 	rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
-	expect_end(file, fd, len ? zeros : NULL, off, rc == 0 ? (ssize_t)len : 0);
+	expect_end(file, fd, UINT64_MAX, len ? zeros : NULL, off,
+	           rc == 0 ? (ssize_t)len : 0);
 	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : rc);
 	free(zeros);
 	return rc;
@@ -1128,7 +1146,7 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 		else
 			rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0
 			             ? 0 : -errno;
-		expect_end(file, fd, NULL, 0, 0);
+		expect_end(file, fd, UINT64_MAX, NULL, 0, 0);
 		faultsim_cache_change_end(&t, rc);
 	}
 	remember(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len, rc, 0);
@@ -1328,8 +1346,8 @@ static int sync_everything(int rc, int said)
 {
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < FAULTSIM_MAX_FILES; i++)
-		faultsim_cache_sync_end(cache, i, all_mark, 0, profile);
+	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
+		faultsim_cache_sync_end(cache, (int)i, all_mark, 0, profile);
 	nftw(watched, dir_settle, 16, FTW_PHYS);
 	if (said)
 		remember(SHIM_OP_SYNC_ALL, -1, watched, NULL, 0, 0, 0, 0);
@@ -2826,7 +2844,8 @@ static void __attribute__((constructor)) shim_init(void)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	/* a forked child starts with no dirty page: each process then makes
 	 * and seals its own records */
-	pthread_atfork(map_seal_all, NULL, NULL);
+	pthread_atfork(map_seal_all, NULL, pid_refresh);
+	pid_refresh();
 	active = 1;
 	adopt_inherited();
 	in_shim = 0;

@@ -1,6 +1,16 @@
 #!/bin/sh
 # run.sh BUILD_DIR TEST... -- run every test program or script, print each
-# one's result and a closing "N passed, N failed" line; exit 1 if any failed.
+# one's result as it ends and a closing "N passed, N failed" line; exit 1 if
+# any failed.
+#
+# Tests run side by side, KEEL_TEST_JOBS at a time (default: the number of
+# CPUs, at most 4; 1 runs them one after the other, in order).  Every test
+# owns its data (a private mktemp directory, kernel-chosen ports), and none
+# may assume a quiet machine, so running beside each other is one more load
+# they must stand.  They are started in the order given: list the long ones
+# first so the lanes end together (the Makefile does).  A failed test's
+# checks and the end of its output are printed after every test has ended,
+# so lanes do not mix their output.
 #
 # Each test gets KEEL_TEST_LIMIT seconds (default 600): a test that is still
 # running then is killed (TERM, then KILL 10 s later) and reported as failed,
@@ -8,51 +18,55 @@
 # The limit is for hangs, not speed: every test here ends in a small part of
 # it even on a busy machine.
 #
-# KEEL_TEST_FAILFAST=1 stops at the first failed test (the mutation suite
-# uses it: one failure is all it needs to know).
+# KEEL_TEST_FAILFAST=1 starts no test after the first failure (the mutation
+# suite uses it: one failure is all it needs to know); tests already running
+# finish.
 build=$1
 shift
-limit=${KEEL_TEST_LIMIT:-600}
+here=$(dirname "$0")
+jobs=${KEEL_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in
+''|*[!0-9]*) echo "run.sh: KEEL_TEST_JOBS must be a number, not '$jobs'" >&2
+	     exit 2 ;;
+esac
+[ "$jobs" -ge 1 ] || jobs=1
+[ -n "${KEEL_TEST_JOBS:-}" ] || [ "$jobs" -le 4 ] || jobs=4
+res=$(mktemp -d "${TMPDIR:-/tmp}/keel-run.XXXXXX") || exit 2
+trap 'rm -rf "$res"' EXIT
+trap 'exit 130' INT TERM
+export KEEL_RUN_RESULTS="$res"
+[ $# -gt 0 ] || { echo "keel: 0 passed, 0 failed"; exit 0; }
+
+# Each test is one run_one.sh; xargs keeps JOBS of them going and starts no
+# new one once a run_one.sh exits 255 (a failure under KEEL_TEST_FAILFAST).
+i=0
+for t in "$@"; do
+	i=$((i + 1))
+	printf '%s %s\n' "$i" "$t"
+done >"$res/list"
+xargs -P "$jobs" -n 2 sh "$here/run_one.sh" "$build" <"$res/list"
+[ $? -le 123 ] || echo "(KEEL_TEST_FAILFAST: the remaining tests were not run)"
+
 pass=0
 fail=0
-failed=""
-for t in "$@"; do
-	start=$(date +%s)
-	case "$t" in
-	*.sh) log=$build/$(basename "$t").log
-	      timeout -k 10 "$limit" sh "$t" "$build" >"$log" 2>&1 ;;
-	*) log=$t.log
-	   timeout -k 10 "$limit" "$t" >"$log" 2>&1 ;;
-	esac
-	rc=$?
-	secs=$(( $(date +%s) - start ))
-	if [ $rc -eq 0 ]; then
+for f in "$res"/*.rc; do
+	[ -e "$f" ] || continue
+	if [ "$(cat "$f")" = 0 ]; then
 		pass=$((pass + 1))
-		echo "PASS $t (${secs}s)"
 	else
 		fail=$((fail + 1))
-		failed="$failed $t"
-		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-			echo "FAIL $t: exceeded its time limit of ${limit}s" \
-			     "(killed after ${secs}s); its output:"
-		else
-			echo "FAIL $t (exit $rc, ${secs}s); its output:"
-		fi
-		# the failed checks first, with what each printed after it,
-		# then the end of the output: a long log's tail alone may not
-		# show which check failed
-		if grep -q '^FAIL\|^not ok\|\[  FAILED  \]' "$log"; then
-			echo "-- its failed checks:"
-			grep -A 12 '^FAIL\|^not ok\|\[  FAILED  \]' "$log" |
-				head -n 120
-			echo "-- the end of its output:"
-		fi
-		tail -n 40 "$log"
-		if [ "${KEEL_TEST_FAILFAST:-0}" = 1 ]; then
-			echo "(KEEL_TEST_FAILFAST: the remaining tests were not run)"
-			break
-		fi
 	fi
 done
+if [ $fail -gt 0 ]; then
+	n=0
+	failed=""
+	while [ $n -lt $i ]; do
+		n=$((n + 1))
+		[ -e "$res/$n.rc" ] && [ "$(cat "$res/$n.rc")" != 0 ] || continue
+		cat "$res/$n.report"
+		failed="$failed $(cat "$res/$n.name")"
+	done
+	echo "failed:$failed"
+fi
 echo "keel: $pass passed, $fail failed"
 [ $fail -eq 0 ]

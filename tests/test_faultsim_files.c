@@ -175,6 +175,79 @@ static void test_power_cut_after_reuse_is_exact(void **state)
 	assert_int_equal((int)rep.kept, kept);
 }
 
+/* A journal per transaction (SQLite's rollback journal): created, written,
+ * synced, unlinked and its directory synced, over and over.  The entry of
+ * a file durably unlinked is taken by the next new one as soon as nothing
+ * in the window names it, so the table stays as small as the files alive
+ * (every pass over it is that short) instead of growing to the limit. */
+static void test_unlinked_files_give_their_entry_back(void **state)
+{
+	fx *x = *state;
+	faultsim_ticket t = { 0 };
+	char p[128];
+	int fd, file = -1, first = -1;
+
+	for (int n = 0; n < 300; n++) {
+		snprintf(p, sizeof p, "%s/f%d", x->dir, n);
+		assert_int_equal(faultsim_cache_create_begin(x->cache, p, &t), 0);
+		fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
+		assert_true(fd >= 0);
+		faultsim_cache_namespace_end(&t, 0);
+		file = put(x, n, 'j', &fd); /* opens it again: same inode */
+		assert_true(file >= 0);
+		if (first < 0)
+			first = file;
+		xsync(x, file);
+		close(fd);
+		assert_int_equal(faultsim_cache_unlink_begin(x->cache, p, &t), 0);
+		assert_int_equal(unlink(p), 0);
+		faultsim_cache_namespace_end(&t, 0);
+		uint64_t mark = faultsim_cache_sync_begin(x->cache);
+		faultsim_cache_dir_sync_end(x->cache, x->dir, mark, 0);
+	}
+	assert_int_equal(file, first);
+	assert_true(faultsim_cache_nfiles(x->cache) <= 2);
+	assert_false(faultsim_cache_overflowed(x->cache));
+}
+
+/* A file synced after every write while one namespace record stays
+ * unsynced (created, its directory never synced): the window cannot move
+ * past that record, so without the syncs' trim its tail would run through
+ * megabytes of fresh pages until a half filled.  The window stays short,
+ * and a power cut still undoes the create. */
+static void test_syncs_keep_the_window_short(void **state)
+{
+	fx *x = *state;
+	faultsim_ticket t = { 0 };
+	faultsim_crash_report rep;
+	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 7 };
+	char p[128], buf[4096];
+	int fd, file;
+
+	memset(buf, 'w', sizeof buf);
+	snprintf(p, sizeof p, "%s/log", x->dir);
+	assert_int_equal(faultsim_cache_create_begin(x->cache, p, &t), 0);
+	fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	faultsim_cache_namespace_end(&t, 0);
+	file = faultsim_cache_track(x->cache, fd, p);
+	assert_true(file >= 0);
+	for (int i = 0; i < 1000; i++) { /* 4 MB: past the 4 MB half */
+		assert_int_equal(faultsim_cache_write_begin(x->cache, file, fd,
+		                 buf, sizeof buf, (uint64_t)i * sizeof buf, &t), 0);
+		assert_int_equal(pwrite(fd, buf, sizeof buf,
+		                        (off_t)i * (off_t)sizeof buf),
+		                 (ssize_t)sizeof buf);
+		faultsim_cache_write_end(&t, sizeof buf);
+		xsync(x, file);
+		assert_true(faultsim_cache_used(x->cache) < (1u << 20));
+	}
+	assert_true(faultsim_cache_peak(x->cache) < (1u << 20));
+	close(fd);
+	assert_int_equal(faultsim_cache_crash(x->cache, &co, &rep), 0);
+	assert_int_equal(access(p, F_OK), -1); /* its create was never durable */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +255,8 @@ int main(void)
 		T(test_synced_files_never_fill_the_table),
 		T(test_unsynced_files_are_never_reused),
 		T(test_power_cut_after_reuse_is_exact),
+		T(test_unlinked_files_give_their_entry_back),
+		T(test_syncs_keep_the_window_short),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
