@@ -156,6 +156,8 @@ struct serve_config {
 	const char *tls_cert;    /* --tls-cert; NULL: plain HTTP            */
 	const char *tls_key;     /* --tls-key, given with --tls-cert        */
 	int http3;               /* 0 after --no-http3 (or without TLS)     */
+	int h3_retry_always;     /* --h3-retry always: every new QUIC
+	                            connection validates its address first */
 };
 
 struct serve_server;

@@ -50,6 +50,7 @@ struct h3_creds {
 	gnutls_certificate_credentials_t cred;
 	gnutls_priority_t prio;
 	uint8_t secret[32]; /* stateless reset tokens (HKDF of the CID) */
+	uint8_t retry_secret[32]; /* Retry tokens' key, this process only */
 };
 
 /* One connection ID a connection answers to, in a bucket chain. */
@@ -109,6 +110,7 @@ struct h3_conn {
 	uint8_t ccerr_set;
 	uint8_t stopping;               /* SIGTERM: closes once drained     */
 	uint8_t cuts;                   /* streams cut for a limit          */
+	uint8_t handshaking;            /* counted in h3_shard.handshaking  */
 	struct h3_stream *streams;      /* every stream held                */
 	struct h3_stream *current;      /* the stream serve_handle answers  */
 	int nstreams;
@@ -117,6 +119,7 @@ struct h3_conn {
 
 struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
+	int handshaking;                /* connections not past handshake   */
 	struct h3_conn *conns;
 	struct h3_cid *buckets[H3_BUCKETS];
 };
@@ -166,6 +169,7 @@ int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
 		goto out_free;
 	}
 	random_fill(cr->secret, sizeof cr->secret);
+	random_fill(cr->retry_secret, sizeof cr->retry_secret);
 	*out = cr;
 	return 0;
 out_free:
@@ -842,6 +846,14 @@ static int on_remove_cid(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *arg)
 	return 0;
 }
 
+/* HC is no longer one of its shard's handshakes (Retry's budget). */
+static void handshake_over(struct h3_conn *hc)
+{
+	if (hc->handshaking)
+		hc->c->shard->h3->handshaking--;
+	hc->handshaking = 0;
+}
+
 /* The handshake is done: only "h3" may have been agreed on. */
 static int on_handshake_done(ngtcp2_conn *conn, void *arg)
 {
@@ -849,6 +861,7 @@ static int on_handshake_done(ngtcp2_conn *conn, void *arg)
 	gnutls_datum_t alpn;
 
 	(void)conn;
+	handshake_over(hc);
 	if (gnutls_alpn_get_selected_protocol(hc->tls, &alpn) != 0 ||
 	    alpn.size != 2 || memcmp(alpn.data, "h3", 2) != 0)
 		return fail_http(hc, NGHTTP3_ERR_H3_GENERAL_PROTOCOL_ERROR);
@@ -1163,9 +1176,12 @@ static int conn_tls(struct h3_conn *hc, struct h3_creds *cr)
 	return 0;
 }
 
-/* Our transport parameters: the bounds of serve_h3.h. */
-static void conn_params(struct serve_server *srv, const ngtcp2_pkt_hd *hd,
-                        const ngtcp2_cid *scid, ngtcp2_transport_params *p)
+/* Our transport parameters: the bounds of serve_h3.h.  ODCID is the
+ * DCID of the client's first Initial; RETRY_SCID the one our Retry gave
+ * it, or NULL when there was none (RFC 9000 7.3). */
+static void conn_params(struct serve_server *srv, const ngtcp2_cid *odcid,
+                        const ngtcp2_cid *retry_scid, const ngtcp2_cid *scid,
+                        ngtcp2_transport_params *p)
 {
 	ngtcp2_transport_params_default(p);
 	p->initial_max_streams_bidi = H3_MAX_STREAMS;
@@ -1176,16 +1192,97 @@ static void conn_params(struct serve_server *srv, const ngtcp2_pkt_hd *hd,
 	p->initial_max_data = H3_CONN_WINDOW;
 	p->max_idle_timeout = (ngtcp2_duration)srv->cfg.idle_timeout_ms *
 	                      NGTCP2_MILLISECONDS;
-	p->original_dcid = hd->dcid;
+	p->original_dcid = *odcid;
+	if (retry_scid) {
+		p->retry_scid = *retry_scid;
+		p->retry_scid_present = 1;
+	}
 	p->stateless_reset_token_present =
 	    ngtcp2_crypto_generate_stateless_reset_token(
 	        p->stateless_reset_token, srv->h3->secret,
 	        sizeof srv->h3->secret, scid) == 0;
 }
 
+/* Connections in their handshake a shard takes before it asks new ones
+ * for a Retry: H3_HANDSHAKES_MAX, or a quarter of --max-conns. */
+static int handshake_budget(const struct serve_server *srv)
+{
+	int n = srv->cfg.max_conns / 4;
+
+	return n < 1 ? 1 : n > H3_HANDSHAKES_MAX ? H3_HANDSHAKES_MAX : n;
+}
+
+/* Answers the Initial HD from PATH with a Retry whose token (sealed
+ * with the process's retry secret) binds the client's address, the
+ * Retry's SCID and the DCID the client chose, for H3_RETRY_TOKEN_S. */
+static void send_retry(struct serve_shard *sh, const ngtcp2_path *path,
+                       const ngtcp2_pkt_hd *hd)
+{
+	struct h3_creds *cr = sh->srv->h3;
+	uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN], buf[H3_PKT_MAX];
+	ngtcp2_ssize tlen, n;
+	ngtcp2_cid scid;
+
+	scid.datalen = H3_CIDLEN;
+	random_fill(scid.data, H3_CIDLEN);
+	tlen = ngtcp2_crypto_generate_retry_token(
+	    token, cr->retry_secret, sizeof cr->retry_secret, hd->version,
+	    path->remote.addr, path->remote.addrlen, &scid, &hd->dcid, now_ns());
+	if (tlen < 0)
+		return;
+	n = ngtcp2_crypto_write_retry(buf, sizeof buf, hd->version, &hd->scid,
+	                              &scid, &hd->dcid, token, (size_t)tlen);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
+/*
+ * Address validation (RFC 9000 8.1) of the Initial HD from PATH.  A
+ * Retry token of ours that checks out: returns 1, *ODCID the DCID of
+ * the client's first Initial (the address is proven).  A Retry token
+ * that does not (forged, stale, another address): an INVALID_TOKEN
+ * close, which costs us no state, and -1.  No token (or one of another
+ * kind, which we never issue): a Retry and -1 when the shard's
+ * handshakes are past their budget or --h3-retry always, else 0 and
+ * *ODCID the packet's DCID.  Neither reply is larger than the Initial,
+ * so neither amplifies a spoofed source.
+ */
+static int initial_validate(struct serve_shard *sh, const ngtcp2_path *path,
+                            const ngtcp2_pkt_hd *hd, ngtcp2_cid *odcid)
+{
+	struct serve_server *srv = sh->srv;
+	struct h3_creds *cr = srv->h3;
+	uint8_t buf[H3_PKT_MAX];
+	ngtcp2_ssize n;
+
+	*odcid = hd->dcid;
+	if (hd->token.len > 0 &&
+	    hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+		if (ngtcp2_crypto_verify_retry_token(
+		        odcid, hd->token.base, hd->token.len, cr->retry_secret,
+		        sizeof cr->retry_secret, hd->version, path->remote.addr,
+		        path->remote.addrlen, &hd->dcid, H3_RETRY_TOKEN_S * NGTCP2_SECONDS,
+		        now_ns()) == 0)
+			return 1;
+		n = ngtcp2_crypto_write_connection_close(
+		    buf, sizeof buf, hd->version, &hd->scid, &hd->dcid,
+		    NGTCP2_INVALID_TOKEN, NULL, 0);
+		if (n > 0)
+			send_datagram(sh, path, buf, (size_t)n);
+		return -1;
+	}
+	if (srv->cfg.h3_retry_always ||
+	    sh->h3->handshaking >= handshake_budget(srv)) {
+		send_retry(sh, path, hd);
+		return -1;
+	}
+	return 0;
+}
+
 /* A new connection from the Initial packet PKT, when ngtcp2_accept takes
- * it and --max-conns allows.  Returns it, or NULL (the packet is then
- * dropped). */
+ * it, its address is proven or need not be (initial_validate) and
+ * --max-conns allows.  Returns it, or NULL (the packet is then dropped,
+ * or answered with a Retry). */
 static struct h3_conn *conn_accept(struct serve_shard *sh,
                                    const ngtcp2_path *path,
                                    const uint8_t *pkt, size_t len)
@@ -1196,9 +1293,13 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	struct serve_conn *c = NULL;
 	struct h3_conn *hc = NULL;
 	ngtcp2_pkt_hd hd;
-	ngtcp2_cid scid;
+	ngtcp2_cid scid, odcid;
+	int validated;
 
 	if (ngtcp2_accept(&hd, pkt, len) != 0 || atomic_load(&srv->stopping))
+		return NULL;
+	validated = initial_validate(sh, path, &hd, &odcid);
+	if (validated < 0)
 		return NULL;
 	if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns)
 		goto out_uncount;
@@ -1217,7 +1318,9 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	settings.handshake_timeout = (ngtcp2_duration)srv->cfg.header_timeout_ms *
 	                             NGTCP2_MILLISECONDS;
 	settings.no_pmtud = 1; /* our datagrams stay at the safe size */
-	conn_params(srv, &hd, &scid, &params);
+	if (validated) /* the 3x anti-amplification limit is lifted */
+		settings.token = hd.token;
+	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
 	if (ngtcp2_conn_server_new(&hc->quic, &hd.scid, &scid, path, hd.version,
 	                           &quic_callbacks, &settings, &params, NULL,
 	                           hc) != 0)
@@ -1229,6 +1332,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	if (hc->next)
 		hc->next->prev = hc;
 	sh->h3->conns = hc;
+	hc->handshaking = 1;
+	sh->h3->handshaking++;
 	serve_conn_adopt(sh, c);
 	return hc;
 out_free:
@@ -1526,6 +1631,7 @@ void h3_free(struct serve_conn *c)
 	if (hc == NULL)
 		return;
 	hs = c->shard->h3;
+	handshake_over(hc);
 	if (hc->http)
 		nghttp3_conn_del(hc->http);
 	hc->http = NULL;

@@ -43,14 +43,26 @@
  *   that arrives before the handshake completed is answered 425 Too
  *   Early (RFC 8470), so that a replayed PUT never commits twice.
  *
+ * ADDRESS VALIDATION (RFC 9000 8.1)
+ *   Until a client's address is proven ngtcp2 sends at most three times
+ *   the bytes it received from it (the anti-amplification limit is
+ *   ngtcp2's own).  A shard with H3_HANDSHAKES_MAX connections (or a
+ *   quarter of --max-conns, if fewer) still in their handshake, as under
+ *   a flood of Initials from spoofed sources, answers new Initials with a
+ *   Retry instead of a connection: no state, a token sealed with a key of
+ *   this process that binds the client's address and first DCID for
+ *   H3_RETRY_TOKEN_S seconds (--h3-retry always: every Initial).  An
+ *   Initial that brings a valid token makes a connection whose transport
+ *   parameters carry the original DCID and the Retry's SCID; a bad token
+ *   gets a stateless INVALID_TOKEN close.
+ *
  * UNKNOWN PACKETS
  *   A datagram that is not QUIC v1 is dropped; an unknown long-header
  *   packet makes a connection only when ngtcp2_accept takes it as an
  *   Initial; an unknown short-header packet gets a stateless reset
  *   (stateless_reset: smaller than it, H3_RESETS_MAX a sweep per shard).
  *
- * NOT YET (issue 30): Retry and address validation under a handshake
- * flood, the closing
+ * NOT YET (issue 30): the closing
  * period (one CONNECTION_CLOSE is sent, then the state is freed), GSO and
  * GRO, version negotiation (other versions are dropped), reloading the
  * certificate on SIGHUP (QUIC keeps the startup pair).
@@ -70,6 +82,8 @@
 #define H3_CIDLEN 16                  /* our connection IDs' length        */
 #define H3_CIDS_MAX 16                /* connection IDs one connection has */
 #define H3_RX_BATCH 64                /* datagrams read per readiness edge */
+#define H3_HANDSHAKES_MAX 64          /* a shard's handshakes before Retry */
+#define H3_RETRY_TOKEN_S 10           /* a Retry token's life, seconds     */
 
 struct serve_server;
 struct serve_shard;

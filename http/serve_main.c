@@ -8,6 +8,7 @@
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
  *              [--tls-cert FILE --tls-key FILE] [--no-http3]
+ *              [--h3-retry auto|always]
  *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -111,6 +112,11 @@ static void usage(FILE *f)
 	      "  --no-http3           with --tls-cert, do not serve HTTP/3 (QUIC"
 	      " on the same UDP\n"
 	      "                       port) nor announce it with Alt-Svc\n"
+	      "  --h3-retry WHEN      when a new QUIC connection must prove its"
+	      " address with a\n"
+	      "                       Retry first: auto (a shard's handshakes"
+	      " past its budget)\n"
+	      "                       or always\n"
 	      "  --help               this text\n"
 	      "keel-serve --hash-token TOKEN|- read|write [PREFIX]\n"
 	      "                       print the tokens-file line for TOKEN (- reads"
@@ -265,6 +271,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"tls-cert", required_argument, NULL, 'C'},
 		{"tls-key", required_argument, NULL, 'K'},
 		{"no-http3", no_argument, NULL, '3'},
+		{"h3-retry", required_argument, NULL, 'R'},
 		{"hash-token", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -355,6 +362,14 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		case 'C': cfg->tls_cert = optarg; break;
 		case 'K': cfg->tls_key = optarg; break;
 		case '3': cfg->http3 = 0; break;
+		case 'R':
+			if (strcmp(optarg, "always") == 0)
+				cfg->h3_retry_always = 1;
+			else if (strcmp(optarg, "auto") == 0)
+				cfg->h3_retry_always = 0;
+			else
+				return bad_value("--h3-retry", optarg, "auto or always");
+			break;
 		case 'T':
 			fprintf(stderr, "keel-serve: --hash-token is a command of its "
 			        "own, first on the line: keel-serve --hash-token "

@@ -5,8 +5,9 @@
 # with ETag and If-None-Match (304), HEAD (no body), DELETE (204, then
 # 404), a listing, 413 past --max-body, 404 for a missing key, tokens
 # (401 with WWW-Authenticate, 403 for a read token's PUT, 201 for a write
-# token's), a body that never comes cut by --body-min-rate -- and that
-# what HTTP/3 wrote is what HTTP/2 reads.  Loopback
+# token's), a body that never comes cut by --body-min-rate, address
+# validation (--h3-retry always: answers through a Retry; a forged token
+# closed) -- and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
 # only; every client call is bounded (the client gives up after 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
@@ -82,6 +83,11 @@ TAG=$(etag)
 expect "GET: 200" 200 "$(h3 GET /k)"
 expect "GET: the body" one "$(body)"
 expect "GET: the same ETag" "$TAG" "$(etag)"
+if grep -q 'followed a Retry' "$T/a.err"; then
+	bad "no flood, --h3-retry auto: a Retry all the same"
+else
+	ok "no flood, --h3-retry auto: no Retry"
+fi
 expect "HEAD: 200" 200 "$(h3 HEAD /k)"
 expect "HEAD: content-length, no body" "3|" \
 	"$(sed -n 's/^content-length: //p' "$T/a")|$(body)"
@@ -128,6 +134,22 @@ expect "tokens: a read token's GET: 200" 200 \
 	"$(h3 GET /k -H "Authorization: Bearer $RT")"
 stop "$PID"
 expect "tokens: exit status after SIGTERM" 0 "$STATUS"
+
+# address validation (RFC 9000 8.1): --h3-retry always makes every new
+# connection prove its address first; h3-client follows the Retry (and
+# says so), and a forged Retry token is refused with a close
+start retry --h3-retry always
+expect "through a Retry: PUT 201" 201 "$(h3 PUT /r -d validated)"
+contains "through a Retry: the client followed one" "$T/a.err" 'followed a Retry'
+expect "through a Retry: GET 200" 200 "$(h3 GET /r)"
+expect "through a Retry: the body" validated "$(body)"
+"$H3" "$PORT" GET /r -b >"$T/a" 2>"$T/a.err"
+expect "a forged Retry token: the client's exit status" 1 "$?"
+contains "a forged Retry token: closed by the server" "$T/a.err" \
+	'server closed the connection'
+expect "the server answers on" 200 "$(h3 GET /r)"
+stop "$PID"
+expect "retry: exit status after SIGTERM" 0 "$STATUS"
 
 echo "h3.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

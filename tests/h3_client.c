@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS]
+ *             [-k MS] [-b]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -14,6 +14,10 @@
  * make their own).  -s stalls: the request's fields go out, its body
  * never comes (the server's --body-min-rate must cut it).  -k MS keeps
  * the connection open, idle, for MS after the answer (memory figures).
+ * A Retry from the server is followed (ngtcp2 does it) and said on
+ * stderr ("followed a Retry"); -b sends a forged Retry token in the
+ * first Initial, and a server that closes the connection for it makes
+ * "the server closed the connection" on stderr.
  */
 #include <errno.h>
 #include <poll.h>
@@ -51,6 +55,8 @@ struct client {
 	size_t blen;
 	int stall;            /* -s: the body never comes               */
 	int hold_ms;          /* -k: stay connected this long after it  */
+	int bad_token;        /* -b: a forged Retry token in the Initial */
+	int retried;          /* Retries followed                        */
 	int64_t stream;
 	int started, done, failed;
 };
@@ -281,6 +287,16 @@ static int on_new_cid(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token,
 	return 0;
 }
 
+/* The server asked us to prove our address: ngtcp2 sends the Initial
+ * again with its token; we count it for the tests. */
+static int on_retry(ngtcp2_conn *conn, const ngtcp2_pkt_hd *hd, void *arg)
+{
+	struct client *cl = arg;
+
+	cl->retried++;
+	return ngtcp2_crypto_recv_retry_cb(conn, hd, arg);
+}
+
 static const ngtcp2_callbacks quic_cb = {
 	.client_initial = ngtcp2_crypto_client_initial_cb,
 	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
@@ -291,7 +307,7 @@ static const ngtcp2_callbacks quic_cb = {
 	.recv_stream_data = on_stream_data,
 	.acked_stream_data_offset = on_acked,
 	.stream_close = on_stream_close,
-	.recv_retry = ngtcp2_crypto_recv_retry_cb,
+	.recv_retry = on_retry,
 	.rand = on_rand,
 	.get_new_connection_id = on_new_cid,
 	.update_key = ngtcp2_crypto_update_key_cb,
@@ -335,6 +351,12 @@ static int client_open(struct client *cl, int port)
 	random_fill(scid.data, 16);
 	ngtcp2_settings_default(&settings);
 	settings.initial_ts = now_ns();
+	if (cl->bad_token) { /* the Retry magic, then what no key sealed */
+		static uint8_t forged[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+		random_fill(forged, sizeof forged);
+		forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
+		settings.token = (ngtcp2_vec){forged, sizeof forged};
+	}
 	ngtcp2_transport_params_default(&params);
 	params.initial_max_streams_uni = 3;
 	params.initial_max_stream_data_bidi_local = 1 << 20;
@@ -440,8 +462,12 @@ static int client_run(struct client *cl)
 				{(ngtcp2_sockaddr *)&cl->remote, sizeof cl->remote}, NULL};
 			ngtcp2_pkt_info pi = {0};
 			ssize_t n = recv(cl->fd, buf, sizeof buf, 0);
-			if (n > 0 && ngtcp2_conn_read_pkt(cl->quic, &path, &pi, buf,
-			                                  (size_t)n, now_ns()) != 0)
+			int rv = n > 0 ? ngtcp2_conn_read_pkt(cl->quic, &path, &pi, buf,
+			                                      (size_t)n, now_ns()) : 0;
+			if (rv == NGTCP2_ERR_DRAINING)
+				fprintf(stderr, "h3-client: the server closed the "
+				        "connection\n");
+			if (rv != 0)
 				return 1;
 		} else if (ngtcp2_conn_handle_expiry(cl->quic, now_ns()) != 0) {
 			return 1;
@@ -455,7 +481,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS]\n");
+	                "[-d BODY | -s] [-k MS] [-b]\n");
 	return 2;
 }
 
@@ -481,6 +507,8 @@ int main(int argc, char **argv)
 	for (i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0) {
 			cl.stall = 1;
+		} else if (strcmp(argv[i], "-b") == 0) {
+			cl.bad_token = 1;
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
 			cl.hold_ms = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
@@ -509,6 +537,8 @@ int main(int argc, char **argv)
 	}
 	rc = client_run(&cl);
 	fflush(stdout);
+	if (cl.retried)
+		fprintf(stderr, "h3-client: followed a Retry\n");
 	if (rc == 3)
 		fprintf(stderr, "h3-client: no whole answer within %d ms\n",
 		        H3C_DEADLINE_MS);
