@@ -800,6 +800,11 @@ static int http_start(struct h3_conn *hc)
 		return 0;
 	nghttp3_settings_default(&settings);
 	settings.max_field_section_size = H3_HEADER_LIST_MAX;
+	/* no QPACK dynamic table either way (memory per connection): our
+	 * answers' fields are few and short, the decoder's is 0 already */
+	settings.qpack_encoder_max_dtable_capacity = 0;
+	settings.qpack_max_dtable_capacity = 0;
+	settings.qpack_blocked_streams = 0;
 	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings, NULL,
 	                             hc);
 	if (rc != 0)
@@ -980,9 +985,28 @@ static int on_max_stream_data(ngtcp2_conn *conn, int64_t id, uint64_t max,
 	return rc == 0 ? 0 : fail_http(hc, rc);
 }
 
+/* CRYPTO data for TLS.  After the handshake the GnuTLS session is gone
+ * (tls_release), and a TLS 1.3 client has nothing more to send in QUIC:
+ * no KeyUpdate (RFC 9001 6), no certificate, for none is asked. */
+static int on_crypto_data(ngtcp2_conn *conn, ngtcp2_crypto_level level,
+                          uint64_t offset, const uint8_t *data, size_t len,
+                          void *arg)
+{
+	struct h3_conn *hc = arg;
+
+	if (hc->tls == NULL) {
+		ngtcp2_connection_close_error_set_transport_error(
+		    &hc->ccerr, NGTCP2_PROTOCOL_VIOLATION, NULL, 0);
+		hc->ccerr_set = 1;
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	}
+	return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data, len,
+	                                         arg);
+}
+
 static const ngtcp2_callbacks quic_callbacks = {
 	.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
-	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
+	.recv_crypto_data = on_crypto_data,
 	.handshake_completed = on_handshake_done,
 	.encrypt = ngtcp2_crypto_encrypt_cb,
 	.decrypt = ngtcp2_crypto_decrypt_cb,
@@ -1383,6 +1407,18 @@ static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
 		send_datagram(sh, path, buf, (size_t)n);
 }
 
+/* HC's handshake is over: its GnuTLS session (about 9 KB, and what it
+ * kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates
+ * derive from them, and no 0-RTT or resumption needs the session. */
+static void tls_release(struct h3_conn *hc)
+{
+	if (hc->tls == NULL || !ngtcp2_conn_get_handshake_completed(hc->quic))
+		return;
+	ngtcp2_conn_set_tls_native_handle(hc->quic, NULL);
+	gnutls_deinit(hc->tls);
+	hc->tls = NULL;
+}
+
 /* One datagram from REMOTE to LOCAL.  Not QUIC, or not for a connection
  * of ours and not an acceptable Initial: dropped. */
 static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
@@ -1418,6 +1454,7 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 		conn_fail(hc, rv);
 		return;
 	}
+	tls_release(hc); /* not in on_handshake_done: GnuTLS is on the stack */
 	if (conn_write(hc) == 0)
 		serve_conn_progress(hc->c);
 }

@@ -37,6 +37,12 @@
  *   section and body keep --header-timeout and --body-min-rate per
  *   stream, as over HTTP/2 (h3_sweep, serve_limits.h).
  *
+ * MEMORY
+ *   A connection's GnuTLS session is freed once the handshake is over
+ *   (QUIC's keys are ngtcp2's; CRYPTO data after it is a protocol
+ *   violation), and QPACK's dynamic tables are off both ways.
+ *   docs/http.md "HTTP/3" has the figures.
+ *
  * 0-RTT
  *   Not offered: no session tickets are issued, so no early data can
  *   arrive.  The rule for when it is: a request other than GET or HEAD
