@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b]
+ *             [-k MS] [-b] [-n N -c K]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -18,6 +18,12 @@
  * stderr ("followed a Retry"); -b sends a forged Retry token in the
  * first Initial, and a server that closes the connection for it makes
  * "the server closed the connection" on stderr.
+ *
+ * -n N -c K (bench/http/h3.sh): N requests over the one connection, K at
+ * a time (new streams as answers end), nothing printed of the answers;
+ * one line at the end, "N requests, A answered, S 2xx in T s: R/s",
+ * timed from the handshake's end to the last answer.  The 10 s deadline
+ * then counts from the latest answer.
  */
 #include <errno.h>
 #include <poll.h>
@@ -56,6 +62,9 @@ struct client {
 	int stall;            /* -s: the body never comes               */
 	int hold_ms;          /* -k: stay connected this long after it  */
 	int bad_token;        /* -b: a forged Retry token in the Initial */
+	int bench_n, bench_c; /* -n, -c: requests, at a time (0: one)    */
+	int sent, answered, ok; /* bench: submitted, ended, 2xx           */
+	ngtcp2_tstamp t0, t1; /* bench: the handshake's end, last answer */
 	int retried;          /* Retries followed                        */
 	int64_t stream;
 	int started, done, failed;
@@ -88,7 +97,13 @@ static int on_header(nghttp3_conn *h, int64_t id, int32_t token,
 {
 	nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
 
-	(void)h, (void)id, (void)token, (void)flags, (void)arg, (void)sarg;
+	(void)h, (void)id, (void)token, (void)flags, (void)sarg;
+	if (((struct client *)arg)->bench_n) {
+		if (n.len == 7 && memcmp(n.base, ":status", 7) == 0 && v.len &&
+		    v.base[0] == '2')
+			((struct client *)arg)->ok++;
+		return 0;
+	}
 	if (n.len == 7 && memcmp(n.base, ":status", 7) == 0)
 		printf("status %.*s\n", (int)v.len, v.base);
 	else
@@ -99,8 +114,9 @@ static int on_header(nghttp3_conn *h, int64_t id, int32_t token,
 static int on_end_headers(nghttp3_conn *h, int64_t id, int fin, void *arg,
                           void *sarg)
 {
-	(void)h, (void)id, (void)fin, (void)arg, (void)sarg;
-	printf("\n");
+	(void)h, (void)id, (void)fin, (void)sarg;
+	if (((struct client *)arg)->bench_n == 0)
+		printf("\n");
 	return 0;
 }
 
@@ -110,7 +126,8 @@ static int on_data(nghttp3_conn *h, int64_t id, const uint8_t *data,
 	struct client *cl = arg;
 
 	(void)h, (void)sarg;
-	fwrite(data, 1, len, stdout);
+	if (cl->bench_n == 0)
+		fwrite(data, 1, len, stdout);
 	ngtcp2_conn_extend_max_stream_offset(cl->quic, id, len);
 	ngtcp2_conn_extend_max_offset(cl->quic, len);
 	return 0;
@@ -129,8 +146,16 @@ static int on_consume(nghttp3_conn *h, int64_t id, size_t n, void *arg,
 
 static int on_end_stream(nghttp3_conn *h, int64_t id, void *arg, void *sarg)
 {
+	struct client *cl = arg;
+
 	(void)h, (void)id, (void)sarg;
-	((struct client *)arg)->done = 1;
+	if (cl->bench_n == 0) {
+		cl->done = 1;
+		return 0;
+	}
+	cl->answered++;
+	cl->t1 = now_ns();
+	cl->done = cl->answered >= cl->bench_n;
 	return 0;
 }
 
@@ -159,8 +184,36 @@ static nghttp3_ssize on_read_body(nghttp3_conn *h, int64_t id,
 	return 1;
 }
 
+/* Submits requests on new streams while fewer than -c are in flight
+ * and -n are not all sent, as far as the server's stream limit lets.
+ * Returns 0 or -1. */
+static int requests_top_up(struct client *cl)
+{
+	static const nghttp3_data_reader reader = {on_read_body};
+	int want = cl->bench_n ? cl->bench_n : 1, at_once = cl->bench_c;
+	int64_t id;
+	int rv;
+
+	if (at_once < 1)
+		at_once = 1;
+	while (cl->sent < want && cl->sent - cl->answered < at_once) {
+		rv = ngtcp2_conn_open_bidi_stream(cl->quic, &id, NULL);
+		if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED)
+			return 0; /* more when the server raises the limit */
+		if (rv != 0 ||
+		    nghttp3_conn_submit_request(cl->http, id, cl->req, cl->nreq,
+		                                cl->body || cl->stall ? &reader
+		                                                      : NULL,
+		                                NULL) != 0)
+			return -1;
+		if (cl->sent++ == 0)
+			cl->stream = id;
+	}
+	return 0;
+}
+
 /* The handshake is done: our control and QPACK streams, then the
- * request on the first bidirectional stream. */
+ * request on the first bidirectional stream (-n: the first -c). */
 static int request_start(struct client *cl)
 {
 	static const nghttp3_callbacks cb = {
@@ -171,7 +224,6 @@ static int request_start(struct client *cl)
 		.end_stream = on_end_stream,
 		.reset_stream = on_reset,
 	};
-	static const nghttp3_data_reader reader = {on_read_body};
 	nghttp3_settings settings;
 	int64_t ctrl, qenc, qdec;
 
@@ -184,13 +236,10 @@ static int request_start(struct client *cl)
 	    ngtcp2_conn_open_uni_stream(cl->quic, &qenc, NULL) != 0 ||
 	    ngtcp2_conn_open_uni_stream(cl->quic, &qdec, NULL) != 0 ||
 	    nghttp3_conn_bind_control_stream(cl->http, ctrl) != 0 ||
-	    nghttp3_conn_bind_qpack_streams(cl->http, qenc, qdec) != 0 ||
-	    ngtcp2_conn_open_bidi_stream(cl->quic, &cl->stream, NULL) != 0 ||
-	    nghttp3_conn_submit_request(cl->http, cl->stream, cl->req, cl->nreq,
-	                                cl->body || cl->stall ? &reader : NULL,
-	                                NULL) != 0)
+	    nghttp3_conn_bind_qpack_streams(cl->http, qenc, qdec) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
+	cl->t0 = now_ns();
+	return requests_top_up(cl) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
 /* ---- QUIC ------------------------------------------------------------ */
@@ -250,7 +299,7 @@ static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
 	struct client *cl = arg;
 
 	(void)q, (void)size, (void)sarg;
-	if (id == cl->stream && !cl->done) {
+	if ((id == cl->stream || cl->bench_n) && !cl->done) {
 		fprintf(stderr, "h3-client: stream reset, code 0x%llx\n",
 		        (unsigned long long)code);
 		cl->failed = 1;
@@ -440,10 +489,20 @@ static int client_run(struct client *cl)
 	ngtcp2_tstamp hold = 0;
 	uint8_t buf[65536];
 
+	int seen = 0;
+
 	while (!cl->failed && (!cl->done || hold == 0 || now_ns() < hold)) {
 		ngtcp2_tstamp now = now_ns(), due = ngtcp2_conn_get_expiry(cl->quic);
 		struct pollfd pfd = {cl->fd, POLLIN, 0};
 		int wait_ms;
+
+		if (cl->answered != seen) { /* -n: progress moves the deadline */
+			seen = cl->answered;
+			deadline = now + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+		}
+		if (cl->bench_n && cl->http && !cl->done &&
+		    requests_top_up(cl) < 0)
+			return 1;
 
 		if (cl->done && hold == 0) { /* the answer is whole: idle on */
 			hold = now + (ngtcp2_tstamp)cl->hold_ms * NGTCP2_MILLISECONDS;
@@ -481,7 +540,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K]\n");
 	return 2;
 }
 
@@ -509,6 +568,12 @@ int main(int argc, char **argv)
 			cl.stall = 1;
 		} else if (strcmp(argv[i], "-b") == 0) {
 			cl.bad_token = 1;
+		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+			cl.bench_n = atoi(argv[++i]);
+			if (cl.bench_n < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			cl.bench_c = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
 			cl.hold_ms = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
@@ -539,6 +604,12 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (cl.retried)
 		fprintf(stderr, "h3-client: followed a Retry\n");
+	if (cl.bench_n) {
+		double secs = (double)(cl.t1 - cl.t0) / NGTCP2_SECONDS;
+		printf("%d requests, %d answered, %d 2xx in %.3f s: %.0f/s\n",
+		       cl.bench_n, cl.answered, cl.ok, secs,
+		       secs > 0 ? cl.answered / secs : 0.0);
+	}
 	if (rc == 3)
 		fprintf(stderr, "h3-client: no whole answer within %d ms\n",
 		        H3C_DEADLINE_MS);
