@@ -114,7 +114,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
-	http/serve_h3.c
+	http/serve_h3.c http/serve_fields.c
 # HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
 H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
 H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)
@@ -131,7 +131,7 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_exec_explain test_campaign test_limits
+TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_exec_explain test_campaign test_limits test_fields
 TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
@@ -140,6 +140,7 @@ TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 	torture/adapters.c tools/duration.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_limits = http/serve_limits.c
+TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
 TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh

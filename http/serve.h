@@ -116,6 +116,7 @@
 #include "keel.h"
 #include "serve_h2.h"
 #include "serve_h3.h"
+#include "serve_fields.h"
 #include "serve_limits.h"
 #include "serve_tls.h"
 #include "tokens.h"

@@ -62,18 +62,6 @@ struct h3_cid {
 	uint8_t data[NGTCP2_MAX_CIDLEN];
 };
 
-/* The request fields kept for serve_req.c, as offsets into hbuf. */
-enum h3_field {
-	H3F_METHOD = 0,
-	H3F_PATH,
-	H3F_AUTHORITY,
-	H3F_AUTHORIZATION,
-	H3F_IF_MATCH,
-	H3F_IF_NONE_MATCH,
-	H3F_CONTENT_LENGTH,
-	H3F_COUNT
-};
-
 struct h3_stream {
 	struct h3_stream *prev, *next; /* the connection's streams           */
 	int64_t id;
@@ -85,13 +73,8 @@ struct h3_stream {
 	int64_t since_ms;   /* when its header section began                */
 	uint64_t received;  /* body bytes received (the rate's count)       */
 	struct limits_body rate; /* --body-min-rate's window (serve_limits.h) */
-	int refuse;         /* a status decided while reading headers       */
-	size_t hlist;       /* field bytes so far (H3_HEADER_LIST_MAX)      */
-	char *hbuf;         /* kept field values                            */
-	size_t hlen, hcap;
-	uint16_t off[H3F_COUNT], len[H3F_COUNT]; /* slices of hbuf         */
-	uint8_t have[H3F_COUNT];  /* times each field was seen             */
-	struct http_request req;  /* slices of hbuf, once headers are done */
+	struct serve_fields fields; /* the request's, as they came       */
+	struct http_request req;  /* slices of fields, once headers are done */
 	char *body;         /* the request body so far                      */
 	size_t blen, bcap;
 	size_t charged;     /* of bcap, charged to --body-budget            */
@@ -285,7 +268,7 @@ static void stream_free(struct h3_conn *hc, struct h3_stream *st)
 			c->queued -= (uint32_t)st->out->body_len;
 		serve_out_free(st->out); /* releases a GET's view */
 	}
-	free(st->hbuf);
+	fields_free(&st->fields);
 	free(st);
 }
 
@@ -408,90 +391,13 @@ static void stream_refuse(struct h3_conn *hc, struct h3_stream *st,
 
 /* ---- requests ------------------------------------------------------------ */
 
-static struct http_slice field(const struct h3_stream *st, enum h3_field f)
-{
-	struct http_slice s = {NULL, 0};
-
-	if (st->have[f]) {
-		s.p = st->hbuf + st->off[f];
-		s.n = st->len[f];
-	}
-	return s;
-}
-
-/* Content-Length's digits into R (nghttp3 checks that it agrees with
- * the DATA that comes).  Returns 0, or 400. */
-static int content_length(struct http_request *r, struct http_slice cl)
-{
-	size_t i;
-
-	if (cl.n == 0 || cl.n > 19)
-		return 400;
-	for (i = 0; i < cl.n; i++) {
-		if (cl.p[i] < '0' || cl.p[i] > '9')
-			return 400;
-		r->content_length = r->content_length * 10 +
-		                    (uint64_t)(cl.p[i] - '0');
-	}
-	r->has_length = 1;
-	return 0;
-}
-
-/*
- * Fills ST->req from the kept fields, with the checks the HTTP/1.1
- * parser makes and serve_h2.c repeats for HTTP/2.  Returns 0, or the
- * status to refuse with.
- */
-static int stream_request_fill(struct h3_stream *st)
-{
-	struct http_request *r = &st->req;
-	struct http_slice path = field(st, H3F_PATH);
-	const char *q;
-
-	memset(r, 0, sizeof *r);
-	if (st->refuse)
-		return st->refuse;
-	if (st->have[H3F_IF_MATCH] > 1 || st->have[H3F_IF_NONE_MATCH] > 1 ||
-	    st->have[H3F_AUTHORIZATION] > 1 || st->have[H3F_CONTENT_LENGTH] > 1 ||
-	    st->have[H3F_METHOD] != 1 || st->have[H3F_PATH] != 1 || path.n == 0)
-		return 400;
-	r->method_name = field(st, H3F_METHOD);
-	r->method = http_method_of(r->method_name.p, r->method_name.n);
-	r->target = path;
-	q = memchr(path.p, '?', path.n);
-	r->path.p = path.p;
-	r->path.n = q ? (size_t)(q - path.p) : path.n;
-	if (q) {
-		r->query.p = q + 1;
-		r->query.n = path.n - r->path.n - 1;
-	}
-	if (r->path.p[0] != '/' &&
-	    !(r->path.n == 1 && r->path.p[0] == '*' &&
-	      r->method == HTTP_METHOD_OPTIONS))
-		return 400;
-	r->minor = 1;
-	r->keep_alive = 1;
-	r->host = field(st, H3F_AUTHORITY);
-	r->if_match = field(st, H3F_IF_MATCH);
-	r->if_none_match = field(st, H3F_IF_NONE_MATCH);
-	r->authorization = field(st, H3F_AUTHORIZATION);
-	if ((r->if_match.p &&
-	     http_etag_match(r->if_match.p, r->if_match.n, 0, 0) < 0) ||
-	    (r->if_none_match.p &&
-	     http_etag_match(r->if_none_match.p, r->if_none_match.n, 0, 1) < 0))
-		return 400;
-	if (st->have[H3F_CONTENT_LENGTH])
-		return content_length(r, field(st, H3F_CONTENT_LENGTH));
-	return 0;
-}
-
 /* ST's header section is whole: refuse it now when it is wrong, too
  * large, not allowed or too early (before any body is held). */
 static void stream_headers_done(struct h3_conn *hc, struct h3_stream *st)
 {
 	struct serve_server *srv = hc->c->shard->srv;
 	const char *challenge = NULL;
-	int status = stream_request_fill(st);
+	int status = fields_request(&st->fields, &st->req);
 
 	st->headers_done = 1;
 	limits_body_begin(&st->rate, 0, hc->c->shard->now_ms);
@@ -568,74 +474,23 @@ static int on_begin_headers(nghttp3_conn *conn, int64_t id, void *arg,
 	return 0;
 }
 
-/* Keeps VALUE as field F of ST.  Returns 0, or -1 when out of memory. */
-static int field_keep(struct h3_stream *st, enum h3_field f,
-                      const uint8_t *value, size_t len)
-{
-	if (st->have[f]++)
-		return 0; /* a repeat: refused later, the first is enough */
-	if (st->hlen + len > st->hcap) {
-		size_t cap = st->hcap ? st->hcap : 256;
-		char *p;
-		while (cap < st->hlen + len)
-			cap *= 2;
-		p = realloc(st->hbuf, cap);
-		if (p == NULL)
-			return -1;
-		st->hbuf = p;
-		st->hcap = cap;
-	}
-	memcpy(st->hbuf + st->hlen, value, len);
-	st->off[f] = (uint16_t)st->hlen;
-	st->len[f] = (uint16_t)len;
-	st->hlen += len;
-	return 0;
-}
-
 static int on_header(nghttp3_conn *conn, int64_t id, int32_t token,
                      nghttp3_rcbuf *name, nghttp3_rcbuf *value,
                      uint8_t flags, void *arg, void *sarg)
 {
-	static const struct {
-		const char *name;
-		enum h3_field f;
-	} wanted[] = {
-		{":method", H3F_METHOD},
-		{":path", H3F_PATH},
-		{":authority", H3F_AUTHORITY},
-		{"authorization", H3F_AUTHORIZATION},
-		{"if-match", H3F_IF_MATCH},
-		{"if-none-match", H3F_IF_NONE_MATCH},
-		{"content-length", H3F_CONTENT_LENGTH},
-	};
 	struct h3_stream *st = sarg;
 	nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
 	nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
-	size_t i;
 
 	(void)conn;
 	(void)id;
 	(void)token;
 	(void)flags;
-	if (st == NULL || st->refuse)
+	if (st == NULL)
 		return 0;
-	st->hlist += n.len + v.len + 32;
-	if (st->hlist > H3_HEADER_LIST_MAX) {
-		st->refuse = 431;
-		return 0;
-	}
-	for (i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
-		if (n.len != strlen(wanted[i].name) ||
-		    memcmp(n.base, wanted[i].name, n.len) != 0)
-			continue;
-		if (wanted[i].f == H3F_PATH && v.len > HTTP_TARGET_MAX) {
-			st->refuse = 414;
-			return 0;
-		}
-		if (field_keep(st, wanted[i].f, v.base, v.len) < 0)
-			return fail_http(arg, NGHTTP3_ERR_NOMEM);
-		return 0;
-	}
+	if (fields_add(&st->fields, n.base, n.len, v.base, v.len,
+	               H3_HEADER_LIST_MAX) < 0)
+		return fail_http(arg, NGHTTP3_ERR_NOMEM);
 	return 0;
 }
 
