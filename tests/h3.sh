@@ -7,7 +7,8 @@
 # (401 with WWW-Authenticate, 403 for a read token's PUT, 201 for a write
 # token's), a body that never comes cut by --body-min-rate, address
 # validation (--h3-retry always: answers through a Retry; a forged token
-# closed) -- and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
+# closed; auto: a Retry once a half-done handshake uses up the budget) --
+# and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
 # only; every client call is bounded (the client gives up after 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
@@ -150,6 +151,23 @@ contains "a forged Retry token: closed by the server" "$T/a.err" \
 expect "the server answers on" 200 "$(h3 GET /r)"
 stop "$PID"
 expect "retry: exit status after SIGTERM" 0 "$STATUS"
+
+# --h3-retry auto: with --max-conns 4 a shard's handshake budget is 1;
+# a handshake held half done (h3-client -i) uses it up, so the next new
+# connection is sent a Retry, and still gets its answer
+start budget --max-conns 4 --header-timeout 60s
+"$H3" "$PORT" GET /k -i 20000 >"$T/half" 2>&1 &
+HALF=$!
+for i in $(seq 200); do
+	grep -q 'half open' "$T/half" && break
+	sleep 0.05
+done
+contains "a handshake held half done" "$T/half" 'half open'
+expect "handshake budget used up: the answer still comes" 404 "$(h3 GET /k)"
+contains "handshake budget used up: through a Retry" "$T/a.err" 'followed a Retry'
+kill "$HALF" 2>/dev/null
+wait "$HALF"
+stop "$PID"
 
 echo "h3.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K]
+ *             [-k MS] [-b] [-n N -c K] [-i MS]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -17,7 +17,11 @@
  * A Retry from the server is followed (ngtcp2 does it) and said on
  * stderr ("followed a Retry"); -b sends a forged Retry token in the
  * first Initial, and a server that closes the connection for it makes
- * "the server closed the connection" on stderr.
+ * "the server closed the connection" on stderr.  -i MS sends the first
+ * Initial and waits for the server's first datagram (so the server has
+ * made the connection), says "half open", then stays silent for MS and
+ * exits 0: a handshake the server holds half done (its Retry budget);
+ * 3 when nothing came within H3C_DEADLINE_MS.
  *
  * -n N -c K (bench/http/h3.sh): N requests over the one connection, K at
  * a time (new streams as answers end), nothing printed of the answers;
@@ -540,7 +544,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K] [-i MS]\n");
 	return 2;
 }
 
@@ -555,7 +559,7 @@ int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
-	int i, rc;
+	int i, rc, initial_only_ms = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -568,6 +572,8 @@ int main(int argc, char **argv)
 			cl.stall = 1;
 		} else if (strcmp(argv[i], "-b") == 0) {
 			cl.bad_token = 1;
+		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
+			initial_only_ms = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
 			cl.bench_n = atoi(argv[++i]);
 			if (cl.bench_n < 1)
@@ -599,6 +605,15 @@ int main(int argc, char **argv)
 	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
 		fprintf(stderr, "h3-client: cannot start the connection\n");
 		return 1;
+	}
+	if (initial_only_ms > 0) {
+		struct pollfd pfd = {cl.fd, POLLIN, 0};
+		if (poll(&pfd, 1, H3C_DEADLINE_MS) <= 0)
+			return 3;
+		printf("half open\n");
+		fflush(stdout);
+		poll(NULL, 0, initial_only_ms);
+		return 0;
 	}
 	rc = client_run(&cl);
 	fflush(stdout);
