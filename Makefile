@@ -26,13 +26,15 @@ LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
-	openssl python3 libnghttp2-dev nghttp2-client
+	openssl python3 libnghttp2-dev nghttp2-client libngtcp2-dev \
+	libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
-# Only tests/slurm.sh needs these, and it starts a cluster only as root: make
-# test installs them as root, and elsewhere the test skips, saying why.
-DEPS_TEST_ROOT = slurm-wlm munge
+# Only tests/slurm.sh (a cluster it starts only as root) and
+# tests/h3_browser.sh (a real browser) need these: make test installs them
+# as root, and elsewhere those tests skip, saying why.
+DEPS_TEST_ROOT = slurm-wlm munge chromium
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
@@ -112,7 +114,11 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
-	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c
+	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
+	http/serve_h3.c http/serve_fields.c
+# HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
+H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
+H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)
 LOADGEN_SRCS = bench/http/loadgen.c
 FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
@@ -126,7 +132,7 @@ PROGRAMS = $(B)/keel \
 # ---- tests ------------------------------------------------------------------
 # cmocka suites: tests/test_<module>.c, each linked with the library (and
 # faultsim).  Extra objects a suite needs go in TEST_EXTRA_<name>.
-TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_exec_explain test_campaign test_limits
+TESTS = test_duration test_crc32c test_format test_engine test_delta test_compact test_compact_identity test_hostile test_grow test_recovery test_faults_io test_http_parser test_fsync_probe test_torture_oracle test_faultsim test_faultsim_files test_faultsim_engine test_exec_proto test_exec_explain test_campaign test_limits test_fields
 TEST_EXTRA_test_duration = tools/duration.c
 TEST_EXTRA_test_torture_oracle = torture/oracle.c torture/value.c
 TEST_EXTRA_test_exec_proto = torture/exec_proto.c torture/oracle.c torture/value.c
@@ -135,9 +141,10 @@ TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 	torture/adapters.c tools/duration.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
 TEST_EXTRA_test_limits = http/serve_limits.c
+TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 # tests/run.sh runs KEEL_TEST_JOBS tests side by side, in the order given:
 # the long ones start first, so the lanes end together
 TEST_LONG = tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
@@ -148,10 +155,13 @@ TEST_BINS = $(TESTS:%=$(B)/tests/%)
 # Benchmark tools that need no peer library: built with everything else
 # (so they keep compiling), never installed.
 BENCH_TOOLS = $(B)/growth-latency
+# tests/h3.sh's HTTP/3 client (one request per connection)
+TEST_TOOLS = $(B)/h3-client
 
 all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
 	$(STAGED_HEADERS) \
-	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS)
+	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS) \
+	$(TEST_TOOLS)
 
 .PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants claims
 
@@ -254,7 +264,11 @@ $(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto -lm
 
 $(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto \
+		$(H3_LIBS)
+
+$(B)/h3-client: $(B)/obj/tests/h3_client.o
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(H3_LIBS)
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm

@@ -697,6 +697,7 @@ const char *http_reason(int status)
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
 	case 417: return "Expectation Failed";
+	case 425: return "Too Early";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";

@@ -12,6 +12,14 @@
  *   stream being handled, serve_conn_flush() is h2_flush(), and reading
  *   does not stop for commits in flight (only for a full socket).
  *
+ * HTTP/3 (serve_h3.h)
+ *   With --tls-cert each shard also reads a UDP socket at the same port.
+ *   A QUIC connection is a serve_conn with c->h3, fd -1, on the idle list
+ *   only for shutdown's and conn_close's sake; ngtcp2 keeps its timers
+ *   (h3_timers bounds the shard's epoll_wait).  Its streams reach
+ *   serve_handle() as HTTP/2's do (serve_conn_streams).  HTTP/1.1 and
+ *   HTTP/2 answers then carry Alt-Svc (serve_server.alt_svc).
+ *
  * THREADS
  *   One shard per --threads: a thread with its own SO_REUSEPORT listener,
  *   epoll set and connections.  Every shard uses the one keel_db.  A shard
@@ -109,6 +117,8 @@
 #include "http_parse.h"
 #include "keel.h"
 #include "serve_h2.h"
+#include "serve_h3.h"
+#include "serve_fields.h"
 #include "serve_limits.h"
 #include "serve_tls.h"
 #include "tokens.h"
@@ -151,6 +161,9 @@ struct serve_config {
 	                            address without --tokens               */
 	const char *tls_cert;    /* --tls-cert; NULL: plain HTTP            */
 	const char *tls_key;     /* --tls-key, given with --tls-cert        */
+	int http3;               /* 0 after --no-http3 (or without TLS)     */
+	int h3_retry_always;     /* --h3-retry always: every new QUIC
+	                            connection validates its address first */
 };
 
 struct serve_server;
@@ -225,6 +238,7 @@ struct serve_conn {
 	uint32_t queued;                /* listing bytes in out                */
 	SSL *ssl;                       /* with --tls-cert; else NULL          */
 	struct h2_conn *h2;             /* HTTP/2 (serve_h2.c); else NULL      */
+	struct h3_conn *h3;             /* HTTP/3 (serve_h3.c); else NULL      */
 	int fd;
 	uint16_t flags;                 /* CONN_*                              */
 	uint16_t nout;                  /* entries in out                      */
@@ -259,6 +273,8 @@ struct serve_shard {
 	struct serve_server *srv;
 	pthread_t thread;
 	int id, epfd, lfd, evfd;
+	int ufd;                      /* HTTP/3's UDP socket; -1 without   */
+	struct h3_shard *h3;          /* its connections (serve_h3.c)       */
 	struct serve_link timers[SERVE_TIMERS]; /* list heads (sentinels) */
 	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
@@ -310,7 +326,15 @@ struct serve_server {
 	_Atomic(SSL_CTX *) tls; /* --tls-cert's context for new
 	                           connections; NULL without          */
 	struct serve_shard *shards;
+	struct h3_creds *h3;  /* QUIC's certificate; NULL: no HTTP/3     */
+	char alt_svc[40];     /* "Alt-Svc: h3=\":PORT\"\r\n", or ""       */
 };
+
+/* Does C multiplex requests as streams (HTTP/2 or HTTP/3)? */
+static inline int serve_conn_streams(const struct serve_conn *c)
+{
+	return c->h2 != NULL || c->h3 != NULL;
+}
 
 /* CLOCK_MONOTONIC in microseconds */
 static inline int64_t serve_now_us(void)
@@ -341,6 +365,9 @@ ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
 void serve_conn_progress(struct serve_conn *c);
 void serve_conn_end(struct serve_conn *c, int how);
 void serve_conn_close(struct serve_conn *c);
+/* For serve_h3.c: counts C (made by the caller, fd -1) as one of SH's
+ * connections and puts it on the idle list. */
+void serve_conn_adopt(struct serve_shard *sh, struct serve_conn *c);
 
 /* serve_req.c */
 /* Handles one complete request; queues its answer (or starts its commit). */

@@ -138,13 +138,15 @@ static void conn_close(struct serve_conn *c)
 		return;
 	c->flags |= CONN_DEAD;
 	h2_free(c); /* its streams' answers and views go with it */
+	h3_free(c);
 	if ((c->flags & (CONN_TLS_HELLO | CONN_TLS_UP)) == CONN_TLS_HELLO)
 		atomic_fetch_sub(&sh->srv->handshakes, 1);
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
 	}
-	close(c->fd);
+	if (c->fd >= 0) /* an HTTP/3 connection has none of its own */
+		close(c->fd);
 	c->fd = -1;
 	rx_free(c);
 	while ((o = c->out) != NULL) {
@@ -177,6 +179,13 @@ struct serve_out *serve_out_new(struct serve_conn *c)
 	if (c->h2) {
 		/* HTTP/2: the answer belongs to the stream being handled */
 		if (h2_out_attach(c, o) < 0) {
+			free(o);
+			return NULL;
+		}
+		return o;
+	}
+	if (c->h3) { /* HTTP/3: the same, for the stream being handled */
+		if (h3_out_attach(c, o) < 0) {
 			free(o);
 			return NULL;
 		}
@@ -219,6 +228,13 @@ ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
 void serve_conn_close(struct serve_conn *c)
 {
 	conn_close(c);
+}
+
+void serve_conn_adopt(struct serve_shard *sh, struct serve_conn *c)
+{
+	c->shard = sh;
+	timer_set(c, SERVE_TIMER_IDLE);
+	sh->nconns++;
 }
 
 /* Reads and throws away what a refused client still sends.  The raw
@@ -319,6 +335,11 @@ void serve_conn_flush(struct serve_conn *c)
 			h2_flush(c);
 		return;
 	}
+	if (c->h3) {
+		if (!(c->flags & CONN_DEAD))
+			h3_flush(c);
+		return;
+	}
 	while (!(c->flags & CONN_DEAD) && c->out && c->out->ready) {
 		struct iovec iov[SERVE_IOV_MAX];
 		struct serve_out *o;
@@ -370,6 +391,8 @@ static int input_blocked(struct serve_conn *c)
 	              flight do not stop it, a full socket does */
 		return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
 		       h2_input_blocked(c);
+	if (c->h3) /* never held: datagrams are read per shard */
+		return (c->flags & (CONN_DEAD | CONN_CLOSING)) != 0;
 	return (c->flags & (CONN_DEAD | CONN_CLOSING | CONN_LINGER)) ||
 	       c->inflight || c->nout >= SERVE_PIPELINE_MAX ||
 	       c->queued >= SERVE_QUEUED_MAX ||
@@ -841,6 +864,8 @@ static void timer_update(struct serve_conn *c)
 
 	if (c->flags & (CONN_DEAD | CONN_LINGER))
 		return;
+	if (c->h3)
+		return; /* on idle for good: ngtcp2 keeps its timers */
 	if ((c->flags & CONN_TLS) && !(c->flags & CONN_TLS_UP))
 		return; /* the handshake keeps the head timer from accept */
 	if (c->h2)
@@ -1005,6 +1030,10 @@ static void conn_expire(struct serve_conn *c)
 	struct limits_body body;
 	uint8_t cuts = 0; /* one request at a time: its cut is the first */
 
+	if (c->h3) { /* QUIC's own idle timeout decides (h3_timers) */
+		timer_set(c, SERVE_TIMER_IDLE);
+		return;
+	}
 	if (c->h2 && c->timer != SERVE_TIMER_LINGER) {
 		int next = h2_expire(c, c->timer);
 		if (next >= 0)
@@ -1087,6 +1116,10 @@ static void shard_stop(struct serve_shard *sh)
 		for (l = sh->timers[t].next; l != &sh->timers[t]; l = next) {
 			struct serve_conn *c = conn_of(l);
 			next = l->next;
+			if (c->h3) {
+				h3_stop(c); /* GOAWAY; closes when drained */
+				continue;
+			}
 			if (c->h2) {
 				/* GOAWAY, then its streams drain */
 				if (!(c->flags & (CONN_DEAD | CONN_LINGER)))
@@ -1129,6 +1162,10 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
 	}
 	if (ev->data.ptr == &sh->evfd) {
 		shard_completions(sh);
+		return;
+	}
+	if (ev->data.ptr == &sh->ufd) {
+		h3_input(sh);
 		return;
 	}
 	if (c->flags & CONN_DEAD)
@@ -1192,10 +1229,13 @@ void *serve_shard_run(void *arg)
 
 	for (;;) {
 		int i, n, stopping = atomic_load(&srv->stopping);
+		int wait_ms = stopping ? 50 : 500;
 
 		/* no table pointer is held here (serve.h, TOKENS) */
 		atomic_store(&sh->tokens_seen, atomic_load(&srv->tokens_gen));
-		n = shard_wait(sh, evs, 256, stopping ? 50 : 500);
+		if (sh->h3) /* QUIC's timers: retransmissions, deadlines */
+			wait_ms = h3_timers(sh, wait_ms);
+		n = shard_wait(sh, evs, 256, wait_ms);
 		sh->now_ms = now_ms();
 		update_date(sh);
 		/* one event: no other connection waits on this shard, so a
@@ -1207,6 +1247,7 @@ void *serve_shard_run(void *arg)
 		if (sh->now_ms >= next_sweep) {
 			shard_sweep(sh);
 			h2_sweep(sh);
+			h3_sweep(sh);
 			next_sweep = sh->now_ms + 250;
 		}
 		if (stopping) {
@@ -1224,6 +1265,7 @@ void *serve_shard_run(void *arg)
 		}
 		shard_bury(sh);
 	}
+	h3_shard_close(sh);
 	if (sh->snap)
 		keel_snapshot_close(sh->snap); /* before main's keel_close */
 	sh->snap = NULL;
@@ -1240,6 +1282,7 @@ int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
 	sh->srv = srv;
 	sh->id = id;
 	sh->lfd = lfd;
+	sh->ufd = -1;
 	for (i = 0; i < SERVE_TIMERS; i++)
 		sh->timers[i].next = sh->timers[i].prev = &sh->timers[i];
 	sh->timer_ms[SERVE_TIMER_IDLE] = srv->cfg.idle_timeout_ms;
@@ -1260,5 +1303,7 @@ int serve_shard_init(struct serve_shard *sh, struct serve_server *srv, int id,
 		return -1;
 	ev.events = EPOLLIN | EPOLLET;
 	ev.data.ptr = &sh->evfd;
-	return epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->evfd, &ev);
+	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, sh->evfd, &ev) < 0)
+		return -1;
+	return srv->h3 ? h3_shard_open(sh, &srv->cfg.addr) : 0;
 }

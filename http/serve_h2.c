@@ -30,18 +30,6 @@
 
 static const char h2_preface_text[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/* The request fields kept for serve_req.c, as offsets into hbuf. */
-enum h2_field {
-	H2F_METHOD = 0,
-	H2F_PATH,
-	H2F_AUTHORITY,
-	H2F_AUTHORIZATION,
-	H2F_IF_MATCH,
-	H2F_IF_NONE_MATCH,
-	H2F_CONTENT_LENGTH,
-	H2F_COUNT
-};
-
 struct h2_stream {
 	struct h2_stream *prev, *next; /* the connection's streams           */
 	int32_t id;
@@ -50,13 +38,8 @@ struct h2_stream {
 	uint8_t closed;     /* nghttp2 closed it (kept for a commit)        */
 	uint8_t req_done;   /* END_STREAM seen                              */
 	uint8_t headers_done; /* its header block was whole                 */
-	int refuse;         /* a status decided while reading headers       */
-	size_t hlist;       /* header list size so far (RFC 9113 6.5.2)     */
-	char *hbuf;         /* kept field values                            */
-	size_t hlen, hcap;
-	uint16_t off[H2F_COUNT], len[H2F_COUNT]; /* slices of hbuf         */
-	uint8_t have[H2F_COUNT];  /* times each field was seen             */
-	struct http_request req;  /* slices of hbuf, once headers are done */
+	struct serve_fields fields; /* the request's, as they came       */
+	struct http_request req;  /* slices of fields, once headers are done */
 	char *body;         /* the request body so far                      */
 	size_t blen, bcap;
 	size_t charged;     /* of bcap, charged to --body-budget            */
@@ -319,7 +302,7 @@ static void stream_free(struct serve_conn *c, struct h2_stream *st)
 			c->queued -= (uint32_t)st->out->body_len;
 		serve_out_free(st->out); /* releases a GET's view */
 	}
-	free(st->hbuf);
+	fields_free(&st->fields);
 	free(st);
 }
 
@@ -613,85 +596,13 @@ static void stream_refuse(struct serve_conn *c, struct h2_stream *st,
 
 /* ---- requests ------------------------------------------------------------ */
 
-static struct http_slice field(const struct h2_stream *st, enum h2_field f)
-{
-	struct http_slice s = {NULL, 0};
-
-	if (st->have[f]) {
-		s.p = st->hbuf + st->off[f];
-		s.n = st->len[f];
-	}
-	return s;
-}
-
-/*
- * Fills ST->req from the kept fields, with the HTTP/1.1 parser's checks
- * that nghttp2 does not make (it checks the pseudo-headers, field
- * syntax and Content-Length's form).  Returns 0, or the status to refuse
- * with.
- */
-static int stream_request_fill(struct h2_stream *st)
-{
-	struct http_request *r = &st->req;
-	struct http_slice path = field(st, H2F_PATH), cl;
-	const char *q;
-	size_t i;
-
-	memset(r, 0, sizeof *r);
-	if (st->refuse)
-		return st->refuse;
-	if (st->have[H2F_IF_MATCH] > 1 || st->have[H2F_IF_NONE_MATCH] > 1 ||
-	    st->have[H2F_AUTHORIZATION] > 1 || st->have[H2F_CONTENT_LENGTH] > 1)
-		return 400;
-	if (!st->have[H2F_METHOD] || !st->have[H2F_PATH] || path.n == 0)
-		return 400; /* nghttp2 checks this too */
-	r->method_name = field(st, H2F_METHOD);
-	r->method = http_method_of(r->method_name.p, r->method_name.n);
-	r->target = path;
-	q = memchr(path.p, '?', path.n);
-	r->path.p = path.p;
-	r->path.n = q ? (size_t)(q - path.p) : path.n;
-	if (q) {
-		r->query.p = q + 1;
-		r->query.n = path.n - r->path.n - 1;
-	}
-	if (r->path.p[0] != '/' &&
-	    !(r->path.n == 1 && r->path.p[0] == '*' &&
-	      r->method == HTTP_METHOD_OPTIONS))
-		return 400;
-	r->minor = 1;
-	r->keep_alive = 1;
-	r->host = field(st, H2F_AUTHORITY);
-	r->if_match = field(st, H2F_IF_MATCH);
-	r->if_none_match = field(st, H2F_IF_NONE_MATCH);
-	r->authorization = field(st, H2F_AUTHORIZATION);
-	if ((r->if_match.p &&
-	     http_etag_match(r->if_match.p, r->if_match.n, 0, 0) < 0) ||
-	    (r->if_none_match.p &&
-	     http_etag_match(r->if_none_match.p, r->if_none_match.n, 0, 1) < 0))
-		return 400;
-	cl = field(st, H2F_CONTENT_LENGTH);
-	if (cl.p) {
-		if (cl.n == 0 || cl.n > 19)
-			return 400;
-		for (i = 0; i < cl.n; i++) {
-			if (cl.p[i] < '0' || cl.p[i] > '9')
-				return 400;
-			r->content_length = r->content_length * 10 +
-			                    (uint64_t)(cl.p[i] - '0');
-		}
-		r->has_length = 1;
-	}
-	return 0;
-}
-
 /* The header block of ST's request is complete: refuse it now when it is
  * wrong, too large or not allowed (before any body is held). */
 static void stream_headers_done(struct serve_conn *c, struct h2_stream *st)
 {
 	struct serve_server *srv = c->shard->srv;
 	const char *challenge = NULL;
-	int status = stream_request_fill(st);
+	int status = fields_request(&st->fields, &st->req);
 
 	st->headers_done = 1;
 	limits_body_begin(&st->rate, 0, c->shard->now_ms);
@@ -880,76 +791,25 @@ static int on_begin_headers(nghttp2_session *s, const nghttp2_frame *frame,
 	return 0;
 }
 
-/* Keeps VALUE as field F of ST.  Returns 0, or -1 when out of memory. */
-static int field_keep(struct h2_stream *st, enum h2_field f,
-                      const uint8_t *value, size_t len)
-{
-	if (st->have[f]++)
-		return 0; /* a repeat: refused later, the first is enough */
-	if (st->hlen + len > st->hcap) {
-		size_t cap = st->hcap ? st->hcap : 256;
-		char *p;
-		while (cap < st->hlen + len)
-			cap *= 2;
-		p = realloc(st->hbuf, cap);
-		if (p == NULL)
-			return -1;
-		st->hbuf = p;
-		st->hcap = cap;
-	}
-	memcpy(st->hbuf + st->hlen, value, len);
-	st->off[f] = (uint16_t)st->hlen;
-	st->len[f] = (uint16_t)len;
-	st->hlen += len;
-	return 0;
-}
-
 static int on_header(nghttp2_session *s, const nghttp2_frame *frame,
                      const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *arg)
 {
-	static const struct {
-		const char *name;
-		enum h2_field f;
-	} wanted[] = {
-		{":method", H2F_METHOD},
-		{":path", H2F_PATH},
-		{":authority", H2F_AUTHORITY},
-		{"authorization", H2F_AUTHORIZATION},
-		{"if-match", H2F_IF_MATCH},
-		{"if-none-match", H2F_IF_NONE_MATCH},
-		{"content-length", H2F_CONTENT_LENGTH},
-	};
 	struct serve_conn *c = arg;
 	struct h2_conn *h = c->h2;
 	struct h2_stream *st;
-	size_t i, size = namelen + valuelen + 32;
 
 	(void)flags;
-	h->block_bytes += size;
+	h->block_bytes += namelen + valuelen + 32;
 	if (h->block_bytes > H2_HEADER_BOMB)
 		return calm_down(c); /* far past what SETTINGS announced */
 	st = nghttp2_session_get_stream_user_data(s, frame->hd.stream_id);
 	if (st == NULL || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0; /* a refused stream, or trailers: nothing kept */
-	st->hlist += size;
-	if (st->hlist > H2_HEADER_LIST_MAX)
-		st->refuse = 431;
-	if (st->refuse)
-		return 0;
-	for (i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
-		if (namelen != strlen(wanted[i].name) ||
-		    memcmp(name, wanted[i].name, namelen) != 0)
-			continue;
-		if (wanted[i].f == H2F_PATH && valuelen > HTTP_TARGET_MAX) {
-			st->refuse = 414;
-			return 0;
-		}
-		if (field_keep(st, wanted[i].f, value, valuelen) < 0)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		return 0;
-	}
+	if (fields_add(&st->fields, name, namelen, value, valuelen,
+	               H2_HEADER_LIST_MAX) < 0)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
  *              [--tls-cert FILE --tls-key FILE] [--max-handshakes N]
+ *              [--no-http3] [--h3-retry auto|always]
  *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -18,7 +19,8 @@
  * that does not load leaves the tokens in force as they were.  With
  * --tls-cert, SIGHUP also loads the certificate and key again into a new
  * context for new connections (serve.h, TLS); a pair that does not load
- * leaves the old one in force.
+ * leaves the old one in force.  HTTP/3 (QUIC, serve_h3.h) keeps the pair
+ * it loaded at startup.
  */
 #include "serve.h"
 
@@ -112,6 +114,14 @@ static void usage(FILE *f)
 	      "                       only (chmod 600); the handshake must finish"
 	      " within\n"
 	      "                       --header-timeout\n"
+	      "  --no-http3           with --tls-cert, do not serve HTTP/3 (QUIC"
+	      " on the same UDP\n"
+	      "                       port) nor announce it with Alt-Svc\n"
+	      "  --h3-retry WHEN      when a new QUIC connection must prove its"
+	      " address with a\n"
+	      "                       Retry first: auto (a shard's handshakes"
+	      " past its budget)\n"
+	      "                       or always\n"
 	      "  --help               this text\n"
 	      "keel-serve --hash-token TOKEN|- read|write [PREFIX]\n"
 	      "                       print the tokens-file line for TOKEN (- reads"
@@ -266,6 +276,8 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"insecure-open", no_argument, NULL, 'O'},
 		{"tls-cert", required_argument, NULL, 'C'},
 		{"tls-key", required_argument, NULL, 'K'},
+		{"no-http3", no_argument, NULL, '3'},
+		{"h3-retry", required_argument, NULL, 'R'},
 		{"hash-token", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -276,6 +288,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 
 	parse_listen("127.0.0.1:8080", &cfg->addr);
 	cfg->threads = 1;
+	cfg->http3 = 1;
 	cfg->max_conns = 10000;
 	cfg->max_handshakes = 1000;
 	cfg->max_body = 64u << 20;
@@ -360,6 +373,15 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		case 'O': cfg->insecure_open = 1; break;
 		case 'C': cfg->tls_cert = optarg; break;
 		case 'K': cfg->tls_key = optarg; break;
+		case '3': cfg->http3 = 0; break;
+		case 'R':
+			if (strcmp(optarg, "always") == 0)
+				cfg->h3_retry_always = 1;
+			else if (strcmp(optarg, "auto") == 0)
+				cfg->h3_retry_always = 0;
+			else
+				return bad_value("--h3-retry", optarg, "auto or always");
+			break;
 		case 'T':
 			fprintf(stderr, "keel-serve: --hash-token is a command of its "
 			        "own, first on the line: keel-serve --hash-token "
@@ -624,6 +646,11 @@ static int tls_first_load(struct serve_server *srv)
 		return -1;
 	}
 	atomic_store(&srv->tls, ctx);
+	if (srv->cfg.http3 && h3_creds_load(srv->cfg.tls_cert, srv->cfg.tls_key,
+	                                    &srv->h3, why, sizeof why) < 0) {
+		fprintf(stderr, "keel-serve: HTTP/3: %s\n", why);
+		return -1;
+	}
 	return 0;
 }
 
@@ -715,12 +742,16 @@ int main(int argc, char **argv)
 		        keel_strerror(rc));
 		tokens_free(atomic_load(&srv.tokens));
 		serve_tls_ctx_free(atomic_load(&srv.tls));
+		h3_creds_free(srv.h3);
 		return 1;
 	}
 	fds = calloc((size_t)srv.cfg.threads, sizeof *fds);
 	srv.shards = calloc((size_t)srv.cfg.threads, sizeof *srv.shards);
 	if (fds == NULL || srv.shards == NULL || open_listeners(&srv.cfg, fds) < 0)
 		goto out_close;
+	if (srv.h3) /* the port is known now (port 0 resolved) */
+		snprintf(srv.alt_svc, sizeof srv.alt_svc,
+		         "Alt-Svc: h3=\":%u\"\r\n", ntohs(srv.cfg.addr.sin_port));
 	for (i = 0; i < srv.cfg.threads; i++) {
 		if (serve_shard_init(&srv.shards[i], &srv, i, fds[i]) < 0 ||
 		    pthread_create(&srv.shards[i].thread, NULL, serve_shard_run,
@@ -736,7 +767,8 @@ int main(int argc, char **argv)
 		printf("keel-serve: listening on %s:%u (%d %s, max %d connections%s)\n",
 		       ip, ntohs(srv.cfg.addr.sin_port), srv.cfg.threads,
 		       srv.cfg.threads == 1 ? "thread" : "threads",
-		       srv.cfg.max_conns, srv.cfg.tls_cert ? ", TLS" : "");
+		       srv.cfg.max_conns, srv.h3 ? ", TLS, HTTP/3"
+		                         : srv.cfg.tls_cert ? ", TLS" : "");
 		fflush(stdout);
 		serve_until_stopped(&srv, &set, retired, &nretired);
 		status = 0;
@@ -768,6 +800,7 @@ out_close:
 	}
 	tokens_free(atomic_load(&srv.tokens));
 	serve_tls_ctx_free(atomic_load(&srv.tls));
+	h3_creds_free(srv.h3);
 	free(srv.shards);
 	free(fds);
 	return status;

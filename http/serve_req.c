@@ -46,8 +46,8 @@ static char *put_u64(char *p, uint64_t v)
  * Fills O's head.  LEN < 0 leaves Content-Length out (204, 304 and 1xx must
  * not carry one); REV 0 leaves ETag out; EXTRA is more header lines.
  * Everything here is bounded: status line ~40, Date 37, length and tag
- * ~60, EXTRA at most ~75 (CHALLENGE_SCOPE), Connection 19, so
- * SERVE_HEAD_MAX holds it.
+ * ~60, EXTRA at most ~75 (CHALLENGE_SCOPE), Alt-Svc at most 25,
+ * Connection 19, so SERVE_HEAD_MAX holds it.
  */
 static void head_fill(struct serve_out *o, struct serve_shard *sh, int status,
                       int minor, int close, int64_t len, uint64_t rev,
@@ -62,6 +62,7 @@ static void head_fill(struct serve_out *o, struct serve_shard *sh, int status,
 	p = put_str(p, "\r\nServer: keel\r\nDate: ");
 	p = put_str(p, sh->date);
 	p = put_str(p, "\r\n");
+	p = put_str(p, sh->srv->alt_svc); /* "" without HTTP/3 */
 	if (len >= 0) {
 		p = put_str(p, "Content-Length: ");
 		p = put_u64(p, (uint64_t)len);
@@ -108,7 +109,7 @@ static void answer_status(struct serve_conn *c, int status, int minor,
 static void error_extra(struct serve_conn *c, int status, int minor,
                         int close, const char *extra)
 {
-	if (c->h2)
+	if (serve_conn_streams(c))
 		close = 0; /* a refused stream, not the connection */
 	if (close)
 		c->flags |= CONN_CLOSING;
@@ -131,7 +132,7 @@ void serve_error_auth(struct serve_conn *c, const struct http_request *req,
                       int status, int close, const char *challenge)
 {
 	/* kept connections are common here, so a HEAD must get no body */
-	if (c->h2)
+	if (serve_conn_streams(c))
 		close = 0;
 	if (close)
 		c->flags |= CONN_CLOSING;
@@ -553,7 +554,7 @@ static int direct_ok(struct serve_shard *sh, struct serve_commit *cm,
 
 	sh->last_writer = cm->conn;
 	return before == 0 && sh->srv->cfg.direct_commit && sh->lone &&
-	       cm->conn->h2 == NULL && /* a sync would stall its streams */
+	       !serve_conn_streams(cm->conn) && /* a sync would stall its streams */
 	       prev == cm->conn && cm->conn->inflight == 1 && /* this one only */
 	       !serve_would_poll(sh) && !keel_compacting(sh->srv->db);
 }
@@ -595,10 +596,11 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
 }
 
 /* Does BODY lie in C's input buffer (charged to the budget already)?
- * An HTTP/2 stream's body always is (serve_h2.c charges it). */
+ * An HTTP/2 or HTTP/3 stream's body always is (serve_h2.c and
+ * serve_h3.c charge it). */
 static int body_in_rx(const struct serve_conn *c, const char *body)
 {
-	if (c->h2)
+	if (serve_conn_streams(c))
 		return 1;
 	return c->rx && body >= c->rx->buf && body < c->rx->buf + c->rx->cap;
 }
@@ -781,8 +783,8 @@ void serve_handle(struct serve_conn *c, const struct http_request *req,
 	ssize_t klen;
 	int close;
 
-	/* HTTP/2 ends with GOAWAY instead (serve_h2.c, h2_stop) */
-	if (c->h2 == NULL &&
+	/* HTTP/2 and HTTP/3 end with GOAWAY instead (h2_stop, h3_stop) */
+	if (!serve_conn_streams(c) &&
 	    (!req->keep_alive || atomic_load(&c->shard->srv->stopping)))
 		c->flags |= CONN_CLOSING;
 	close = (c->flags & CONN_CLOSING) != 0;

@@ -1,0 +1,163 @@
+#!/bin/bash
+# h3.sh [BUILD_DIR] -- keel-serve over HTTP/3 against keel-serve over
+# HTTP/2+TLS, the same server process (one shard: --threads 1, TCP and UDP
+# on one port), same machine, same run.  No Debian 12 server speaks
+# HTTP/3, so HTTP/2 over TLS is the yardstick (issue 30).  Each part is
+# N requests over ONE keep-alive connection with K streams at a time:
+#
+#   get64  GET of a 64-byte document, $GET_N requests, $GET_K at a time
+#   get1m  GET of a 1 MiB document, $BIG_N requests, one at a time
+#   put16  durable PUT of 16 bytes, $PUT_N requests, $PUT_K at a time
+#
+# HTTP/3 through the project's client (build/h3-client -n N -c K, which
+# times from the handshake's end to the last answer), HTTP/2 through
+# h2load (-c 1 -m K -n N; nghttp2-client, make deps-bench).  Per run:
+# answers/s, the server's CPU time (utime + stime of all its threads,
+# /proc/PID/stat, before and after) and so answers per server CPU-second.
+# Server on CPU $SERVER_CPU, client on CPU $LOAD_CPU (taskset); each round
+# runs both protocols, the order alternating.  Prints one line per run and
+# a Markdown table of the means, which goes to docs/results/http.md
+# (bench/results.sh; a rerun replaces it).
+#
+#   ROUNDS=3 bash bench/http/h3.sh build
+set -u
+RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
+. "$(dirname "$0")/../results.sh"
+results_begin "bash $0" "$@"
+results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K TESTS SERVER_CPU LOAD_CPU
+B=${1:-build}
+ROUNDS=${ROUNDS:-3}
+GET_N=${GET_N:-50000}
+GET_K=${GET_K:-10}
+BIG_N=${BIG_N:-200}
+PUT_N=${PUT_N:-20000}
+PUT_K=${PUT_K:-64}
+TESTS=${TESTS:-get64 get1m put16}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h3.XXXXXX)}
+SERVE=$B/keel-serve
+H3=$B/h3-client
+SPID=""
+
+cleanup() {
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+	rm -rf "$DIR"
+}
+trap cleanup EXIT
+for tool in h2load openssl curl taskset; do
+	command -v $tool >/dev/null || { echo "h3.sh needs $tool (make deps-bench)"; exit 1; }
+done
+[ -x "$SERVE" ] && [ -x "$H3" ] || { echo "no $SERVE or $H3 (make all)"; exit 1; }
+head -c 64 /dev/urandom | base64 | head -c 64 >"$DIR/doc"
+head -c 1048576 /dev/urandom >"$DIR/big"
+head -c 16 /dev/urandom | base64 | head -c 16 >"$DIR/v16"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 \
+	-keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>/dev/null || exit 1
+chmod 600 "$DIR/key.pem"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+want() { case " $TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# start: one keel-serve with TLS (so HTTP/3 too) on PORT, the documents in
+start() {
+	local i
+	rm -f "$DIR/s.keel"
+	taskset -c "$SERVER_CPU" "$SERVE" --db "$DIR/s.keel" --listen 127.0.0.1:0 \
+		--tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" >"$DIR/s.out" 2>&1 &
+	SPID=$!
+	for i in $(seq 200); do
+		PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$DIR/s.out")
+		[ -n "$PORT" ] && break
+		sleep 0.05
+	done
+	[ -n "$PORT" ] || { cat "$DIR/s.out"; exit 1; }
+	curl -s -k -o /dev/null -X PUT --data-binary @"$DIR/doc" "https://127.0.0.1:$PORT/doc"
+	curl -s -k -o /dev/null -X PUT --data-binary @"$DIR/big" "https://127.0.0.1:$PORT/big"
+}
+
+stop() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""; }
+
+# measure PART PROTO N COMMAND... -- runs COMMAND on $LOAD_CPU; its rate
+# (h3-client's "R/s" or h2load's "req/s") and the server's CPU time for it
+# into $DIR/results as "PART PROTO rate per-cpu-s"
+measure() {
+	local part=$1 proto=$2 n=$3 t0 t1 out rate ok secs cpu_rate
+	shift 3
+	t0=$(cpu_ticks "$SPID")
+	out=$(taskset -c "$LOAD_CPU" "$@" 2>&1)
+	t1=$(cpu_ticks "$SPID")
+	if [ "$proto" = h3 ]; then
+		rate=$(sed -n 's/.*: \([0-9]*\)\/s$/\1/p' <<<"$out")
+		ok=$(sed -n 's/.*answered, \([0-9]*\) 2xx.*/\1/p' <<<"$out")
+	else
+		rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
+		ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
+	fi
+	secs=$(awk -v a="$t0" -v b="$t1" -v t="$TICK" 'BEGIN { print (b - a) / t }')
+	cpu_rate=$(awk -v n="${ok:-0}" -v s="$secs" \
+		'BEGIN { if (s > 0) printf "%.0f", n / s; else print 0 }')
+	echo "$part $proto: ${rate:-?}/s, ${ok:-?} of $n 2xx, server CPU ${secs}s, $cpu_rate per CPU-s"
+	[ "${ok:-0}" = "$n" ] || { echo "$out" | tail -3; return; }
+	echo "$part $proto ${rate:-0} $cpu_rate" >>"$DIR/results"
+}
+
+# part PART PROTO -- one part over one protocol
+part() {
+	local url="https://127.0.0.1:$PORT"
+	case "$1 $2" in
+	"get64 h3") measure get64 h3 "$GET_N" "$H3" "$PORT" GET /doc -n "$GET_N" -c "$GET_K" ;;
+	"get64 h2") measure get64 h2 "$GET_N" h2load -t 1 -c 1 -m "$GET_K" -n "$GET_N" "$url/doc" ;;
+	"get1m h3") measure get1m h3 "$BIG_N" "$H3" "$PORT" GET /big -n "$BIG_N" -c 1 ;;
+	"get1m h2") measure get1m h2 "$BIG_N" h2load -t 1 -c 1 -m 1 -n "$BIG_N" "$url/big" ;;
+	"put16 h3") measure put16 h3 "$PUT_N" "$H3" "$PORT" PUT /p -d "$(cat "$DIR/v16")" \
+		-n "$PUT_N" -c "$PUT_K" ;;
+	"put16 h2") measure put16 h2 "$PUT_N" h2load -t 1 -c 1 -m "$PUT_K" -n "$PUT_N" \
+		-d "$DIR/v16" -H ':method: PUT' "$url/p" ;;
+	esac
+}
+
+echo "keel-serve HTTP/3 vs HTTP/2+TLS ($TESTS), one connection each," \
+	"$ROUNDS rounds, server CPU $SERVER_CPU, client CPU $LOAD_CPU"
+: >"$DIR/results"
+for r in $(seq "$ROUNDS"); do
+	if [ $((r % 2)) -eq 1 ]; then order="h3 h2"; else order="h2 h3"; fi
+	start
+	for t in $TESTS; do
+		want "$t" || continue
+		for p in $order; do part "$t" "$p"; done
+	done
+	stop
+done
+
+{
+	echo
+	echo "| one connection | HTTP/3 /s | h2+TLS /s | ratio | HTTP/3 per CPU-s | h2+TLS per CPU-s | ratio |"
+	echo "|---|---|---|---|---|---|---|"
+	for t in $TESTS; do
+		case $t in
+		get64) label="GET 64 B, $GET_N requests, $GET_K streams at a time" ;;
+		get1m) label="GET 1 MiB, $BIG_N requests, 1 stream at a time" ;;
+		put16) label="durable PUT 16 B, $PUT_N requests, $PUT_K streams at a time" ;;
+		esac
+		awk -v t="$t" -v label="$label" '
+			$1 == t { n[$2]++; r[$2] += $3; c[$2] += $4 }
+			END {
+				if (!n["h3"] || !n["h2"]) exit
+				r3 = r["h3"] / n["h3"]; r2 = r["h2"] / n["h2"]
+				c3 = c["h3"] / n["h3"]; c2 = c["h2"] / n["h2"]
+				printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
+					label, r3, r2, (r2 ? r3 / r2 : 0), c3, c2, (c2 ? c3 / c2 : 0)
+			}' "$DIR/results"
+	done
+} | tee "$DIR/table.md"
+{
+	echo "Means over $ROUNDS round(s); one keel-serve (--threads 1, TLS, so HTTP/3 on the"
+	echo "same port) pinned to CPU $SERVER_CPU; the clients, build/h3-client -n N -c K and"
+	echo "h2load ($(h2load --version 2>/dev/null | head -n 1)) -c 1 -m K -n N, to CPU $LOAD_CPU;"
+	echo "per CPU-s: answers per second of the server's CPU time (utime + stime); parts: $TESTS."
+	cat "$DIR/table.md"
+} >"$DIR/section.md"
+results_write http h3 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"

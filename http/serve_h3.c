@@ -1,0 +1,1546 @@
+/*
+ * serve_h3.c -- HTTP/3 over QUIC through ngtcp2, GnuTLS and nghttp3
+ * (serve_h3.h says how it is called and what it bounds; docs/http.md
+ * "HTTP/3" what clients see).
+ *
+ * A CONNECTION'S LIFE
+ *   An Initial packet for an unknown Destination Connection ID that
+ *   ngtcp2_accept takes makes a connection (conn_accept): a serve_conn, an
+ *   ngtcp2 server connection, a GnuTLS session (ALPN "h3" only) and the
+ *   connection IDs it answers to in the shard's table.  Once the
+ *   handshake is done (or the first stream data comes) nghttp3 starts and
+ *   our three unidirectional streams are opened (http_start).  Every
+ *   datagram is read by ngtcp2, whose stream data goes to nghttp3, whose
+ *   callbacks build the requests (on_begin_headers .. on_end_stream).
+ *   After each datagram, timer and completion, conn_write sends what
+ *   there is.  A failure (ngtcp2's, or one a callback flagged in ccerr)
+ *   sends one CONNECTION_CLOSE and ends the connection (conn_fail);
+ *   idle, handshake timeout and draining end it without one.
+ *
+ * Callbacks never free the connection (ngtcp2 and nghttp3 are on the
+ * stack): they fail with NGTCP2_ERR_CALLBACK_FAILURE, ccerr set, and
+ * conn_fail acts after ngtcp2 returns.
+ */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#define H3_BUCKETS 1024   /* the shard's connection-ID table (power of 2) */
+#define H3_PKT_MAX 1500   /* one datagram we send                        */
+#define H3_TX_BURST 64    /* datagrams per conn_write before pacing       */
+#define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
+/* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
+#define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
+
+struct h3_creds {
+	gnutls_certificate_credentials_t cred;
+	gnutls_priority_t prio;
+	uint8_t secret[32]; /* stateless reset tokens (HKDF of the CID) */
+	uint8_t retry_secret[32]; /* Retry tokens' key, this process only */
+};
+
+/* One connection ID a connection answers to, in a bucket chain. */
+struct h3_cid {
+	struct h3_cid *next;
+	struct h3_conn *conn;
+	uint8_t used;
+	uint8_t len;
+	uint8_t data[NGTCP2_MAX_CIDLEN];
+};
+
+struct h3_stream {
+	struct h3_stream *prev, *next; /* the connection's streams           */
+	int64_t id;
+	uint8_t answered;   /* serve_handle ran, or a refusal was queued    */
+	uint8_t submitted;  /* its response went to nghttp3                 */
+	uint8_t closed;     /* nghttp3 closed it (kept for a commit)        */
+	uint8_t req_done;   /* the request's end was seen                   */
+	uint8_t headers_done; /* its header section was whole               */
+	int64_t since_ms;   /* when its header section began                */
+	uint64_t received;  /* body bytes received (the rate's count)       */
+	struct limits_body rate; /* --body-min-rate's window (serve_limits.h) */
+	struct serve_fields fields; /* the request's, as they came       */
+	struct http_request req;  /* slices of fields, once headers are done */
+	char *body;         /* the request body so far                      */
+	size_t blen, bcap;
+	size_t charged;     /* of bcap, charged to --body-budget            */
+	struct serve_out *out; /* the answer; freed with the stream         */
+	uint64_t acked;     /* body bytes the client acknowledged           */
+};
+
+struct h3_conn {
+	struct h3_conn *prev, *next;    /* the shard's connections          */
+	struct serve_conn *c;
+	ngtcp2_conn *quic;
+	nghttp3_conn *http;             /* from http_start on               */
+	gnutls_session_t tls;
+	ngtcp2_crypto_conn_ref ref;     /* GnuTLS's way back to quic        */
+	ngtcp2_connection_close_error ccerr; /* set by a failing callback   */
+	uint8_t ccerr_set;
+	uint8_t stopping;               /* SIGTERM: closes once drained     */
+	uint8_t cuts;                   /* streams cut for a limit          */
+	uint8_t handshaking;            /* counted in h3_shard.handshaking  */
+	struct h3_stream *streams;      /* every stream held                */
+	struct h3_stream *current;      /* the stream serve_handle answers  */
+	int nstreams;
+	struct h3_cid cids[H3_CIDS_MAX];
+};
+
+struct h3_shard {
+	int resets;                     /* stateless resets since the sweep */
+	int handshaking;                /* connections not past handshake   */
+	struct h3_conn *conns;
+	struct h3_cid *buckets[H3_BUCKETS];
+};
+
+static ngtcp2_tstamp now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (ngtcp2_tstamp)ts.tv_sec * NGTCP2_SECONDS + (ngtcp2_tstamp)ts.tv_nsec;
+}
+
+static void random_fill(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = getrandom(p, n, 0);
+		if (r <= 0)
+			continue; /* EINTR only: the pool is ready after boot */
+		p += r;
+		n -= (size_t)r;
+	}
+}
+
+/* ---- credentials ------------------------------------------------------ */
+
+int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
+                  char *why, size_t cap)
+{
+	struct h3_creds *cr = calloc(1, sizeof *cr);
+	int rc;
+
+	if (cr == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	rc = gnutls_certificate_allocate_credentials(&cr->cred);
+	if (rc == 0)
+		rc = gnutls_certificate_set_x509_key_file(cr->cred, cert, key,
+		                                          GNUTLS_X509_FMT_PEM);
+	if (rc < 0) {
+		snprintf(why, cap, "%s, %s: %s", cert, key, gnutls_strerror(rc));
+		goto out_free;
+	}
+	rc = gnutls_priority_init(&cr->prio, H3_PRIORITY, NULL);
+	if (rc < 0) {
+		snprintf(why, cap, "TLS priorities: %s", gnutls_strerror(rc));
+		goto out_free;
+	}
+	random_fill(cr->secret, sizeof cr->secret);
+	random_fill(cr->retry_secret, sizeof cr->retry_secret);
+	*out = cr;
+	return 0;
+out_free:
+	if (cr->cred)
+		gnutls_certificate_free_credentials(cr->cred);
+	free(cr);
+	return -1;
+}
+
+void h3_creds_free(struct h3_creds *cr)
+{
+	if (cr == NULL)
+		return;
+	gnutls_priority_deinit(cr->prio);
+	gnutls_certificate_free_credentials(cr->cred);
+	free(cr);
+}
+
+/* ---- the connection-ID table ------------------------------------------ */
+
+static unsigned cid_hash(const uint8_t *p, size_t n)
+{
+	unsigned h = 2166136261u; /* FNV-1a: our IDs are random anyway */
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h & (H3_BUCKETS - 1);
+}
+
+static struct h3_conn *cid_find(struct h3_shard *hs, const uint8_t *p,
+                                size_t n)
+{
+	struct h3_cid *e;
+
+	for (e = hs->buckets[cid_hash(p, n)]; e; e = e->next)
+		if (e->len == n && memcmp(e->data, p, n) == 0)
+			return e->conn;
+	return NULL;
+}
+
+/* HC answers to CID from now on.  Returns 0, or -1 when it has
+ * H3_CIDS_MAX already. */
+static int cid_add(struct h3_conn *hc, const ngtcp2_cid *cid)
+{
+	struct h3_shard *hs = hc->c->shard->h3;
+	struct h3_cid *e = NULL;
+	unsigned b;
+	int i;
+
+	for (i = 0; i < H3_CIDS_MAX && e == NULL; i++)
+		if (!hc->cids[i].used)
+			e = &hc->cids[i];
+	if (e == NULL || cid->datalen > NGTCP2_MAX_CIDLEN)
+		return -1;
+	e->used = 1;
+	e->conn = hc;
+	e->len = (uint8_t)cid->datalen;
+	memcpy(e->data, cid->data, cid->datalen);
+	b = cid_hash(e->data, e->len);
+	e->next = hs->buckets[b];
+	hs->buckets[b] = e;
+	return 0;
+}
+
+static void cid_unlink(struct h3_shard *hs, struct h3_cid *e)
+{
+	struct h3_cid **pp = &hs->buckets[cid_hash(e->data, e->len)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = e->next;
+	e->used = 0;
+}
+
+static void cid_remove(struct h3_conn *hc, const ngtcp2_cid *cid)
+{
+	int i;
+
+	for (i = 0; i < H3_CIDS_MAX; i++)
+		if (hc->cids[i].used && hc->cids[i].len == cid->datalen &&
+		    memcmp(hc->cids[i].data, cid->data, cid->datalen) == 0)
+			cid_unlink(hc->c->shard->h3, &hc->cids[i]);
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+static void stream_body_free(struct serve_conn *c, struct h3_stream *st)
+{
+	limits_budget_give(&c->shard->srv->budget, st->charged);
+	st->charged = 0;
+	free(st->body);
+	st->body = NULL;
+	st->blen = st->bcap = 0;
+}
+
+static void stream_free(struct h3_conn *hc, struct h3_stream *st)
+{
+	struct serve_conn *c = hc->c;
+
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		hc->streams = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	hc->nstreams--;
+	if (hc->current == st)
+		hc->current = NULL;
+	stream_body_free(c, st);
+	if (st->out) {
+		if (st->out->owned)
+			c->queued -= (uint32_t)st->out->body_len;
+		serve_out_free(st->out); /* releases a GET's view */
+	}
+	fields_free(&st->fields);
+	free(st);
+}
+
+/* A callback failed for a reason of HTTP/3's (nghttp3's error LIBERR):
+ * the connection ends with the matching application error. */
+static int fail_http(struct h3_conn *hc, int liberr)
+{
+	if (!hc->ccerr_set) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &hc->ccerr, nghttp3_err_infer_quic_app_error_code(liberr), NULL,
+		    0);
+		hc->ccerr_set = 1;
+	}
+	return NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+/* The body (after an answer, or none at all) bytes of stream ID are
+ * taken: QUIC may let that many more come. */
+static void credit(struct h3_conn *hc, int64_t id, size_t n)
+{
+	ngtcp2_conn_extend_max_stream_offset(hc->quic, id, n);
+	ngtcp2_conn_extend_max_offset(hc->quic, n);
+}
+
+/*
+ * Hands ST's answer to nghttp3: the status from its first line, then
+ * each "Name: value" line as a field, the name lowercased in place,
+ * Connection left out (RFC 9114 4.2).  The body is the answer's own
+ * bytes, a GET's in the mapping (on_read_data).
+ */
+static nghttp3_ssize on_read_data(nghttp3_conn *conn, int64_t id,
+                                  nghttp3_vec *vec, size_t veccnt,
+                                  uint32_t *pflags, void *arg, void *sarg)
+{
+	struct h3_stream *st = sarg;
+
+	(void)conn;
+	(void)id;
+	(void)arg;
+	*pflags |= NGHTTP3_DATA_FLAG_EOF;
+	if (st == NULL || st->out == NULL || veccnt == 0)
+		return 0;
+	vec[0].base = (uint8_t *)st->out->body;
+	vec[0].len = st->out->body_len;
+	return 1;
+}
+
+static void stream_submit(struct h3_conn *hc, struct h3_stream *st)
+{
+	static const nghttp3_data_reader reader = {on_read_data};
+	struct serve_out *o = st->out;
+	char *p = o->head, *end = o->head + o->head_len;
+	nghttp3_nv nv[16];
+	int n = 0, rc;
+
+	st->submitted = 1;
+	nv[n++] = (nghttp3_nv){(uint8_t *)":status", (uint8_t *)p + 9, 7, 3,
+	                       NGHTTP3_NV_FLAG_NONE};
+	p = memchr(p, '\n', (size_t)(end - p));
+	while (p && ++p < end && *p != '\r' && n < 16) {
+		char *colon = memchr(p, ':', (size_t)(end - p));
+		char *eol = memchr(p, '\r', (size_t)(end - p));
+		char *q;
+
+		if (colon == NULL || eol == NULL || colon > eol)
+			break;
+		for (q = p; q < colon; q++)
+			if (*q >= 'A' && *q <= 'Z')
+				*q = (char)(*q + 32);
+		if (!(colon - p == 10 && memcmp(p, "connection", 10) == 0))
+			nv[n++] = (nghttp3_nv){(uint8_t *)p, (uint8_t *)colon + 2,
+			                       (size_t)(colon - p),
+			                       (size_t)(eol - colon - 2),
+			                       NGHTTP3_NV_FLAG_NONE};
+		p = eol + 1;
+	}
+	rc = nghttp3_conn_submit_response(hc->http, st->id, nv, (size_t)n,
+	                                  o->body_len ? &reader : NULL);
+	if (rc != 0)
+		ngtcp2_conn_shutdown_stream(hc->quic, st->id,
+		                            NGHTTP3_H3_INTERNAL_ERROR);
+}
+
+int h3_out_attach(struct serve_conn *c, struct serve_out *o)
+{
+	struct h3_stream *st = c->h3->current;
+
+	if (st == NULL || st->out)
+		return -1;
+	st->out = o;
+	return 0;
+}
+
+/* Answers ST now with a refusal (STATUS, with tokens' CHALLENGE when
+ * given); a body still to come is refused with STOP_SENDING. */
+static void stream_refuse(struct h3_conn *hc, struct h3_stream *st,
+                          int status, const char *challenge)
+{
+	struct serve_conn *c = hc->c;
+
+	hc->current = st;
+	if (challenge)
+		serve_error_auth(c, &st->req, status, 0, challenge);
+	else if (status == 503)
+		serve_error_busy(c, 1);
+	else
+		serve_error(c, status, 1, 0);
+	hc->current = NULL;
+	st->answered = 1;
+	stream_body_free(c, st);
+	if (!st->req_done)
+		ngtcp2_conn_shutdown_stream_read(hc->quic, st->id,
+		                                 NGHTTP3_H3_NO_ERROR);
+	if (st->out)
+		stream_submit(hc, st);
+	else
+		ngtcp2_conn_shutdown_stream(hc->quic, st->id,
+		                            NGHTTP3_H3_INTERNAL_ERROR);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* ST's header section is whole: refuse it now when it is wrong, too
+ * large, not allowed or too early (before any body is held). */
+static void stream_headers_done(struct h3_conn *hc, struct h3_stream *st)
+{
+	struct serve_server *srv = hc->c->shard->srv;
+	const char *challenge = NULL;
+	int status = fields_request(&st->fields, &st->req);
+
+	st->headers_done = 1;
+	limits_body_begin(&st->rate, 0, hc->c->shard->now_ms);
+	if (status == 0 && st->req.has_length &&
+	    st->req.content_length > srv->cfg.max_body)
+		status = 413;
+	/* early data may be a replay: only a safe method may act on it
+	 * (RFC 8470; no early data is accepted today, serve_h3.h) */
+	if (status == 0 && !ngtcp2_conn_get_handshake_completed(hc->quic) &&
+	    st->req.method != HTTP_METHOD_GET && st->req.method != HTTP_METHOD_HEAD)
+		status = 425;
+	if (status == 0)
+		status = serve_authorize(srv, &st->req, &challenge);
+	if (status == 0 && st->req.has_length && st->req.content_length > 0 &&
+	    limits_budget_admits(&srv->budget, st->req.content_length, 0) !=
+	        LIMITS_OK)
+		status = 503;
+	if (status)
+		stream_refuse(hc, st, status, challenge);
+}
+
+/* ST's request is whole.  serve_req.c answers it (or starts its commit,
+ * whose completion makes the answer ready: h3_flush). */
+static void stream_request(struct h3_conn *hc, struct h3_stream *st)
+{
+	struct serve_conn *c = hc->c;
+
+	st->req_done = 1;
+	if (st->answered)
+		return;
+	if (c->queued >= SERVE_QUEUED_MAX && st->req.path.n == 1 &&
+	    st->req.path.p[0] == '/') {
+		stream_refuse(hc, st, 503, NULL); /* listings not yet read */
+		return;
+	}
+	st->answered = 1;
+	hc->current = st;
+	serve_handle(c, &st->req, st->body ? st->body : "", st->blen);
+	hc->current = NULL;
+	stream_body_free(c, st); /* a PUT's batch holds its own copy */
+	serve_conn_progress(c);
+	if (st->out == NULL)
+		ngtcp2_conn_shutdown_stream(hc->quic, st->id,
+		                            NGHTTP3_H3_INTERNAL_ERROR);
+	else if (st->out->ready)
+		stream_submit(hc, st);
+}
+
+/* ---- nghttp3's callbacks -------------------------------------------------- */
+
+static int on_begin_headers(nghttp3_conn *conn, int64_t id, void *arg,
+                            void *sarg)
+{
+	struct h3_conn *hc = arg;
+	struct h3_stream *st;
+
+	(void)sarg;
+	if (hc->nstreams >= H3_STREAMS_HELD) {
+		ngtcp2_conn_shutdown_stream(hc->quic, id,
+		                            NGHTTP3_H3_REQUEST_REJECTED);
+		return 0;
+	}
+	st = calloc(1, sizeof *st);
+	if (st == NULL)
+		return fail_http(hc, NGHTTP3_ERR_NOMEM);
+	st->id = id;
+	st->since_ms = hc->c->shard->now_ms;
+	st->next = hc->streams;
+	if (hc->streams)
+		hc->streams->prev = st;
+	hc->streams = st;
+	hc->nstreams++;
+	nghttp3_conn_set_stream_user_data(conn, id, st);
+	return 0;
+}
+
+static int on_header(nghttp3_conn *conn, int64_t id, int32_t token,
+                     nghttp3_rcbuf *name, nghttp3_rcbuf *value,
+                     uint8_t flags, void *arg, void *sarg)
+{
+	struct h3_stream *st = sarg;
+	nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
+	nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
+
+	(void)conn;
+	(void)id;
+	(void)token;
+	(void)flags;
+	if (st == NULL)
+		return 0;
+	if (fields_add(&st->fields, n.base, n.len, v.base, v.len,
+	               H3_HEADER_LIST_MAX) < 0)
+		return fail_http(arg, NGHTTP3_ERR_NOMEM);
+	return 0;
+}
+
+static int on_end_headers(nghttp3_conn *conn, int64_t id, int fin, void *arg,
+                          void *sarg)
+{
+	(void)conn;
+	(void)id;
+	(void)fin; /* on_end_stream follows */
+	if (sarg)
+		stream_headers_done(arg, sarg);
+	return 0;
+}
+
+/* A chunk of ST's body: kept, charged to --body-budget, growing by
+ * doubling as bytes really arrive; QUIC's windows are credited as it is
+ * taken, so the client's bytes in flight stay bounded by them. */
+static int on_data(nghttp3_conn *conn, int64_t id, const uint8_t *data,
+                   size_t len, void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	struct serve_server *srv = hc->c->shard->srv;
+	struct h3_stream *st = sarg;
+	size_t cap;
+	char *p;
+
+	(void)conn;
+	credit(hc, id, len);
+	if (st)
+		st->received += len;
+	if (st == NULL || st->answered)
+		return 0; /* refused: dropped */
+	if (st->blen + len > srv->cfg.max_body) {
+		stream_refuse(hc, st, 413, NULL);
+		return 0;
+	}
+	if (st->blen + len > st->bcap) {
+		cap = st->bcap ? st->bcap * 2 : SERVE_RX_MIN;
+		while (cap < st->blen + len)
+			cap *= 2;
+		if (st->req.has_length && cap > st->req.content_length &&
+		    st->req.content_length >= st->blen + len)
+			cap = (size_t)st->req.content_length;
+		if (limits_budget_take(&srv->budget, cap - st->bcap, 0) != LIMITS_OK) {
+			stream_refuse(hc, st, 503, NULL);
+			return 0;
+		}
+		p = realloc(st->body, cap);
+		if (p == NULL) {
+			limits_budget_give(&srv->budget, cap - st->bcap);
+			stream_refuse(hc, st, 503, NULL);
+			return 0;
+		}
+		st->charged += cap - st->bcap;
+		st->body = p;
+		st->bcap = cap;
+	}
+	memcpy(st->body + st->blen, data, len);
+	st->blen += len;
+	return 0;
+}
+
+static int on_deferred_consume(nghttp3_conn *conn, int64_t id,
+                               size_t consumed, void *arg, void *sarg)
+{
+	(void)conn;
+	(void)sarg;
+	credit(arg, id, consumed);
+	return 0;
+}
+
+static int on_end_stream(nghttp3_conn *conn, int64_t id, void *arg,
+                         void *sarg)
+{
+	(void)conn;
+	(void)id;
+	if (sarg)
+		stream_request(arg, sarg);
+	return 0;
+}
+
+/* The client acknowledged LEN more bytes of ST's body: once it has them
+ * all the mapping's pin is let go (QUIC kept them by reference). */
+static int on_acked(nghttp3_conn *conn, int64_t id, uint64_t len, void *arg,
+                    void *sarg)
+{
+	struct h3_stream *st = sarg;
+
+	(void)conn;
+	(void)id;
+	(void)arg;
+	if (st == NULL || st->out == NULL)
+		return 0;
+	st->acked += len;
+	if (st->acked >= st->out->body_len && st->out->view.pin_)
+		keel_view_release(&st->out->view);
+	return 0;
+}
+
+static int on_stream_close(nghttp3_conn *conn, int64_t id, uint64_t code,
+                           void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	struct h3_stream *st = sarg;
+
+	(void)code;
+	if (st == NULL)
+		return 0;
+	nghttp3_conn_set_stream_user_data(conn, id, NULL);
+	if (st->out && !st->out->ready) {
+		st->closed = 1; /* its commit will still answer: freed then */
+		return 0;
+	}
+	stream_free(hc, st);
+	return 0;
+}
+
+static int on_stop_sending(nghttp3_conn *conn, int64_t id, uint64_t code,
+                           void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+
+	(void)conn;
+	(void)sarg;
+	ngtcp2_conn_shutdown_stream_read(hc->quic, id, code);
+	return 0;
+}
+
+static int on_reset_stream(nghttp3_conn *conn, int64_t id, uint64_t code,
+                           void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+
+	(void)conn;
+	(void)sarg;
+	ngtcp2_conn_shutdown_stream_write(hc->quic, id, code);
+	return 0;
+}
+
+static const nghttp3_callbacks http_callbacks = {
+	.acked_stream_data = on_acked,
+	.stream_close = on_stream_close,
+	.recv_data = on_data,
+	.deferred_consume = on_deferred_consume,
+	.begin_headers = on_begin_headers,
+	.recv_header = on_header,
+	.end_headers = on_end_headers,
+	.stop_sending = on_stop_sending,
+	.end_stream = on_end_stream,
+	.reset_stream = on_reset_stream,
+};
+
+/* HTTP/3 begins: nghttp3's server side and our control and QPACK
+ * streams.  Returns 0, or an ngtcp2 error for the callback to return. */
+static int http_start(struct h3_conn *hc)
+{
+	nghttp3_settings settings;
+	int64_t ctrl, qenc, qdec;
+	int rc;
+
+	if (hc->http)
+		return 0;
+	nghttp3_settings_default(&settings);
+	settings.max_field_section_size = H3_HEADER_LIST_MAX;
+	/* no QPACK dynamic table either way (memory per connection): our
+	 * answers' fields are few and short, the decoder's is 0 already */
+	settings.qpack_encoder_max_dtable_capacity = 0;
+	settings.qpack_max_dtable_capacity = 0;
+	settings.qpack_blocked_streams = 0;
+	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings, NULL,
+	                             hc);
+	if (rc != 0)
+		return fail_http(hc, rc);
+	nghttp3_conn_set_max_client_streams_bidi(hc->http, H3_MAX_STREAMS);
+	if (ngtcp2_conn_open_uni_stream(hc->quic, &ctrl, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(hc->quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(hc->quic, &qdec, NULL) != 0)
+		return fail_http(hc, NGHTTP3_ERR_H3_STREAM_CREATION_ERROR);
+	rc = nghttp3_conn_bind_control_stream(hc->http, ctrl);
+	if (rc == 0)
+		rc = nghttp3_conn_bind_qpack_streams(hc->http, qenc, qdec);
+	return rc == 0 ? 0 : fail_http(hc, rc);
+}
+
+/* ---- ngtcp2's callbacks ----------------------------------------------- */
+
+static void on_rand(uint8_t *dest, size_t len, const ngtcp2_rand_ctx *ctx)
+{
+	(void)ctx;
+	random_fill(dest, len);
+}
+
+static int on_new_cid(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
+                      size_t len, void *arg)
+{
+	struct h3_conn *hc = arg;
+	struct h3_creds *cr = hc->c->shard->srv->h3;
+
+	(void)conn;
+	random_fill(cid->data, len);
+	cid->datalen = len;
+	if (ngtcp2_crypto_generate_stateless_reset_token(
+	        token, cr->secret, sizeof cr->secret, cid) != 0 ||
+	    cid_add(hc, cid) < 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	return 0;
+}
+
+static int on_remove_cid(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *arg)
+{
+	(void)conn;
+	cid_remove(arg, cid);
+	return 0;
+}
+
+/* HC is no longer one of its shard's handshakes (Retry's budget). */
+static void handshake_over(struct h3_conn *hc)
+{
+	if (hc->handshaking)
+		hc->c->shard->h3->handshaking--;
+	hc->handshaking = 0;
+}
+
+/* The handshake is done: only "h3" may have been agreed on. */
+static int on_handshake_done(ngtcp2_conn *conn, void *arg)
+{
+	struct h3_conn *hc = arg;
+	gnutls_datum_t alpn;
+
+	(void)conn;
+	handshake_over(hc);
+	if (gnutls_alpn_get_selected_protocol(hc->tls, &alpn) != 0 ||
+	    alpn.size != 2 || memcmp(alpn.data, "h3", 2) != 0)
+		return fail_http(hc, NGHTTP3_ERR_H3_GENERAL_PROTOCOL_ERROR);
+	return http_start(hc);
+}
+
+static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t id,
+                          uint64_t offset, const uint8_t *data, size_t len,
+                          void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	nghttp3_ssize n;
+	int rc;
+
+	(void)conn;
+	(void)offset;
+	(void)sarg;
+	rc = http_start(hc);
+	if (rc != 0)
+		return rc;
+	n = nghttp3_conn_read_stream(hc->http, id, data, len,
+	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+	if (n < 0)
+		return fail_http(hc, (int)n);
+	credit(hc, id, (size_t)n); /* framing; bodies in on_data */
+	return 0;
+}
+
+static int on_acked_offset(ngtcp2_conn *conn, int64_t id, uint64_t offset,
+                           uint64_t len, void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	int rc;
+
+	(void)conn;
+	(void)offset;
+	(void)sarg;
+	if (hc->http == NULL)
+		return 0;
+	rc = nghttp3_conn_add_ack_offset(hc->http, id, len);
+	return rc == 0 ? 0 : fail_http(hc, rc);
+}
+
+static int on_quic_stream_close(ngtcp2_conn *conn, uint32_t flags, int64_t id,
+                                uint64_t code, void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	int rc;
+
+	(void)sarg;
+	if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
+		code = NGHTTP3_H3_NO_ERROR;
+	if (hc->http) {
+		rc = nghttp3_conn_close_stream(hc->http, id, code);
+		if (rc != 0 && rc != NGHTTP3_ERR_STREAM_NOT_FOUND)
+			return fail_http(hc, rc);
+	}
+	if (!(id & 0x3)) /* a client's request stream: another may open */
+		ngtcp2_conn_extend_max_streams_bidi(conn, 1);
+	return 0;
+}
+
+/* The client reset its side of stream ID, or asked us to stop ours:
+ * nghttp3 stops reading it (what was taken is credited already). */
+static int on_read_shut(struct h3_conn *hc, int64_t id)
+{
+	int rc;
+
+	if (hc->http == NULL)
+		return 0;
+	rc = nghttp3_conn_shutdown_stream_read(hc->http, id);
+	return rc == 0 ? 0 : fail_http(hc, rc);
+}
+
+static int on_quic_reset(ngtcp2_conn *conn, int64_t id, uint64_t final_size,
+                         uint64_t code, void *arg, void *sarg)
+{
+	(void)conn;
+	(void)final_size;
+	(void)code;
+	(void)sarg;
+	return on_read_shut(arg, id);
+}
+
+static int on_quic_stop(ngtcp2_conn *conn, int64_t id, uint64_t code,
+                        void *arg, void *sarg)
+{
+	(void)conn;
+	(void)code;
+	(void)sarg;
+	return on_read_shut(arg, id);
+}
+
+static int on_max_streams(ngtcp2_conn *conn, uint64_t max, void *arg)
+{
+	struct h3_conn *hc = arg;
+
+	(void)conn;
+	if (hc->http)
+		nghttp3_conn_set_max_client_streams_bidi(hc->http, max);
+	return 0;
+}
+
+static int on_max_stream_data(ngtcp2_conn *conn, int64_t id, uint64_t max,
+                              void *arg, void *sarg)
+{
+	struct h3_conn *hc = arg;
+	int rc;
+
+	(void)conn;
+	(void)max;
+	(void)sarg;
+	if (hc->http == NULL)
+		return 0;
+	rc = nghttp3_conn_unblock_stream(hc->http, id);
+	return rc == 0 ? 0 : fail_http(hc, rc);
+}
+
+/* CRYPTO data for TLS.  After the handshake the GnuTLS session is gone
+ * (tls_release), and a TLS 1.3 client has nothing more to send in QUIC:
+ * no KeyUpdate (RFC 9001 6), no certificate, for none is asked. */
+static int on_crypto_data(ngtcp2_conn *conn, ngtcp2_crypto_level level,
+                          uint64_t offset, const uint8_t *data, size_t len,
+                          void *arg)
+{
+	struct h3_conn *hc = arg;
+
+	if (hc->tls == NULL) {
+		ngtcp2_connection_close_error_set_transport_error(
+		    &hc->ccerr, NGTCP2_PROTOCOL_VIOLATION, NULL, 0);
+		hc->ccerr_set = 1;
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	}
+	return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data, len,
+	                                         arg);
+}
+
+static const ngtcp2_callbacks quic_callbacks = {
+	.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
+	.recv_crypto_data = on_crypto_data,
+	.handshake_completed = on_handshake_done,
+	.encrypt = ngtcp2_crypto_encrypt_cb,
+	.decrypt = ngtcp2_crypto_decrypt_cb,
+	.hp_mask = ngtcp2_crypto_hp_mask_cb,
+	.recv_stream_data = on_stream_data,
+	.acked_stream_data_offset = on_acked_offset,
+	.stream_close = on_quic_stream_close,
+	.rand = on_rand,
+	.get_new_connection_id = on_new_cid,
+	.remove_connection_id = on_remove_cid,
+	.update_key = ngtcp2_crypto_update_key_cb,
+	.stream_reset = on_quic_reset,
+	.extend_max_remote_streams_bidi = on_max_streams,
+	.extend_max_stream_data = on_max_stream_data,
+	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
+	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
+	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
+	.stream_stop_sending = on_quic_stop,
+	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+};
+
+/* ---- sending ------------------------------------------------------------ */
+
+/* Sends one datagram of LEN bytes along PATH (from its local address:
+ * the socket may be bound to 0.0.0.0).  A full socket buffer drops it:
+ * QUIC takes it for lost and sends again. */
+static void send_datagram(struct serve_shard *sh, const ngtcp2_path *path,
+                          const uint8_t *buf, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr mh = {0};
+	struct cmsghdr *cm;
+	struct in_pktinfo pi = {0};
+	ssize_t r;
+
+	mh.msg_name = path->remote.addr;
+	mh.msg_namelen = path->remote.addrlen;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (path->local.addr && path->local.addr->sa_family == AF_INET) {
+		memset(cbuf, 0, sizeof cbuf);
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof cbuf;
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof pi);
+		pi.ipi_spec_dst = ((struct sockaddr_in *)path->local.addr)->sin_addr;
+		memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+	}
+	do
+		r = sendmsg(sh->ufd, &mh, 0);
+	while (r < 0 && errno == EINTR);
+}
+
+/* The connection ends: one CONNECTION_CLOSE unless SILENT (idle,
+ * draining, a handshake that never finished), then its state goes. */
+static void conn_fail(struct h3_conn *hc, int rv)
+{
+	struct serve_conn *c = hc->c;
+	ngtcp2_path_storage ps;
+	ngtcp2_pkt_info pi;
+	uint8_t buf[H3_PKT_MAX];
+	ngtcp2_ssize n;
+
+	if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_DROP_CONN ||
+	    rv == NGTCP2_ERR_IDLE_CLOSE || rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT ||
+	    ngtcp2_conn_is_in_closing_period(hc->quic) ||
+	    ngtcp2_conn_is_in_draining_period(hc->quic))
+		goto out_close;
+	if (!hc->ccerr_set && rv == NGTCP2_ERR_CRYPTO)
+		ngtcp2_connection_close_error_set_transport_error_tls_alert(
+		    &hc->ccerr, ngtcp2_conn_get_tls_alert(hc->quic), NULL, 0);
+	else if (!hc->ccerr_set)
+		ngtcp2_connection_close_error_set_transport_error_liberr(
+		    &hc->ccerr, rv, NULL, 0);
+	ngtcp2_path_storage_zero(&ps);
+	n = ngtcp2_conn_write_connection_close(hc->quic, &ps.path, &pi, buf,
+	                                       sizeof buf, &hc->ccerr, now_ns());
+	if (n > 0)
+		send_datagram(c->shard, &ps.path, buf, (size_t)n);
+out_close:
+	serve_conn_close(c); /* h3_free */
+}
+
+/* nghttp3's next stream data, and whether the connection may take any
+ * now.  Returns the vectors filled (0: none), or an nghttp3 error. */
+static nghttp3_ssize http_pending(struct h3_conn *hc, int64_t *id, int *fin,
+                                  nghttp3_vec *vec, size_t cnt)
+{
+	*id = -1;
+	*fin = 0;
+	if (hc->http == NULL || ngtcp2_conn_get_max_data_left(hc->quic) == 0)
+		return 0;
+	return nghttp3_conn_writev_stream(hc->http, id, fin, vec, cnt);
+}
+
+/* Sends what ngtcp2 and nghttp3 have, up to H3_TX_BURST datagrams (the
+ * rest when ngtcp2's pacing timer says, h3_timers).  Returns 0, or -1
+ * when the connection was closed. */
+static int conn_write(struct h3_conn *hc)
+{
+	ngtcp2_tstamp ts = now_ns();
+	ngtcp2_path_storage ps;
+	ngtcp2_pkt_info pi;
+	uint8_t buf[H3_PKT_MAX];
+	size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(hc->quic);
+	int sent = 0;
+
+	if (max > sizeof buf)
+		max = sizeof buf;
+	ngtcp2_path_storage_zero(&ps);
+	while (sent < H3_TX_BURST) {
+		nghttp3_vec vec[16];
+		int64_t id;
+		int fin;
+		nghttp3_ssize nv = http_pending(hc, &id, &fin, vec, 16);
+		ngtcp2_ssize n, taken = -1;
+		uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+
+		if (nv < 0) {
+			fail_http(hc, (int)nv);
+			conn_fail(hc, NGTCP2_ERR_CALLBACK_FAILURE);
+			return -1;
+		}
+		if (fin)
+			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+		n = ngtcp2_conn_writev_stream(hc->quic, &ps.path, &pi, buf, max,
+		                              &taken, flags, id,
+		                              (const ngtcp2_vec *)vec, (size_t)nv,
+		                              ts);
+		if (n < 0) {
+			if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+				nghttp3_conn_block_stream(hc->http, id);
+				continue;
+			}
+			if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
+				nghttp3_conn_shutdown_stream_write(hc->http, id);
+				continue;
+			}
+			if (n == NGTCP2_ERR_WRITE_MORE) {
+				nghttp3_conn_add_write_offset(hc->http, id, (size_t)taken);
+				continue;
+			}
+			conn_fail(hc, (int)n);
+			return -1;
+		}
+		if (taken >= 0 &&
+		    nghttp3_conn_add_write_offset(hc->http, id, (size_t)taken) != 0) {
+			conn_fail(hc, NGTCP2_ERR_CALLBACK_FAILURE);
+			return -1;
+		}
+		if (n == 0)
+			break; /* nothing more, or congestion-limited */
+		send_datagram(hc->c->shard, &ps.path, buf, (size_t)n);
+		sent++;
+	}
+	ngtcp2_conn_update_pkt_tx_time(hc->quic, ts);
+	return 0;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
+{
+	return ((struct h3_conn *)ref->user_data)->quic;
+}
+
+/* HC's GnuTLS session: the certificate, TLS 1.3, ALPN "h3" only, and
+ * ngtcp2's QUIC hooks.  Returns 0 or -1. */
+static int conn_tls(struct h3_conn *hc, struct h3_creds *cr)
+{
+	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
+
+	/* no session tickets: no resumption, so no 0-RTT (serve_h3.h) */
+	if (gnutls_init(&hc->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA |
+	                              GNUTLS_NO_AUTO_SEND_TICKET) != 0) {
+		hc->tls = NULL;
+		return -1;
+	}
+	if (gnutls_priority_set(hc->tls, cr->prio) != 0 ||
+	    ngtcp2_crypto_gnutls_configure_server_session(hc->tls) != 0 ||
+	    gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) != 0 ||
+	    gnutls_alpn_set_protocols(hc->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY) != 0)
+		return -1;
+	hc->ref.get_conn = ref_get_conn;
+	hc->ref.user_data = hc;
+	gnutls_session_set_ptr(hc->tls, &hc->ref);
+	ngtcp2_conn_set_tls_native_handle(hc->quic, hc->tls);
+	return 0;
+}
+
+/* Our transport parameters: the bounds of serve_h3.h.  ODCID is the
+ * DCID of the client's first Initial; RETRY_SCID the one our Retry gave
+ * it, or NULL when there was none (RFC 9000 7.3). */
+static void conn_params(struct serve_server *srv, const ngtcp2_cid *odcid,
+                        const ngtcp2_cid *retry_scid, const ngtcp2_cid *scid,
+                        ngtcp2_transport_params *p)
+{
+	ngtcp2_transport_params_default(p);
+	p->initial_max_streams_bidi = H3_MAX_STREAMS;
+	p->initial_max_streams_uni = 3; /* the client's control and QPACK */
+	p->initial_max_stream_data_bidi_local = H3_STREAM_WINDOW;
+	p->initial_max_stream_data_bidi_remote = H3_STREAM_WINDOW;
+	p->initial_max_stream_data_uni = H3_STREAM_WINDOW;
+	p->initial_max_data = H3_CONN_WINDOW;
+	p->max_idle_timeout = (ngtcp2_duration)srv->cfg.idle_timeout_ms *
+	                      NGTCP2_MILLISECONDS;
+	p->original_dcid = *odcid;
+	if (retry_scid) {
+		p->retry_scid = *retry_scid;
+		p->retry_scid_present = 1;
+	}
+	p->stateless_reset_token_present =
+	    ngtcp2_crypto_generate_stateless_reset_token(
+	        p->stateless_reset_token, srv->h3->secret,
+	        sizeof srv->h3->secret, scid) == 0;
+}
+
+/* Connections in their handshake a shard takes before it asks new ones
+ * for a Retry: H3_HANDSHAKES_MAX, or a quarter of --max-conns. */
+static int handshake_budget(const struct serve_server *srv)
+{
+	int n = srv->cfg.max_conns / 4;
+
+	return n < 1 ? 1 : n > H3_HANDSHAKES_MAX ? H3_HANDSHAKES_MAX : n;
+}
+
+/* Answers the Initial HD from PATH with a Retry whose token (sealed
+ * with the process's retry secret) binds the client's address, the
+ * Retry's SCID and the DCID the client chose, for H3_RETRY_TOKEN_S. */
+static void send_retry(struct serve_shard *sh, const ngtcp2_path *path,
+                       const ngtcp2_pkt_hd *hd)
+{
+	struct h3_creds *cr = sh->srv->h3;
+	uint8_t token[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN], buf[H3_PKT_MAX];
+	ngtcp2_ssize tlen, n;
+	ngtcp2_cid scid;
+
+	scid.datalen = H3_CIDLEN;
+	random_fill(scid.data, H3_CIDLEN);
+	tlen = ngtcp2_crypto_generate_retry_token(
+	    token, cr->retry_secret, sizeof cr->retry_secret, hd->version,
+	    path->remote.addr, path->remote.addrlen, &scid, &hd->dcid, now_ns());
+	if (tlen < 0)
+		return;
+	n = ngtcp2_crypto_write_retry(buf, sizeof buf, hd->version, &hd->scid,
+	                              &scid, &hd->dcid, token, (size_t)tlen);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
+/*
+ * Address validation (RFC 9000 8.1) of the Initial HD from PATH.  A
+ * Retry token of ours that checks out: returns 1, *ODCID the DCID of
+ * the client's first Initial (the address is proven).  A Retry token
+ * that does not (forged, stale, another address): an INVALID_TOKEN
+ * close, which costs us no state, and -1.  No token (or one of another
+ * kind, which we never issue): a Retry and -1 when the shard's
+ * handshakes are past their budget or --h3-retry always, else 0 and
+ * *ODCID the packet's DCID.  Neither reply is larger than the Initial,
+ * so neither amplifies a spoofed source.
+ */
+static int initial_validate(struct serve_shard *sh, const ngtcp2_path *path,
+                            const ngtcp2_pkt_hd *hd, ngtcp2_cid *odcid)
+{
+	struct serve_server *srv = sh->srv;
+	struct h3_creds *cr = srv->h3;
+	uint8_t buf[H3_PKT_MAX];
+	ngtcp2_ssize n;
+
+	*odcid = hd->dcid;
+	if (hd->token.len > 0 &&
+	    hd->token.base[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+		if (ngtcp2_crypto_verify_retry_token(
+		        odcid, hd->token.base, hd->token.len, cr->retry_secret,
+		        sizeof cr->retry_secret, hd->version, path->remote.addr,
+		        path->remote.addrlen, &hd->dcid, H3_RETRY_TOKEN_S * NGTCP2_SECONDS,
+		        now_ns()) == 0)
+			return 1;
+		n = ngtcp2_crypto_write_connection_close(
+		    buf, sizeof buf, hd->version, &hd->scid, &hd->dcid,
+		    NGTCP2_INVALID_TOKEN, NULL, 0);
+		if (n > 0)
+			send_datagram(sh, path, buf, (size_t)n);
+		return -1;
+	}
+	if (srv->cfg.h3_retry_always ||
+	    sh->h3->handshaking >= handshake_budget(srv)) {
+		send_retry(sh, path, hd);
+		return -1;
+	}
+	return 0;
+}
+
+/* A new connection from the Initial packet PKT, when ngtcp2_accept takes
+ * it, its address is proven or need not be (initial_validate) and
+ * --max-conns allows.  Returns it, or NULL (the packet is then dropped,
+ * or answered with a Retry). */
+static struct h3_conn *conn_accept(struct serve_shard *sh,
+                                   const ngtcp2_path *path,
+                                   const uint8_t *pkt, size_t len)
+{
+	struct serve_server *srv = sh->srv;
+	ngtcp2_transport_params params;
+	ngtcp2_settings settings;
+	struct serve_conn *c = NULL;
+	struct h3_conn *hc = NULL;
+	ngtcp2_pkt_hd hd;
+	ngtcp2_cid scid, odcid;
+	int validated;
+
+	if (ngtcp2_accept(&hd, pkt, len) != 0 || atomic_load(&srv->stopping))
+		return NULL;
+	validated = initial_validate(sh, path, &hd, &odcid);
+	if (validated < 0)
+		return NULL;
+	if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns)
+		goto out_uncount;
+	c = calloc(1, sizeof *c);
+	hc = calloc(1, sizeof *hc);
+	if (c == NULL || hc == NULL)
+		goto out_uncount;
+	c->fd = -1;
+	c->h3 = hc;
+	hc->c = c;
+	c->shard = sh;
+	scid.datalen = H3_CIDLEN;
+	random_fill(scid.data, H3_CIDLEN);
+	ngtcp2_settings_default(&settings);
+	settings.initial_ts = now_ns();
+	settings.handshake_timeout = (ngtcp2_duration)srv->cfg.header_timeout_ms *
+	                             NGTCP2_MILLISECONDS;
+	settings.no_pmtud = 1; /* our datagrams stay at the safe size */
+	if (validated) /* the 3x anti-amplification limit is lifted */
+		settings.token = hd.token;
+	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
+	if (ngtcp2_conn_server_new(&hc->quic, &hd.scid, &scid, path, hd.version,
+	                           &quic_callbacks, &settings, &params, NULL,
+	                           hc) != 0)
+		goto out_uncount;
+	if (conn_tls(hc, srv->h3) < 0 || cid_add(hc, &hd.dcid) < 0 ||
+	    cid_add(hc, &scid) < 0)
+		goto out_free;
+	hc->next = sh->h3->conns;
+	if (hc->next)
+		hc->next->prev = hc;
+	sh->h3->conns = hc;
+	hc->handshaking = 1;
+	sh->h3->handshaking++;
+	serve_conn_adopt(sh, c);
+	return hc;
+out_free:
+	for (int i = 0; i < H3_CIDS_MAX; i++)
+		if (hc->cids[i].used)
+			cid_unlink(sh->h3, &hc->cids[i]);
+	if (hc->tls)
+		gnutls_deinit(hc->tls);
+	ngtcp2_conn_del(hc->quic);
+out_uncount:
+	atomic_fetch_sub(&srv->conns, 1);
+	free(hc);
+	free(c);
+	return NULL;
+}
+
+/*
+ * A short-header packet of PKTLEN bytes for DCID, which no connection of
+ * ours has: a stateless reset (RFC 9000 10.3), with the token that DCID
+ * was given if it was ours (the same secret and HKDF), so that a client
+ * whose connection we forgot (a restart, a lost close) stops at once.
+ * Smaller than the packet, never for one under 22 bytes (so no two
+ * endpoints can bounce resets forever), and at most H3_RESETS_MAX a
+ * sweep per shard (no amplification source for a spoofed flood).
+ */
+static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
+                            const uint8_t *dcid, size_t pktlen)
+{
+	uint8_t buf[64], rnd[64], token[NGTCP2_STATELESS_RESET_TOKENLEN];
+	struct h3_creds *cr = sh->srv->h3;
+	size_t len = pktlen <= 43 ? pktlen - 1 : 42;
+	ngtcp2_cid cid;
+	ngtcp2_ssize n;
+
+	if (pktlen < 22 || sh->h3->resets >= H3_RESETS_MAX)
+		return;
+	sh->h3->resets++;
+	ngtcp2_cid_init(&cid, dcid, H3_CIDLEN);
+	if (ngtcp2_crypto_generate_stateless_reset_token(token, cr->secret,
+	                                                 sizeof cr->secret,
+	                                                 &cid) != 0)
+		return;
+	random_fill(rnd, len - sizeof token);
+	n = ngtcp2_pkt_write_stateless_reset(buf, len, token, rnd,
+	                                     len - sizeof token);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
+/* HC's handshake is over: its GnuTLS session (about 9 KB, and what it
+ * kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates
+ * derive from them, and no 0-RTT or resumption needs the session. */
+static void tls_release(struct h3_conn *hc)
+{
+	if (hc->tls == NULL || !ngtcp2_conn_get_handshake_completed(hc->quic))
+		return;
+	ngtcp2_conn_set_tls_native_handle(hc->quic, NULL);
+	gnutls_deinit(hc->tls);
+	hc->tls = NULL;
+}
+
+/* One datagram from REMOTE to LOCAL.  Not QUIC, or not for a connection
+ * of ours and not an acceptable Initial: dropped. */
+static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
+                     struct sockaddr_in *remote, const uint8_t *pkt,
+                     size_t len)
+{
+	ngtcp2_path path = {
+		{(ngtcp2_sockaddr *)local, sizeof *local},
+		{(ngtcp2_sockaddr *)remote, sizeof *remote},
+		NULL,
+	};
+	ngtcp2_pkt_info pi = {0};
+	ngtcp2_version_cid vc;
+	struct h3_conn *hc;
+	int rv;
+
+	/* ngtcp2 asserts on an empty datagram rather than refusing it */
+	if (len == 0 ||
+	    ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
+		return; /* not QUIC, or a version we do not speak */
+	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	if (hc == NULL) {
+		if (!(pkt[0] & 0x80)) { /* a short header: not ours (now) */
+			stateless_reset(sh, &path, vc.dcid, len);
+			return;
+		}
+		hc = conn_accept(sh, &path, pkt, len);
+		if (hc == NULL)
+			return;
+	}
+	rv = ngtcp2_conn_read_pkt(hc->quic, &path, &pi, pkt, len, now_ns());
+	if (rv != 0) {
+		conn_fail(hc, rv);
+		return;
+	}
+	tls_release(hc); /* not in on_handshake_done: GnuTLS is on the stack */
+	if (conn_write(hc) == 0)
+		serve_conn_progress(hc->c);
+}
+
+void h3_input(struct serve_shard *sh)
+{
+	int i;
+
+	for (i = 0; i < H3_RX_BATCH; i++) {
+		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct sockaddr_in remote, local = sh->srv->cfg.addr;
+		struct iovec iov = {sh->scratch, SERVE_SCRATCH};
+		struct msghdr mh = {0};
+		struct cmsghdr *cm;
+		ssize_t n;
+
+		mh.msg_name = &remote;
+		mh.msg_namelen = sizeof remote;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof cbuf;
+		n = recvmsg(sh->ufd, &mh, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return; /* EAGAIN: the socket is level-triggered */
+		if (mh.msg_namelen != sizeof remote || remote.sin_family != AF_INET)
+			continue;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+			if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+				memcpy(&pi, CMSG_DATA(cm), sizeof pi);
+				local.sin_addr = pi.ipi_addr;
+			}
+		datagram(sh, &local, &remote, (const uint8_t *)sh->scratch,
+		         (size_t)n);
+	}
+}
+
+int h3_timers(struct serve_shard *sh, int limit)
+{
+	ngtcp2_tstamp now = now_ns();
+	ngtcp2_tstamp next = now + (ngtcp2_tstamp)limit * NGTCP2_MILLISECONDS;
+	struct h3_conn *hc, *after;
+
+	for (hc = sh->h3->conns; hc; hc = after) {
+		ngtcp2_tstamp due = ngtcp2_conn_get_expiry(hc->quic);
+		int rv;
+
+		after = hc->next; /* HC may close */
+		if (due <= now) {
+			rv = ngtcp2_conn_handle_expiry(hc->quic, now);
+			if (rv != 0) {
+				conn_fail(hc, rv);
+				continue;
+			}
+			if (conn_write(hc) < 0)
+				continue;
+			due = ngtcp2_conn_get_expiry(hc->quic);
+		}
+		if (due < next)
+			next = due;
+	}
+	if (next <= now)
+		return 1; /* due again at once (pacing): soon, not busily */
+	return (int)((next - now + NGTCP2_MILLISECONDS - 1) / NGTCP2_MILLISECONDS);
+}
+
+int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &sh->ufd};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	if (fd < 0)
+		return -1;
+	sh->h3 = calloc(1, sizeof *sh->h3);
+	/* IP_PKTINFO: which of our addresses a datagram came to, to answer
+	 * from it when bound to 0.0.0.0 */
+	if (sh->h3 == NULL ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0 ||
+	    bind(fd, (const struct sockaddr *)addr, sizeof *addr) < 0)
+		goto out_close;
+	sh->ufd = fd;
+	/* level-triggered: h3_input reads a batch, then lets others run */
+	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		sh->ufd = -1;
+		goto out_close;
+	}
+	return 0;
+out_close:
+	{
+		int e = errno;
+		close(fd);
+		free(sh->h3);
+		sh->h3 = NULL;
+		errno = e;
+	}
+	return -1;
+}
+
+void h3_shard_close(struct serve_shard *sh)
+{
+	if (sh->ufd >= 0) {
+		epoll_ctl(sh->epfd, EPOLL_CTL_DEL, sh->ufd, NULL);
+		close(sh->ufd);
+		sh->ufd = -1;
+	}
+	free(sh->h3); /* its connections were closed (shard_stop) */
+	sh->h3 = NULL;
+}
+
+/* ST broke a limit (its header section or its body too slow): reset
+ * both ways, its budget given back.  Returns LIMITS_CLOSE when HC has
+ * done it too often (serve_limits.h, limits_cut). */
+static int stream_cut(struct h3_conn *hc, struct h3_stream *st)
+{
+	st->answered = 1;
+	stream_body_free(hc->c, st);
+	ngtcp2_conn_shutdown_stream(hc->quic, st->id, NGHTTP3_H3_REQUEST_CANCELLED);
+	return limits_cut(&hc->cuts, 1);
+}
+
+/* HC's streams against --header-timeout and --body-min-rate, as HTTP/2's
+ * (serve_limits.h).  Returns -1 when the connection was closed. */
+static int conn_limits(struct h3_conn *hc, int64_t now_ms)
+{
+	const struct limits_config *lim = &hc->c->shard->srv->limits;
+	struct h3_stream *st;
+	int cut = 0, verdict = LIMITS_OK;
+
+	for (st = hc->streams; st && verdict != LIMITS_CLOSE; st = st->next) {
+		if (st->answered || st->closed || st->req_done)
+			continue;
+		if (!st->headers_done ? limits_head_due(lim, st->since_ms, now_ms)
+		                      : limits_body_check(lim, &st->rate, st->received,
+		                                          now_ms) == LIMITS_CUT) {
+			verdict = stream_cut(hc, st);
+			cut = 1;
+		}
+	}
+	if (verdict == LIMITS_CLOSE) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &hc->ccerr, NGHTTP3_H3_EXCESSIVE_LOAD, NULL, 0);
+		hc->ccerr_set = 1;
+		conn_fail(hc, NGTCP2_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	return cut ? conn_write(hc) : 0;
+}
+
+void h3_sweep(struct serve_shard *sh)
+{
+	struct h3_conn *hc, *after;
+
+	if (sh->h3 == NULL)
+		return;
+	sh->h3->resets = 0;
+	for (hc = sh->h3->conns; hc; hc = after) {
+		after = hc->next; /* HC may close */
+		conn_limits(hc, sh->now_ms);
+	}
+}
+
+void h3_flush(struct serve_conn *c)
+{
+	struct h3_conn *hc = c->h3;
+	struct h3_stream *st, *after;
+	int waiting = 0;
+
+	for (st = hc->streams; st; st = after) {
+		after = st->next;
+		if (st->out == NULL || st->submitted)
+			continue;
+		if (!st->out->ready) {
+			waiting++;
+			continue;
+		}
+		if (st->closed) /* the client went away: nobody to tell */
+			stream_free(hc, st);
+		else
+			stream_submit(hc, st);
+	}
+	if (conn_write(hc) < 0)
+		return;
+	if (hc->stopping && waiting == 0) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &hc->ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
+		hc->ccerr_set = 1;
+		conn_fail(hc, NGTCP2_ERR_CALLBACK_FAILURE);
+	}
+}
+
+void h3_stop(struct serve_conn *c)
+{
+	if (c->flags & CONN_DEAD)
+		return;
+	c->h3->stopping = 1;
+	h3_flush(c);
+}
+
+void h3_free(struct serve_conn *c)
+{
+	struct h3_conn *hc = c->h3;
+	struct h3_shard *hs;
+	int i;
+
+	if (hc == NULL)
+		return;
+	hs = c->shard->h3;
+	handshake_over(hc);
+	if (hc->http)
+		nghttp3_conn_del(hc->http);
+	hc->http = NULL;
+	ngtcp2_conn_del(hc->quic);
+	if (hc->tls)
+		gnutls_deinit(hc->tls);
+	while (hc->streams)
+		stream_free(hc, hc->streams);
+	for (i = 0; i < H3_CIDS_MAX; i++)
+		if (hc->cids[i].used)
+			cid_unlink(hs, &hc->cids[i]);
+	if (hc->prev)
+		hc->prev->next = hc->next;
+	else
+		hs->conns = hc->next;
+	if (hc->next)
+		hc->next->prev = hc->prev;
+	free(hc);
+	c->h3 = NULL;
+}

@@ -1,0 +1,173 @@
+#!/bin/sh
+# h3.sh BUILD_DIR -- keel-serve's HTTP contract over HTTP/3 (docs/http.md
+# "HTTP/3") with the project's own client (tests/h3_client.c, one request
+# per QUIC connection): PUT (201, then 204 with If-Match, 412 stale), GET
+# with ETag and If-None-Match (304), HEAD (no body), DELETE (204, then
+# 404), a listing, 413 past --max-body, 404 for a missing key, tokens
+# (401 with WWW-Authenticate, 403 for a read token's PUT, 201 for a write
+# token's), a body that never comes cut by --body-min-rate, address
+# validation (--h3-retry always: answers through a Retry; a forged token
+# closed; auto: a Retry once a half-done handshake uses up the budget) --
+# and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
+# only; every client call is bounded (the client gives up after 10 s).
+[ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
+set -u
+B=${1:-build}
+SERVE=$B/keel-serve
+H3=$B/h3-client
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d /tmp/keel-h3.XXXXXX)
+fails=0
+checks=0
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+. "$HERE/lib.sh"
+
+[ -x "$SERVE" ] || { echo "no $SERVE"; exit 1; }
+[ -x "$H3" ] || { echo "no $H3"; exit 1; }
+for c in openssl curl; do
+	command -v $c >/dev/null || { echo "h3.sh needs $c"; exit 1; }
+done
+
+# start NAME ARGS... -- a server on 127.0.0.1:0; sets PORT and PID
+start() {
+	local name=$1 i
+	shift
+	"$SERVE" --listen 127.0.0.1:0 --db "$T/$name.db" --tls-cert "$T/c.crt" \
+		--tls-key "$T/k.key" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	PID=$!
+	PIDS="$PIDS $PID"
+	for i in $(seq 400); do
+		PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/$name.out")
+		[ -n "$PORT" ] && return 0
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "server $name did not start:"; cat "$T/$name.err"; exit 1
+}
+# stop PID -- SIGTERM, up to 20 s to exit; sets STATUS
+stop() {
+	local i
+	kill -TERM "$1" 2>/dev/null
+	for i in $(seq 200); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	STATUS=$?
+}
+# h3 ARGS... -- one request over HTTP/3; the answer into $T/a (status
+# line, fields, blank line, body); prints the status
+h3() {
+	"$H3" "$PORT" "$@" >"$T/a" 2>"$T/a.err"
+	sed -n 's/^status //p;q' "$T/a"
+}
+# body -- the last answer's body
+body() { sed '1,/^$/d' "$T/a"; }
+# etag -- the last answer's ETag
+etag() { sed -n 's/^etag: //p' "$T/a"; }
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+	-nodes -days 1 -subj /CN=localhost \
+	-addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	-keyout "$T/k.key" -out "$T/c.crt" 2>"$T/gen" ||
+	{ echo "openssl cannot make a certificate:"; cat "$T/gen"; exit 1; }
+chmod 600 "$T/k.key"
+
+start plain --max-body 1k
+expect "PUT a new key: 201" 201 "$(h3 PUT /k -d one)"
+TAG=$(etag)
+[ -n "$TAG" ] && ok "201 carries an ETag" || bad "201 without an ETag"
+expect "GET: 200" 200 "$(h3 GET /k)"
+expect "GET: the body" one "$(body)"
+expect "GET: the same ETag" "$TAG" "$(etag)"
+if grep -q 'followed a Retry' "$T/a.err"; then
+	bad "no flood, --h3-retry auto: a Retry all the same"
+else
+	ok "no flood, --h3-retry auto: no Retry"
+fi
+expect "HEAD: 200" 200 "$(h3 HEAD /k)"
+expect "HEAD: content-length, no body" "3|" \
+	"$(sed -n 's/^content-length: //p' "$T/a")|$(body)"
+expect "GET with If-None-Match: 304" 304 "$(h3 GET /k -H "If-None-Match: $TAG")"
+expect "PUT with the current If-Match: 204" 204 \
+	"$(h3 PUT /k -H "If-Match: $TAG" -d two)"
+expect "PUT with a stale If-Match: 412" 412 \
+	"$(h3 PUT /k -H "If-Match: $TAG" -d three)"
+expect "HTTP/2 reads what HTTP/3 wrote" two \
+	"$(curl -sk --http2 --max-time 10 "https://127.0.0.1:$PORT/k")"
+expect "a listing: 200" 200 "$(h3 GET '/?prefix=k')"
+contains "the listing names the key" "$T/a" '"key":"k"'
+expect "a body past --max-body: 413" 413 \
+	"$(h3 PUT /big -d "$(head -c 2000 /dev/zero | tr '\0' x)")"
+expect "DELETE: 204" 204 "$(h3 DELETE /k)"
+expect "GET after DELETE: 404" 404 "$(h3 GET /k)"
+expect "DELETE again: 404" 404 "$(h3 DELETE /k)"
+stop "$PID"
+expect "exit status after SIGTERM" 0 "$STATUS"
+
+# --body-min-rate per stream (serve_limits.h): a PUT whose body never
+# comes is reset (H3_REQUEST_CANCELLED, 0x10c) after one window of
+# --header-timeout; the client gives up after 10 s if it is not
+start slow --header-timeout 1s
+"$H3" "$PORT" PUT /slow -H 'content-length: 100' -s >"$T/a" 2>"$T/a.err"
+expect "a body that never comes: the client's exit status" 1 "$?"
+contains "a body that never comes: reset with H3_REQUEST_CANCELLED" \
+	"$T/a.err" 'stream reset, code 0x10c'
+expect "the server answers on" 404 "$(h3 GET /slow)"
+stop "$PID"
+
+RT=read-token-h3-0123456789
+WT=write-token-h3-0123456789
+{ "$SERVE" --hash-token "$RT" read; "$SERVE" --hash-token "$WT" write; } \
+	>"$T/tokens"
+start tokens --tokens "$T/tokens"
+expect "tokens: no Authorization: 401" 401 "$(h3 GET /k)"
+contains "tokens: 401 carries WWW-Authenticate" "$T/a" '^www-authenticate: Bearer'
+expect "tokens: a read token's PUT: 403" 403 \
+	"$(h3 PUT /k -H "Authorization: Bearer $RT" -d x)"
+expect "tokens: a write token's PUT: 201" 201 \
+	"$(h3 PUT /k -H "Authorization: Bearer $WT" -d x)"
+expect "tokens: a read token's GET: 200" 200 \
+	"$(h3 GET /k -H "Authorization: Bearer $RT")"
+stop "$PID"
+expect "tokens: exit status after SIGTERM" 0 "$STATUS"
+
+# address validation (RFC 9000 8.1): --h3-retry always makes every new
+# connection prove its address first; h3-client follows the Retry (and
+# says so), and a forged Retry token is refused with a close
+start retry --h3-retry always
+expect "through a Retry: PUT 201" 201 "$(h3 PUT /r -d validated)"
+contains "through a Retry: the client followed one" "$T/a.err" 'followed a Retry'
+expect "through a Retry: GET 200" 200 "$(h3 GET /r)"
+expect "through a Retry: the body" validated "$(body)"
+"$H3" "$PORT" GET /r -b >"$T/a" 2>"$T/a.err"
+expect "a forged Retry token: the client's exit status" 1 "$?"
+contains "a forged Retry token: closed by the server" "$T/a.err" \
+	'server closed the connection'
+expect "the server answers on" 200 "$(h3 GET /r)"
+stop "$PID"
+expect "retry: exit status after SIGTERM" 0 "$STATUS"
+
+# --h3-retry auto: with --max-conns 4 a shard's handshake budget is 1;
+# a handshake held half done (h3-client -i) uses it up, so the next new
+# connection is sent a Retry, and still gets its answer
+start budget --max-conns 4 --header-timeout 60s
+"$H3" "$PORT" GET /k -i 20000 >"$T/half" 2>&1 &
+HALF=$!
+for i in $(seq 200); do
+	grep -q 'half open' "$T/half" && break
+	sleep 0.05
+done
+contains "a handshake held half done" "$T/half" 'half open'
+expect "handshake budget used up: the answer still comes" 404 "$(h3 GET /k)"
+contains "handshake budget used up: through a Retry" "$T/a.err" 'followed a Retry'
+kill "$HALF" 2>/dev/null
+wait "$HALF"
+stop "$PID"
+
+echo "h3.sh: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]

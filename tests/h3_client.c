@@ -1,0 +1,640 @@
+/*
+ * h3_client.c -- the smallest HTTP/3 client that tests/h3.sh needs: one
+ * request over one fresh QUIC v1 connection (ngtcp2 0.12, GnuTLS,
+ * nghttp3 0.8), to 127.0.0.1.
+ *
+ *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
+ *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *
+ * Prints the answer as "status N", then one "name: value" line per field,
+ * a blank line, and the body; exits 0 when a whole answer came, 1 when
+ * the connection failed or the server reset the stream (its code on
+ * stderr), 2 on bad arguments, 3 when nothing came within
+ * H3C_DEADLINE_MS.  The server's certificate is not checked (the tests
+ * make their own).  -s stalls: the request's fields go out, its body
+ * never comes (the server's --body-min-rate must cut it).  -k MS keeps
+ * the connection open, idle, for MS after the answer (memory figures).
+ * A Retry from the server is followed (ngtcp2 does it) and said on
+ * stderr ("followed a Retry"); -b sends a forged Retry token in the
+ * first Initial, and a server that closes the connection for it makes
+ * "the server closed the connection" on stderr.  -i MS sends the first
+ * Initial and waits for the server's first datagram (so the server has
+ * made the connection), says "half open", then stays silent for MS and
+ * exits 0: a handshake the server holds half done (its Retry budget);
+ * 3 when nothing came within H3C_DEADLINE_MS.
+ *
+ * -n N -c K (bench/http/h3.sh): N requests over the one connection, K at
+ * a time (new streams as answers end), nothing printed of the answers;
+ * one line at the end, "N requests, A answered, S 2xx in T s: R/s",
+ * timed from the handshake's end to the last answer.  The 10 s deadline
+ * then counts from the latest answer.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#define H3C_DEADLINE_MS 10000
+#define H3C_FIELDS_MAX 16
+#define H3C_PKT 1500
+
+struct client {
+	int fd;
+	struct sockaddr_in local, remote;
+	ngtcp2_conn *quic;
+	nghttp3_conn *http;
+	gnutls_session_t tls;
+	gnutls_certificate_credentials_t cred;
+	ngtcp2_crypto_conn_ref ref;
+	nghttp3_nv req[H3C_FIELDS_MAX];
+	size_t nreq;
+	const char *body;
+	size_t blen;
+	int stall;            /* -s: the body never comes               */
+	int hold_ms;          /* -k: stay connected this long after it  */
+	int bad_token;        /* -b: a forged Retry token in the Initial */
+	int bench_n, bench_c; /* -n, -c: requests, at a time (0: one)    */
+	int sent, answered, ok; /* bench: submitted, ended, 2xx           */
+	ngtcp2_tstamp t0, t1; /* bench: the handshake's end, last answer */
+	int retried;          /* Retries followed                        */
+	int64_t stream;
+	int started, done, failed;
+};
+
+static ngtcp2_tstamp now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (ngtcp2_tstamp)ts.tv_sec * NGTCP2_SECONDS + (ngtcp2_tstamp)ts.tv_nsec;
+}
+
+static void random_fill(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = getrandom(p, n, 0);
+		if (r > 0) {
+			p += r;
+			n -= (size_t)r;
+		}
+	}
+}
+
+/* ---- HTTP/3 ---------------------------------------------------------- */
+
+static int on_header(nghttp3_conn *h, int64_t id, int32_t token,
+                     nghttp3_rcbuf *name, nghttp3_rcbuf *value, uint8_t flags,
+                     void *arg, void *sarg)
+{
+	nghttp3_vec n = nghttp3_rcbuf_get_buf(name), v = nghttp3_rcbuf_get_buf(value);
+
+	(void)h, (void)id, (void)token, (void)flags, (void)sarg;
+	if (((struct client *)arg)->bench_n) {
+		if (n.len == 7 && memcmp(n.base, ":status", 7) == 0 && v.len &&
+		    v.base[0] == '2')
+			((struct client *)arg)->ok++;
+		return 0;
+	}
+	if (n.len == 7 && memcmp(n.base, ":status", 7) == 0)
+		printf("status %.*s\n", (int)v.len, v.base);
+	else
+		printf("%.*s: %.*s\n", (int)n.len, n.base, (int)v.len, v.base);
+	return 0;
+}
+
+static int on_end_headers(nghttp3_conn *h, int64_t id, int fin, void *arg,
+                          void *sarg)
+{
+	(void)h, (void)id, (void)fin, (void)sarg;
+	if (((struct client *)arg)->bench_n == 0)
+		printf("\n");
+	return 0;
+}
+
+static int on_data(nghttp3_conn *h, int64_t id, const uint8_t *data,
+                   size_t len, void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)h, (void)sarg;
+	if (cl->bench_n == 0)
+		fwrite(data, 1, len, stdout);
+	ngtcp2_conn_extend_max_stream_offset(cl->quic, id, len);
+	ngtcp2_conn_extend_max_offset(cl->quic, len);
+	return 0;
+}
+
+static int on_consume(nghttp3_conn *h, int64_t id, size_t n, void *arg,
+                      void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)h, (void)sarg;
+	ngtcp2_conn_extend_max_stream_offset(cl->quic, id, n);
+	ngtcp2_conn_extend_max_offset(cl->quic, n);
+	return 0;
+}
+
+static int on_end_stream(nghttp3_conn *h, int64_t id, void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)h, (void)id, (void)sarg;
+	if (cl->bench_n == 0) {
+		cl->done = 1;
+		return 0;
+	}
+	cl->answered++;
+	cl->t1 = now_ns();
+	cl->done = cl->answered >= cl->bench_n;
+	return 0;
+}
+
+static int on_reset(nghttp3_conn *h, int64_t id, uint64_t code, void *arg,
+                    void *sarg)
+{
+	(void)h, (void)id, (void)sarg;
+	fprintf(stderr, "h3-client: stream reset, code 0x%llx\n",
+	        (unsigned long long)code);
+	((struct client *)arg)->failed = 1;
+	return 0;
+}
+
+static nghttp3_ssize on_read_body(nghttp3_conn *h, int64_t id,
+                                  nghttp3_vec *vec, size_t cnt,
+                                  uint32_t *pflags, void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)h, (void)id, (void)cnt, (void)sarg;
+	if (cl->stall)
+		return NGHTTP3_ERR_WOULDBLOCK;
+	*pflags |= NGHTTP3_DATA_FLAG_EOF;
+	vec[0].base = (uint8_t *)cl->body;
+	vec[0].len = cl->blen;
+	return 1;
+}
+
+/* Submits requests on new streams while fewer than -c are in flight
+ * and -n are not all sent, as far as the server's stream limit lets.
+ * Returns 0 or -1. */
+static int requests_top_up(struct client *cl)
+{
+	static const nghttp3_data_reader reader = {on_read_body};
+	int want = cl->bench_n ? cl->bench_n : 1, at_once = cl->bench_c;
+	int64_t id;
+	int rv;
+
+	if (at_once < 1)
+		at_once = 1;
+	while (cl->sent < want && cl->sent - cl->answered < at_once) {
+		rv = ngtcp2_conn_open_bidi_stream(cl->quic, &id, NULL);
+		if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED)
+			return 0; /* more when the server raises the limit */
+		if (rv != 0 ||
+		    nghttp3_conn_submit_request(cl->http, id, cl->req, cl->nreq,
+		                                cl->body || cl->stall ? &reader
+		                                                      : NULL,
+		                                NULL) != 0)
+			return -1;
+		if (cl->sent++ == 0)
+			cl->stream = id;
+	}
+	return 0;
+}
+
+/* The handshake is done: our control and QPACK streams, then the
+ * request on the first bidirectional stream (-n: the first -c). */
+static int request_start(struct client *cl)
+{
+	static const nghttp3_callbacks cb = {
+		.recv_data = on_data,
+		.deferred_consume = on_consume,
+		.recv_header = on_header,
+		.end_headers = on_end_headers,
+		.end_stream = on_end_stream,
+		.reset_stream = on_reset,
+	};
+	nghttp3_settings settings;
+	int64_t ctrl, qenc, qdec;
+
+	if (cl->started)
+		return 0;
+	cl->started = 1;
+	nghttp3_settings_default(&settings);
+	if (nghttp3_conn_client_new(&cl->http, &cb, &settings, NULL, cl) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->quic, &ctrl, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->quic, &qdec, NULL) != 0 ||
+	    nghttp3_conn_bind_control_stream(cl->http, ctrl) != 0 ||
+	    nghttp3_conn_bind_qpack_streams(cl->http, qenc, qdec) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	cl->t0 = now_ns();
+	return requests_top_up(cl) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+/* ---- QUIC ------------------------------------------------------------ */
+
+static int on_handshake(ngtcp2_conn *q, void *arg)
+{
+	(void)q;
+	return request_start(arg);
+}
+
+static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
+                          uint64_t off, const uint8_t *data, size_t len,
+                          void *arg, void *sarg)
+{
+	struct client *cl = arg;
+	nghttp3_ssize n;
+
+	(void)off, (void)sarg;
+	if (cl->http == NULL)
+		return 0;
+	n = nghttp3_conn_read_stream(cl->http, id, data, len,
+	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+	if (n < 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
+	ngtcp2_conn_extend_max_stream_offset(q, id, (uint64_t)n);
+	ngtcp2_conn_extend_max_offset(q, (uint64_t)n);
+	return 0;
+}
+
+static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
+                    void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)q, (void)off, (void)sarg;
+	return cl->http && nghttp3_conn_add_ack_offset(cl->http, id, len) != 0
+	           ? NGTCP2_ERR_CALLBACK_FAILURE
+	           : 0;
+}
+
+static int on_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,
+                           uint64_t code, void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)q, (void)sarg;
+	if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
+		code = NGHTTP3_H3_NO_ERROR;
+	if (cl->http)
+		nghttp3_conn_close_stream(cl->http, id, code);
+	return 0;
+}
+
+static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
+                           uint64_t code, void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)q, (void)size, (void)sarg;
+	if ((id == cl->stream || cl->bench_n) && !cl->done) {
+		fprintf(stderr, "h3-client: stream reset, code 0x%llx\n",
+		        (unsigned long long)code);
+		cl->failed = 1;
+	}
+	if (cl->http)
+		nghttp3_conn_shutdown_stream_read(cl->http, id);
+	return 0;
+}
+
+static int on_max_stream_data(ngtcp2_conn *q, int64_t id, uint64_t max,
+                              void *arg, void *sarg)
+{
+	struct client *cl = arg;
+
+	(void)q, (void)max, (void)sarg;
+	if (cl->http)
+		nghttp3_conn_unblock_stream(cl->http, id);
+	return 0;
+}
+
+static void on_rand(uint8_t *p, size_t n, const ngtcp2_rand_ctx *ctx)
+{
+	(void)ctx;
+	random_fill(p, n);
+}
+
+static int on_new_cid(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token,
+                      size_t len, void *arg)
+{
+	(void)q, (void)arg;
+	random_fill(cid->data, len);
+	cid->datalen = len;
+	random_fill(token, NGTCP2_STATELESS_RESET_TOKENLEN);
+	return 0;
+}
+
+/* The server asked us to prove our address: ngtcp2 sends the Initial
+ * again with its token; we count it for the tests. */
+static int on_retry(ngtcp2_conn *conn, const ngtcp2_pkt_hd *hd, void *arg)
+{
+	struct client *cl = arg;
+
+	cl->retried++;
+	return ngtcp2_crypto_recv_retry_cb(conn, hd, arg);
+}
+
+static const ngtcp2_callbacks quic_cb = {
+	.client_initial = ngtcp2_crypto_client_initial_cb,
+	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
+	.handshake_completed = on_handshake,
+	.encrypt = ngtcp2_crypto_encrypt_cb,
+	.decrypt = ngtcp2_crypto_decrypt_cb,
+	.hp_mask = ngtcp2_crypto_hp_mask_cb,
+	.recv_stream_data = on_stream_data,
+	.acked_stream_data_offset = on_acked,
+	.stream_close = on_stream_close,
+	.recv_retry = on_retry,
+	.rand = on_rand,
+	.get_new_connection_id = on_new_cid,
+	.update_key = ngtcp2_crypto_update_key_cb,
+	.stream_reset = on_stream_reset,
+	.extend_max_stream_data = on_max_stream_data,
+	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
+	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
+	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
+	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+};
+
+static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
+{
+	return ((struct client *)ref->user_data)->quic;
+}
+
+/* The socket, the QUIC connection and its TLS session.  Returns 0 or -1. */
+static int client_open(struct client *cl, int port)
+{
+	ngtcp2_path path;
+	ngtcp2_settings settings;
+	ngtcp2_transport_params params;
+	ngtcp2_cid dcid, scid;
+	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
+	socklen_t alen = sizeof cl->local;
+
+	cl->remote.sin_family = AF_INET;
+	cl->remote.sin_port = htons((uint16_t)port);
+	cl->remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cl->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (cl->fd < 0 ||
+	    connect(cl->fd, (struct sockaddr *)&cl->remote, sizeof cl->remote) < 0 ||
+	    getsockname(cl->fd, (struct sockaddr *)&cl->local, &alen) < 0)
+		return -1;
+	path = (ngtcp2_path){{(ngtcp2_sockaddr *)&cl->local, sizeof cl->local},
+	                     {(ngtcp2_sockaddr *)&cl->remote, sizeof cl->remote},
+	                     NULL};
+	dcid.datalen = 16;
+	random_fill(dcid.data, 16);
+	scid.datalen = 16;
+	random_fill(scid.data, 16);
+	ngtcp2_settings_default(&settings);
+	settings.initial_ts = now_ns();
+	if (cl->bad_token) { /* the Retry magic, then what no key sealed */
+		static uint8_t forged[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+		random_fill(forged, sizeof forged);
+		forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
+		settings.token = (ngtcp2_vec){forged, sizeof forged};
+	}
+	ngtcp2_transport_params_default(&params);
+	params.initial_max_streams_uni = 3;
+	params.initial_max_stream_data_bidi_local = 1 << 20;
+	params.initial_max_stream_data_uni = 1 << 20;
+	params.initial_max_data = 4 << 20;
+	params.max_idle_timeout = 30 * NGTCP2_SECONDS;
+	if (ngtcp2_conn_client_new(&cl->quic, &dcid, &scid, &path,
+	                           NGTCP2_PROTO_VER_V1, &quic_cb, &settings,
+	                           &params, NULL, cl) != 0 ||
+	    gnutls_certificate_allocate_credentials(&cl->cred) != 0 ||
+	    gnutls_init(&cl->tls, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA) != 0 ||
+	    gnutls_priority_set_direct(cl->tls, "NORMAL:-VERS-ALL:+VERS-TLS1.3:"
+	                               "%DISABLE_TLS13_COMPAT_MODE", NULL) != 0 ||
+	    ngtcp2_crypto_gnutls_configure_client_session(cl->tls) != 0 ||
+	    gnutls_credentials_set(cl->tls, GNUTLS_CRD_CERTIFICATE, cl->cred) != 0 ||
+	    gnutls_alpn_set_protocols(cl->tls, &alpn, 1, 0) != 0)
+		return -1;
+	cl->ref.get_conn = ref_get_conn;
+	cl->ref.user_data = cl;
+	gnutls_session_set_ptr(cl->tls, &cl->ref);
+	gnutls_server_name_set(cl->tls, GNUTLS_NAME_DNS, "localhost", 9);
+	ngtcp2_conn_set_tls_native_handle(cl->quic, cl->tls);
+	return 0;
+}
+
+/* Sends what there is.  Returns 0 or -1. */
+static int client_write(struct client *cl)
+{
+	uint8_t buf[H3C_PKT];
+	ngtcp2_path_storage ps;
+	ngtcp2_pkt_info pi;
+	ngtcp2_tstamp ts = now_ns();
+
+	ngtcp2_path_storage_zero(&ps);
+	for (;;) {
+		nghttp3_vec vec[16];
+		int64_t id = -1;
+		int fin = 0;
+		nghttp3_ssize nv = 0;
+		ngtcp2_ssize n, taken = -1;
+		uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+
+		if (cl->http && ngtcp2_conn_get_max_data_left(cl->quic))
+			nv = nghttp3_conn_writev_stream(cl->http, &id, &fin, vec, 16);
+		if (nv < 0)
+			return -1;
+		if (fin)
+			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+		n = ngtcp2_conn_writev_stream(cl->quic, &ps.path, &pi, buf, sizeof buf,
+		                              &taken, flags, id,
+		                              (const ngtcp2_vec *)vec, (size_t)nv, ts);
+		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+			nghttp3_conn_block_stream(cl->http, id);
+			continue;
+		}
+		if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
+			nghttp3_conn_shutdown_stream_write(cl->http, id);
+			continue;
+		}
+		if (n == NGTCP2_ERR_WRITE_MORE) {
+			nghttp3_conn_add_write_offset(cl->http, id, (size_t)taken);
+			continue;
+		}
+		if (n < 0)
+			return -1;
+		if (taken >= 0)
+			nghttp3_conn_add_write_offset(cl->http, id, (size_t)taken);
+		if (n == 0)
+			break;
+		if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != EAGAIN)
+			return -1;
+	}
+	ngtcp2_conn_update_pkt_tx_time(cl->quic, ts);
+	return 0;
+}
+
+/* Reads, writes and runs the timers until the answer is whole. */
+static int client_run(struct client *cl)
+{
+	ngtcp2_tstamp deadline = now_ns() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	ngtcp2_tstamp hold = 0;
+	uint8_t buf[65536];
+
+	int seen = 0;
+
+	while (!cl->failed && (!cl->done || hold == 0 || now_ns() < hold)) {
+		ngtcp2_tstamp now = now_ns(), due = ngtcp2_conn_get_expiry(cl->quic);
+		struct pollfd pfd = {cl->fd, POLLIN, 0};
+		int wait_ms;
+
+		if (cl->answered != seen) { /* -n: progress moves the deadline */
+			seen = cl->answered;
+			deadline = now + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+		}
+		if (cl->bench_n && cl->http && !cl->done &&
+		    requests_top_up(cl) < 0)
+			return 1;
+
+		if (cl->done && hold == 0) { /* the answer is whole: idle on */
+			hold = now + (ngtcp2_tstamp)cl->hold_ms * NGTCP2_MILLISECONDS;
+			deadline = hold;
+			fflush(stdout);
+			continue;
+		}
+		if (now >= deadline)
+			return cl->done ? 0 : 3;
+		if (due > deadline)
+			due = deadline;
+		wait_ms = due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0;
+		if (poll(&pfd, 1, wait_ms) > 0) {
+			ngtcp2_path path = {
+				{(ngtcp2_sockaddr *)&cl->local, sizeof cl->local},
+				{(ngtcp2_sockaddr *)&cl->remote, sizeof cl->remote}, NULL};
+			ngtcp2_pkt_info pi = {0};
+			ssize_t n = recv(cl->fd, buf, sizeof buf, 0);
+			int rv = n > 0 ? ngtcp2_conn_read_pkt(cl->quic, &path, &pi, buf,
+			                                      (size_t)n, now_ns()) : 0;
+			if (rv == NGTCP2_ERR_DRAINING)
+				fprintf(stderr, "h3-client: the server closed the "
+				        "connection\n");
+			if (rv != 0)
+				return 1;
+		} else if (ngtcp2_conn_handle_expiry(cl->quic, now_ns()) != 0) {
+			return 1;
+		}
+		if (client_write(cl) < 0)
+			return 1;
+	}
+	return cl->failed ? 1 : 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K] [-i MS]\n");
+	return 2;
+}
+
+static void field(struct client *cl, const char *n, size_t nl, const char *v,
+                  size_t vl)
+{
+	cl->req[cl->nreq++] = (nghttp3_nv){(uint8_t *)n, (uint8_t *)v, nl, vl,
+	                                   NGHTTP3_NV_FLAG_NONE};
+}
+
+int main(int argc, char **argv)
+{
+	static struct client cl;
+	static char lower[H3C_FIELDS_MAX][64];
+	int i, rc, initial_only_ms = 0;
+
+	if (argc < 4 || atoi(argv[1]) <= 0)
+		return usage();
+	field(&cl, ":method", 7, argv[2], strlen(argv[2]));
+	field(&cl, ":scheme", 7, "https", 5);
+	field(&cl, ":authority", 10, "localhost", 9);
+	field(&cl, ":path", 5, argv[3], strlen(argv[3]));
+	for (i = 4; i < argc; i++) {
+		if (strcmp(argv[i], "-s") == 0) {
+			cl.stall = 1;
+		} else if (strcmp(argv[i], "-b") == 0) {
+			cl.bad_token = 1;
+		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
+			initial_only_ms = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+			cl.bench_n = atoi(argv[++i]);
+			if (cl.bench_n < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			cl.bench_c = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
+			cl.hold_ms = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
+			cl.body = argv[++i];
+			cl.blen = strlen(cl.body);
+		} else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc &&
+		           cl.nreq < H3C_FIELDS_MAX) {
+			const char *h = argv[++i], *colon = strchr(h, ':');
+			size_t n = colon ? (size_t)(colon - h) : 0, k;
+			if (n == 0 || n >= sizeof lower[0])
+				return usage();
+			for (k = 0; k < n; k++) /* HTTP/3 field names are lower case */
+				lower[cl.nreq][k] = (char)(h[k] >= 'A' && h[k] <= 'Z'
+				                               ? h[k] + 32 : h[k]);
+			colon++;
+			while (*colon == ' ')
+				colon++;
+			field(&cl, lower[cl.nreq], n, colon, strlen(colon));
+		} else {
+			return usage();
+		}
+	}
+	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
+		fprintf(stderr, "h3-client: cannot start the connection\n");
+		return 1;
+	}
+	if (initial_only_ms > 0) {
+		struct pollfd pfd = {cl.fd, POLLIN, 0};
+		if (poll(&pfd, 1, H3C_DEADLINE_MS) <= 0)
+			return 3;
+		printf("half open\n");
+		fflush(stdout);
+		poll(NULL, 0, initial_only_ms);
+		return 0;
+	}
+	rc = client_run(&cl);
+	fflush(stdout);
+	if (cl.retried)
+		fprintf(stderr, "h3-client: followed a Retry\n");
+	if (cl.bench_n) {
+		double secs = (double)(cl.t1 - cl.t0) / NGTCP2_SECONDS;
+		printf("%d requests, %d answered, %d 2xx in %.3f s: %.0f/s\n",
+		       cl.bench_n, cl.answered, cl.ok, secs,
+		       secs > 0 ? cl.answered / secs : 0.0);
+	}
+	if (rc == 3)
+		fprintf(stderr, "h3-client: no whole answer within %d ms\n",
+		        H3C_DEADLINE_MS);
+	else if (rc)
+		fprintf(stderr, "h3-client: the connection failed\n");
+	if (cl.http)
+		nghttp3_conn_del(cl.http);
+	ngtcp2_conn_del(cl.quic);
+	gnutls_deinit(cl.tls);
+	gnutls_certificate_free_credentials(cl.cred);
+	close(cl.fd);
+	return rc;
+}
