@@ -12,6 +12,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "keel.h"
+#include "testcraft.h"
 #include "testutil.h"
 
 static void superblock_round_trips_and_rejects_damage(void **state)
@@ -195,15 +196,8 @@ static void a_delta_with_a_key_twice_is_invalid(void **state)
 }
 
 /* ---- trees written by hand ------------------------------------------------
- * A forged commit: records appended after the store's newest head, then a
- * head that continues its chain, so recovery accepts it like any other
- * (every CRC is right; only the tree's shape is not what a writer makes). */
-typedef struct forge {
-	keel_head head;       /* the store's newest head                */
-	uint64_t pos;         /* where the forged region starts         */
-	uint8_t reg[16384];   /* the region's bytes                     */
-	size_t rlen;
-} forge;
+ * Forged commits (testcraft.h): every CRC is right; only the tree's shape is
+ * not what a writer makes. */
 
 /* A fresh store in a new directory holding "k" in its tree; *DIR and the
  * returned path are the caller's to free (tu_rmdir, free). */
@@ -237,49 +231,6 @@ static void newest_head(const char *path, keel_head *h)
 	h->off = r.head_offset;
 }
 
-static void forge_begin(forge *f, const char *path)
-{
-	memset(f, 0, sizeof(*f));
-	newest_head(path, &f->head);
-	f->pos = f->head.off + KEEL_HEAD_SIZE;
-}
-
-/* Appends a record; its offset, its crc in *CRC. */
-static uint64_t forge_record(forge *f, uint8_t type, const uint8_t *payload,
-                             uint32_t len, uint32_t *crc)
-{
-	uint64_t size = keel_rec_size(len), off = f->pos + f->rlen;
-	assert_true(f->rlen + size <= sizeof(f->reg));
-	uint8_t *rec = f->reg + f->rlen;
-	memset(rec, 0, size);
-	keel_rec_encode(rec, type, payload, len);
-	memcpy(rec + KEEL_REC_HDR, payload, len);
-	*crc = keel_ld32(rec + 12);
-	f->rlen += size;
-	return off;
-}
-
-/* Writes the region and a head naming ROOT (a tree of KEYS keys). */
-static void forge_commit(forge *f, const char *path, uint64_t root,
-                         uint32_t root_crc, uint64_t keys)
-{
-	keel_head h = {.txid = f->head.txid + 1, .prev_head = f->head.off,
-	               .region_start = f->pos, .root_off = root,
-	               .root_crc = root_crc,
-	               .chain_crc = keel_crc32c(f->head.chain_crc, f->reg, f->rlen),
-	               .keys = keys, .live_bytes = f->rlen + KEEL_HEAD_SIZE,
-	               .file_id = f->head.file_id};
-	uint8_t hb[KEEL_HEAD_SIZE];
-	keel_head_encode(hb, &h);
-	int fd = open(path, O_WRONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, f->reg, f->rlen, (off_t)f->pos),
-	                 (ssize_t)f->rlen);
-	assert_int_equal(pwrite(fd, hb, sizeof(hb), (off_t)(f->pos + f->rlen)),
-	                 (ssize_t)sizeof(hb));
-	close(fd);
-}
-
 /* A node of LEVEL over the N one-letter keys of KEYS: a leaf's values are
  * "v" inline; a branch's entry I points at (COFF[I], CCRC[I]).  Returns its
  * payload length. */
@@ -307,19 +258,19 @@ static uint32_t forge_node(uint8_t *p, int level, const char *keys,
  * merges it with its sibling, the only read of "m"'s node there is. */
 static void forge_sibling(const char *path, uint64_t moff, uint32_t mcrc)
 {
-	static forge f;
+	static craft f;
 	uint8_t p[512];
 	uint64_t coff[2];
 	uint32_t ccrc[2], crc;
 
-	forge_begin(&f, path);
-	coff[0] = forge_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "ab", NULL, NULL),
+	craft_begin(&f, path);
+	coff[0] = craft_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "ab", NULL, NULL),
 	                       &ccrc[0]);
 	coff[1] = moff;
 	ccrc[1] = mcrc;
-	uint64_t root = forge_record(&f, KEEL_REC_BRANCH, p,
+	uint64_t root = craft_record(&f, KEEL_REC_BRANCH, p,
 	                             forge_node(p, 1, "am", coff, ccrc), &crc);
-	forge_commit(&f, path, root, crc, 4);
+	craft_commit(&f, path, root, crc, 4);
 }
 
 /* Deleting "b" from a store forged by forge_sibling: the merge must refuse
@@ -345,19 +296,19 @@ static void delete_meets_a_bad_sibling(const char *path)
 static void a_merge_refuses_a_sibling_of_the_wrong_level(void **state)
 {
 	(void)state;
-	static forge f;
+	static craft f;
 	uint8_t p[512];
 	uint64_t leaf;
 	uint32_t lcrc, crc;
 	char *dir, *path = forge_store(&dir);
 
 	/* "m": a branch of level 1 (over a leaf "mn") where a leaf belongs */
-	forge_begin(&f, path);
-	leaf = forge_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "mn", NULL, NULL),
+	craft_begin(&f, path);
+	leaf = craft_record(&f, KEEL_REC_LEAF, p, forge_node(p, 0, "mn", NULL, NULL),
 	                    &lcrc);
-	uint64_t m = forge_record(&f, KEEL_REC_BRANCH, p,
+	uint64_t m = craft_record(&f, KEEL_REC_BRANCH, p,
 	                          forge_node(p, 1, "m", &leaf, &lcrc), &crc);
-	forge_commit(&f, path, 0, 0, 0);
+	craft_commit(&f, path, 0, 0, 0);
 	forge_sibling(path, m, crc);
 	delete_meets_a_bad_sibling(path);
 	tu_rmdir(dir);
@@ -471,7 +422,7 @@ static void deleting_a_leaf_of_big_keys_removes_it(void **state)
 static void a_value_another_writer_inlined_survives_compaction(void **state)
 {
 	(void)state;
-	static forge f;
+	static craft f;
 	uint8_t p[512], val[200];
 	uint32_t crc;
 	keel_view v;
@@ -480,7 +431,7 @@ static void a_value_another_writer_inlined_survives_compaction(void **state)
 
 	for (size_t i = 0; i < sizeof(val); i++)
 		val[i] = (uint8_t)(i * 7 + 1);
-	forge_begin(&f, path);
+	craft_begin(&f, path);
 	const uint8_t *k = (const uint8_t *)"kx";
 	uint32_t eo = keel_node_begin(p, 0, 2, k, 1, k + 1, 1);
 	keel_leaf_ent le = {.key = k, .klen = 1, .rev = 1,
@@ -491,8 +442,8 @@ static void a_value_another_writer_inlined_survives_compaction(void **state)
 	                     .vlen = sizeof(val)};
 	keel_node_set_slot(p, 1, eo, k + 1, 1);
 	eo += keel_leaf_ent_encode(p + eo, &le);
-	uint64_t root = forge_record(&f, KEEL_REC_LEAF, p, eo, &crc);
-	forge_commit(&f, path, root, crc, 2);
+	uint64_t root = craft_record(&f, KEEL_REC_LEAF, p, eo, &crc);
+	craft_commit(&f, path, root, crc, 2);
 
 	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
 	assert_int_equal(keel_compact(db), KEEL_OK);
@@ -518,7 +469,7 @@ static void a_value_another_writer_inlined_survives_compaction(void **state)
 static void a_leaf_whose_entry_lies_in_its_slots_is_read(void **state)
 {
 	(void)state;
-	static forge f;
+	static craft f;
 	static const uint8_t slot[6] = {2, 3, 3, 2, 0, 0}; /* 770 LE, 515 LE */
 	uint8_t p[1314];
 	uint32_t crc;
@@ -535,9 +486,9 @@ static void a_leaf_whose_entry_lies_in_its_slots_is_read(void **state)
 	assert_int_equal(keel_node_entries_at(217, 4), sizeof(p));
 	assert_int_equal(keel_node_ent_check(p, sizeof(p), true, 0), 543);
 	assert_true(keel_node_index_valid(p, sizeof(p)));
-	forge_begin(&f, path);
-	uint64_t root = forge_record(&f, KEEL_REC_LEAF, p, sizeof(p), &crc);
-	forge_commit(&f, path, root, crc, 1);
+	craft_begin(&f, path);
+	uint64_t root = craft_record(&f, KEEL_REC_LEAF, p, sizeof(p), &crc);
+	craft_commit(&f, path, root, crc, 1);
 
 	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
 	assert_int_equal(keel_get(db, "z", 1, &v), KEEL_ENOTFOUND);
