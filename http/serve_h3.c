@@ -1137,7 +1137,13 @@ static int conn_write(struct h3_conn *hc)
 		sent++;
 	}
 	batch_send(sh, &b);
-	ngtcp2_conn_update_pkt_tx_time(hc->quic, ts);
+	/* no pacing before the handshake is done: ngtcp2 0.12 paces from
+	 * the first datagram at its guess of a 333 ms RTT, which held the
+	 * server's second handshake datagram back ~25 ms; the flight is
+	 * bounded by the initial window and the 3x anti-amplification
+	 * limit, a burst RFC 9002 7.7 allows */
+	if (ngtcp2_conn_get_handshake_completed(hc->quic))
+		ngtcp2_conn_update_pkt_tx_time(hc->quic, ts);
 	return 0;
 }
 
