@@ -77,6 +77,8 @@
  *   a socket whose kernel refused it (EIO, EINVAL).  Datagrams are 1200
  *   bytes until ngtcp2's path MTU discovery proves 1452 (IPv4 in a
  *   1500-byte MTU); a 1 MiB answer takes about 30 sendmsg calls, not 900.
+ *   Pacing starts once the handshake is done (ngtcp2 0.12 would pace
+ *   the first flight at its 333 ms RTT guess: ~23 ms a new connection).
  *
  * NOT YET (issue 30): the closing
  * period (one CONNECTION_CLOSE is sent, then the state is freed), GRO
