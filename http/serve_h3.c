@@ -32,7 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <linux/udp.h> /* UDP_SEGMENT */
+#include <linux/udp.h> /* UDP_SEGMENT, UDP_GRO */
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -1463,19 +1463,24 @@ void h3_input(struct serve_shard *sh)
 	int i;
 
 	for (i = 0; i < H3_RX_BATCH; i++) {
-		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		union {
+			char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			         CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
 		struct sockaddr_in remote, local = sh->srv->cfg.addr;
 		struct iovec iov = {sh->scratch, SERVE_SCRATCH};
 		struct msghdr mh = {0};
 		struct cmsghdr *cm;
-		ssize_t n;
+		ssize_t n, off;
+		int seg = 0;
 
 		mh.msg_name = &remote;
 		mh.msg_namelen = sizeof remote;
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof cbuf.buf;
 		n = recvmsg(sh->ufd, &mh, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1488,9 +1493,21 @@ void h3_input(struct serve_shard *sh)
 				struct in_pktinfo pi;
 				memcpy(&pi, CMSG_DATA(cm), sizeof pi);
 				local.sin_addr = pi.ipi_addr;
+			} else if (cm->cmsg_level == IPPROTO_UDP &&
+			           cm->cmsg_type == UDP_GRO) {
+				memcpy(&seg, CMSG_DATA(cm), sizeof seg);
 			}
-		datagram(sh, &local, &remote, (const uint8_t *)sh->scratch,
-		         (size_t)n, &pending);
+		if (seg <= 0 || seg > n)
+			seg = (int)n; /* one datagram, not a GRO train */
+		/* a GRO train: datagrams of SEG bytes (the last may be
+		 * shorter) that the kernel joined, one flow's, in order */
+		off = 0;
+		do {
+			datagram(sh, &local, &remote,
+			         (const uint8_t *)sh->scratch + off,
+			         (size_t)(n - off < seg ? n - off : seg), &pending);
+			off += seg;
+		} while (off < n);
 	}
 	if (pending)
 		conn_flush(pending);
@@ -1542,6 +1559,9 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0 ||
 	    bind(fd, (const struct sockaddr *)addr, sizeof *addr) < 0)
 		goto out_close;
+	/* UDP_GRO: a flow's datagrams may come joined (h3_input splits
+	 * them); a kernel without it hands them one by one, as before */
+	(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
 	sh->ufd = fd;
 	/* level-triggered: h3_input reads a batch, then lets others run */
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

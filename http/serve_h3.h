@@ -77,12 +77,14 @@
  *   a socket whose kernel refused it (EIO, EINVAL).  Datagrams are 1200
  *   bytes until ngtcp2's path MTU discovery proves 1452 (IPv4 in a
  *   1500-byte MTU); a 1 MiB answer takes about 30 sendmsg calls, not 900.
+ *   The socket has UDP_GRO: datagrams of one flow the kernel joined
+ *   come in one recvmsg, and h3_input cuts them apart again.
  *   Pacing starts once the handshake is done (ngtcp2 0.12 would pace
  *   the first flight at its 333 ms RTT guess: ~23 ms a new connection).
  *
  * NOT YET (issue 30): the closing
- * period (one CONNECTION_CLOSE is sent, then the state is freed), GRO
- * (each datagram is one recvmsg), version negotiation (other versions are dropped), reloading the
+ * period (one CONNECTION_CLOSE is sent, then the state is freed), version
+ * negotiation (other versions are dropped), reloading the
  * certificate on SIGHUP (QUIC keeps the startup pair).
  */
 #ifndef SERVE_H3_H
