@@ -32,6 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <linux/udp.h> /* UDP_SEGMENT, UDP_GRO */
+
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <nghttp3/nghttp3.h>
@@ -41,7 +43,11 @@
 
 #define H3_BUCKETS 1024   /* the shard's connection-ID table (power of 2) */
 #define H3_PKT_MAX 1500   /* one datagram we send                        */
+#define H3_UDP_PAYLOAD_MAX 1452 /* what path MTU discovery may reach     */
 #define H3_TX_BURST 64    /* datagrams per conn_write before pacing       */
+/* datagrams one sendmsg carries (UDP_SEGMENT): 40 of H3_PKT_MAX stay
+ * under the 65507 bytes of one UDP send and the kernel's 64 segments */
+#define H3_GSO_SEGS 40
 #define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
@@ -103,6 +109,8 @@ struct h3_conn {
 struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
 	int handshaking;                /* connections not past handshake   */
+	int no_gso;                     /* the kernel refused UDP_SEGMENT   */
+	uint8_t tx[H3_GSO_SEGS * H3_PKT_MAX]; /* conn_write's datagrams    */
 	struct h3_conn *conns;
 	struct h3_cid *buckets[H3_BUCKETS];
 };
@@ -885,37 +893,98 @@ static const ngtcp2_callbacks quic_callbacks = {
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* Sends one datagram of LEN bytes along PATH (from its local address:
- * the socket may be bound to 0.0.0.0).  A full socket buffer drops it:
- * QUIC takes it for lost and sends again. */
+/* Control data for one send: IP_PKTINFO and UDP_SEGMENT. */
+union h3_cmsgs {
+	char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+
+/* MH addressed along PATH: to its remote, from its local address (the
+ * socket may be bound to 0.0.0.0) through an IP_PKTINFO in CB. */
+static void msg_path(struct msghdr *mh, union h3_cmsgs *cb,
+                     const ngtcp2_path *path)
+{
+	struct in_pktinfo pi = {0};
+	struct cmsghdr *cm;
+
+	memset(cb, 0, sizeof *cb);
+	mh->msg_name = path->remote.addr;
+	mh->msg_namelen = path->remote.addrlen;
+	mh->msg_control = cb->buf;
+	mh->msg_controllen = sizeof cb->buf; /* for CMSG_FIRSTHDR */
+	if (!path->local.addr || path->local.addr->sa_family != AF_INET) {
+		mh->msg_controllen = 0;
+		return;
+	}
+	cm = CMSG_FIRSTHDR(mh);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_PKTINFO;
+	cm->cmsg_len = CMSG_LEN(sizeof pi);
+	pi.ipi_spec_dst = ((struct sockaddr_in *)path->local.addr)->sin_addr;
+	memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+	mh->msg_controllen = CMSG_SPACE(sizeof pi);
+}
+
+static ssize_t msg_send(int fd, const struct msghdr *mh)
+{
+	ssize_t r;
+
+	do
+		r = sendmsg(fd, mh, 0);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* Sends one datagram of LEN bytes along PATH.  A full socket buffer
+ * drops it: QUIC takes it for lost and sends again. */
 static void send_datagram(struct serve_shard *sh, const ngtcp2_path *path,
                           const uint8_t *buf, size_t len)
 {
-	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
 	struct iovec iov = {(void *)buf, len};
 	struct msghdr mh = {0};
-	struct cmsghdr *cm;
-	struct in_pktinfo pi = {0};
-	ssize_t r;
+	union h3_cmsgs cb;
 
-	mh.msg_name = path->remote.addr;
-	mh.msg_namelen = path->remote.addrlen;
+	msg_path(&mh, &cb, path);
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
-	if (path->local.addr && path->local.addr->sa_family == AF_INET) {
-		memset(cbuf, 0, sizeof cbuf);
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof pi);
-		pi.ipi_spec_dst = ((struct sockaddr_in *)path->local.addr)->sin_addr;
-		memcpy(CMSG_DATA(cm), &pi, sizeof pi);
-	}
-	do
-		r = sendmsg(sh->ufd, &mh, 0);
-	while (r < 0 && errno == EINTR);
+	msg_send(sh->ufd, &mh);
+}
+
+/*
+ * Sends LEN bytes of datagrams along PATH, each SEG bytes but the last:
+ * one sendmsg whose UDP_SEGMENT has the kernel cut them (GSO), so that
+ * the stack is walked once per batch rather than per datagram.  A
+ * kernel or device that refuses it (EIO: no checksum offload; EINVAL)
+ * gets them one a call, from now on for this socket.
+ */
+static void send_datagrams(struct serve_shard *sh, const ngtcp2_path *path,
+                           const uint8_t *buf, size_t len, size_t seg)
+{
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr mh = {0};
+	union h3_cmsgs cb;
+	struct cmsghdr *cm;
+	uint16_t gso = (uint16_t)seg;
+	size_t off, ctl;
+
+	if (len <= seg || sh->h3->no_gso)
+		goto one_by_one;
+	msg_path(&mh, &cb, path);
+	ctl = mh.msg_controllen;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_controllen = ctl + CMSG_SPACE(sizeof gso);
+	cm = (struct cmsghdr *)(cb.buf + ctl); /* after IP_PKTINFO, if any */
+	cm->cmsg_level = IPPROTO_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof gso);
+	memcpy(CMSG_DATA(cm), &gso, sizeof gso);
+	if (msg_send(sh->ufd, &mh) >= 0 || (errno != EIO && errno != EINVAL))
+		return;
+	sh->h3->no_gso = 1;
+one_by_one:
+	for (off = 0; off < len; off += seg)
+		send_datagram(sh, path, buf + off, len - off < seg ? len - off : seg);
 }
 
 /* The connection ends: one CONNECTION_CLOSE unless SILENT (idle,
@@ -960,21 +1029,68 @@ static nghttp3_ssize http_pending(struct h3_conn *hc, int64_t *id, int *fin,
 	return nghttp3_conn_writev_stream(hc->http, id, fin, vec, cnt);
 }
 
+/* One connection's datagrams in the shard's tx buffer, on their way to
+ * one send_datagrams: LEN bytes so far, N datagrams of SEG bytes along
+ * PS (the last of a batch may be shorter; a longer one, such as a path
+ * MTU probe, starts a batch of its own). */
+struct h3_batch {
+	ngtcp2_path_storage ps;
+	size_t len, seg;
+	int n;
+};
+
+/* Sends B's datagrams and empties it. */
+static void batch_send(struct serve_shard *sh, struct h3_batch *b)
+{
+	if (b->len > 0)
+		send_datagrams(sh, &b->ps.path, sh->h3->tx, b->len, b->seg);
+	b->len = 0;
+	b->n = 0;
+}
+
+/* Adds the datagram of N bytes that ngtcp2 wrote at the end of B (in
+ * the shard's tx buffer) along PATH, sending what must go first or what
+ * cannot grow. */
+static void batch_add(struct serve_shard *sh, struct h3_batch *b,
+                      const ngtcp2_path *path, size_t n)
+{
+	uint8_t *tx = sh->h3->tx;
+	int cap = sh->h3->no_gso ? 1 : H3_GSO_SEGS;
+
+	if (b->n > 0 && (n > b->seg || !ngtcp2_path_eq(path, &b->ps.path))) {
+		size_t at = b->len;
+
+		batch_send(sh, b);
+		memmove(tx, tx + at, n);
+	}
+	if (b->n == 0) {
+		ngtcp2_path_copy(&b->ps.path, path);
+		b->seg = n;
+	}
+	b->len += n;
+	b->n++;
+	if (n < b->seg || b->n >= cap)
+		batch_send(sh, b);
+}
+
 /* Sends what ngtcp2 and nghttp3 have, up to H3_TX_BURST datagrams (the
- * rest when ngtcp2's pacing timer says, h3_timers).  Returns 0, or -1
- * when the connection was closed. */
+ * rest when ngtcp2's pacing timer says, h3_timers), batched for GSO.
+ * Returns 0, or -1 when the connection was closed. */
 static int conn_write(struct h3_conn *hc)
 {
+	struct serve_shard *sh = hc->c->shard;
 	ngtcp2_tstamp ts = now_ns();
 	ngtcp2_path_storage ps;
 	ngtcp2_pkt_info pi;
-	uint8_t buf[H3_PKT_MAX];
-	size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(hc->quic);
+	struct h3_batch b = {.len = 0};
+	/* the largest datagram ngtcp2 may write: a path MTU probe's size */
+	size_t max = ngtcp2_conn_get_max_tx_udp_payload_size(hc->quic);
 	int sent = 0;
 
-	if (max > sizeof buf)
-		max = sizeof buf;
+	if (max > H3_PKT_MAX)
+		max = H3_PKT_MAX;
 	ngtcp2_path_storage_zero(&ps);
+	ngtcp2_path_storage_zero(&b.ps);
 	while (sent < H3_TX_BURST) {
 		nghttp3_vec vec[16];
 		int64_t id;
@@ -990,10 +1106,10 @@ static int conn_write(struct h3_conn *hc)
 		}
 		if (fin)
 			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-		n = ngtcp2_conn_writev_stream(hc->quic, &ps.path, &pi, buf, max,
-		                              &taken, flags, id,
-		                              (const ngtcp2_vec *)vec, (size_t)nv,
-		                              ts);
+		n = ngtcp2_conn_writev_stream(hc->quic, &ps.path, &pi,
+		                              sh->h3->tx + b.len, max, &taken,
+		                              flags, id, (const ngtcp2_vec *)vec,
+		                              (size_t)nv, ts);
 		if (n < 0) {
 			if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
 				nghttp3_conn_block_stream(hc->http, id);
@@ -1017,10 +1133,17 @@ static int conn_write(struct h3_conn *hc)
 		}
 		if (n == 0)
 			break; /* nothing more, or congestion-limited */
-		send_datagram(hc->c->shard, &ps.path, buf, (size_t)n);
+		batch_add(sh, &b, &ps.path, (size_t)n);
 		sent++;
 	}
-	ngtcp2_conn_update_pkt_tx_time(hc->quic, ts);
+	batch_send(sh, &b);
+	/* no pacing before the handshake is done: ngtcp2 0.12 paces from
+	 * the first datagram at its guess of a 333 ms RTT, which held the
+	 * server's second handshake datagram back ~25 ms; the flight is
+	 * bounded by the initial window and the 3x anti-amplification
+	 * limit, a burst RFC 9002 7.7 allows */
+	if (ngtcp2_conn_get_handshake_completed(hc->quic))
+		ngtcp2_conn_update_pkt_tx_time(hc->quic, ts);
 	return 0;
 }
 
@@ -1196,7 +1319,9 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	settings.initial_ts = now_ns();
 	settings.handshake_timeout = (ngtcp2_duration)srv->cfg.header_timeout_ms *
 	                             NGTCP2_MILLISECONDS;
-	settings.no_pmtud = 1; /* our datagrams stay at the safe size */
+	/* 1200 bytes until path MTU discovery (RFC 9000 14.3) has proven
+	 * more, up to ngtcp2's 1452: IPv4 in a 1500-byte Ethernet MTU */
+	settings.max_tx_udp_payload_size = H3_UDP_PAYLOAD_MAX;
 	if (validated) /* the 3x anti-amplification limit is lifted */
 		settings.token = hd.token;
 	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
@@ -1274,11 +1399,25 @@ static void tls_release(struct h3_conn *hc)
 	hc->tls = NULL;
 }
 
-/* One datagram from REMOTE to LOCAL.  Not QUIC, or not for a connection
- * of ours and not an acceptable Initial: dropped. */
+/* HC read datagrams: what it has to send goes, and its requests move. */
+static void conn_flush(struct h3_conn *hc)
+{
+	if (conn_write(hc) == 0)
+		serve_conn_progress(hc->c);
+}
+
+/*
+ * One datagram from REMOTE to LOCAL.  Not QUIC, or not for a connection
+ * of ours and not an acceptable Initial: dropped.  *PENDING is the
+ * connection that read the datagrams before it and has not written
+ * since: it writes first when this one is for another, and this one's
+ * connection becomes *PENDING (NULL once closed), so that a run of
+ * acknowledgements from one client makes one conn_write, with the
+ * whole window they opened in few sends.
+ */
 static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
                      struct sockaddr_in *remote, const uint8_t *pkt,
-                     size_t len)
+                     size_t len, struct h3_conn **pending)
 {
 	ngtcp2_path path = {
 		{(ngtcp2_sockaddr *)local, sizeof *local},
@@ -1295,6 +1434,10 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	    ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
 		return; /* not QUIC, or a version we do not speak */
 	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	if (*pending && *pending != hc) {
+		conn_flush(*pending);
+		*pending = NULL;
+	}
 	if (hc == NULL) {
 		if (!(pkt[0] & 0x80)) { /* a short header: not ours (now) */
 			stateless_reset(sh, &path, vc.dcid, len);
@@ -1304,39 +1447,45 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 		if (hc == NULL)
 			return;
 	}
+	*pending = NULL;
 	rv = ngtcp2_conn_read_pkt(hc->quic, &path, &pi, pkt, len, now_ns());
 	if (rv != 0) {
 		conn_fail(hc, rv);
 		return;
 	}
 	tls_release(hc); /* not in on_handshake_done: GnuTLS is on the stack */
-	if (conn_write(hc) == 0)
-		serve_conn_progress(hc->c);
+	*pending = hc;
 }
 
 void h3_input(struct serve_shard *sh)
 {
+	struct h3_conn *pending = NULL;
 	int i;
 
 	for (i = 0; i < H3_RX_BATCH; i++) {
-		char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		union {
+			char buf[CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			         CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cbuf;
 		struct sockaddr_in remote, local = sh->srv->cfg.addr;
 		struct iovec iov = {sh->scratch, SERVE_SCRATCH};
 		struct msghdr mh = {0};
 		struct cmsghdr *cm;
-		ssize_t n;
+		ssize_t n, off;
+		int seg = 0;
 
 		mh.msg_name = &remote;
 		mh.msg_namelen = sizeof remote;
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof cbuf;
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof cbuf.buf;
 		n = recvmsg(sh->ufd, &mh, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return; /* EAGAIN: the socket is level-triggered */
+			break; /* EAGAIN: the socket is level-triggered */
 		if (mh.msg_namelen != sizeof remote || remote.sin_family != AF_INET)
 			continue;
 		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
@@ -1344,10 +1493,24 @@ void h3_input(struct serve_shard *sh)
 				struct in_pktinfo pi;
 				memcpy(&pi, CMSG_DATA(cm), sizeof pi);
 				local.sin_addr = pi.ipi_addr;
+			} else if (cm->cmsg_level == IPPROTO_UDP &&
+			           cm->cmsg_type == UDP_GRO) {
+				memcpy(&seg, CMSG_DATA(cm), sizeof seg);
 			}
-		datagram(sh, &local, &remote, (const uint8_t *)sh->scratch,
-		         (size_t)n);
+		if (seg <= 0 || seg > n)
+			seg = (int)n; /* one datagram, not a GRO train */
+		/* a GRO train: datagrams of SEG bytes (the last may be
+		 * shorter) that the kernel joined, one flow's, in order */
+		off = 0;
+		do {
+			datagram(sh, &local, &remote,
+			         (const uint8_t *)sh->scratch + off,
+			         (size_t)(n - off < seg ? n - off : seg), &pending);
+			off += seg;
+		} while (off < n);
 	}
+	if (pending)
+		conn_flush(pending);
 }
 
 int h3_timers(struct serve_shard *sh, int limit)
@@ -1396,6 +1559,9 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0 ||
 	    bind(fd, (const struct sockaddr *)addr, sizeof *addr) < 0)
 		goto out_close;
+	/* UDP_GRO: a flow's datagrams may come joined (h3_input splits
+	 * them); a kernel without it hands them one by one, as before */
+	(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
 	sh->ufd = fd;
 	/* level-triggered: h3_input reads a batch, then lets others run */
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

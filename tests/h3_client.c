@@ -28,6 +28,13 @@
  * one line at the end, "N requests, A answered, S 2xx in T s: R/s",
  * timed from the handshake's end to the last answer.  The 10 s deadline
  * then counts from the latest answer.
+ *
+ * -N N (bench/http/h3.sh, new connections): N connections one after
+ * another, each a full 1-RTT handshake (no resumption: the server issues
+ * no session tickets) and one request, closed with H3_NO_ERROR once its
+ * answer is whole; one line at the end, "N connections, A answered, S
+ * 2xx in T s: R/s", timed from the first connection's start to the last
+ * one's close.  Each connection has its own 10 s deadline.
  */
 #include <errno.h>
 #include <poll.h>
@@ -482,7 +489,11 @@ static int client_write(struct client *cl)
 		if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != EAGAIN)
 			return -1;
 	}
-	ngtcp2_conn_update_pkt_tx_time(cl->quic, ts);
+	/* not before the handshake is done: ngtcp2 0.12 paces from the
+	 * first Initial at its guess of a 333 ms RTT, which held our
+	 * Finished back ~20 ms (serve_h3.c conn_write does the same) */
+	if (ngtcp2_conn_get_handshake_completed(cl->quic))
+		ngtcp2_conn_update_pkt_tx_time(cl->quic, ts);
 	return 0;
 }
 
@@ -544,8 +555,70 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K] [-i MS]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS]\n");
 	return 2;
+}
+
+/* Ends CL: a CONNECTION_CLOSE with H3_NO_ERROR when CLOSE (so that the
+ * server frees the connection now, not at its idle timeout), then its
+ * state. */
+static void client_free(struct client *cl, int close_it)
+{
+	ngtcp2_connection_close_error ccerr;
+	ngtcp2_path_storage ps;
+	uint8_t buf[H3C_PKT];
+	ngtcp2_ssize n;
+
+	if (close_it) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
+		ngtcp2_path_storage_zero(&ps);
+		n = ngtcp2_conn_write_connection_close(cl->quic, &ps.path, NULL, buf,
+		                                       sizeof buf, &ccerr, now_ns());
+		if (n > 0)
+			send(cl->fd, buf, (size_t)n, 0);
+	}
+	if (cl->http)
+		nghttp3_conn_del(cl->http);
+	ngtcp2_conn_del(cl->quic);
+	if (cl->tls)
+		gnutls_deinit(cl->tls);
+	if (cl->cred)
+		gnutls_certificate_free_credentials(cl->cred);
+	if (cl->fd >= 0)
+		close(cl->fd);
+}
+
+/* -N: CONNS connections one after another, each with TMPL's one request
+ * (TMPL->bench_n is 1: nothing printed, 2xx counted).  Returns 0 when
+ * every one got its whole answer, else 1. */
+static int conns_run(const struct client *tmpl, int port, int conns)
+{
+	static struct client cl;
+	ngtcp2_tstamp t0 = now_ns();
+	int i, rc = 0, answered = 0, ok = 0;
+	double secs;
+
+	for (i = 0; i < conns; i++) {
+		int r;
+
+		cl = *tmpl;
+		cl.fd = -1;
+		r = client_open(&cl, port) < 0 || client_write(&cl) < 0
+		        ? 1 : client_run(&cl);
+		answered += cl.answered;
+		ok += cl.ok;
+		client_free(&cl, r == 0);
+		if (r) {
+			fprintf(stderr, "h3-client: connection %d failed\n", i + 1);
+			rc = 1;
+			break;
+		}
+	}
+	secs = (double)(now_ns() - t0) / NGTCP2_SECONDS;
+	printf("%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n", conns,
+	       answered, ok, secs, secs > 0 ? answered / secs : 0.0);
+	return rc;
 }
 
 static void field(struct client *cl, const char *n, size_t nl, const char *v,
@@ -559,7 +632,7 @@ int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
-	int i, rc, initial_only_ms = 0;
+	int i, rc, initial_only_ms = 0, conns = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -577,6 +650,10 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
 			cl.bench_n = atoi(argv[++i]);
 			if (cl.bench_n < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-N") == 0 && i + 1 < argc) {
+			conns = atoi(argv[++i]);
+			if (conns < 1)
 				return usage();
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
@@ -601,6 +678,12 @@ int main(int argc, char **argv)
 		} else {
 			return usage();
 		}
+	}
+	if (conns) {
+		if (cl.bench_n || initial_only_ms || cl.hold_ms || cl.bad_token)
+			return usage();
+		cl.bench_n = 1;
+		return conns_run(&cl, atoi(argv[1]), conns);
 	}
 	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
 		fprintf(stderr, "h3-client: cannot start the connection\n");

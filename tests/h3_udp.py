@@ -8,6 +8,12 @@ socket on 127.0.0.1:PORT (tests/h3_udp.sh).  KIND:
             bytes, versions we do not speak
   initial   well-formed QUIC v1 Initial headers (1200 bytes, 8-byte IDs)
             whose payload is random, so it does not decrypt
+  gro       COUNT 60-byte short-header packets for no connection, sent
+            joined in one sendmsg with UDP_SEGMENT (so that a server
+            socket with UDP_GRO may read them as one buffer): prints
+            "replies N", the stateless resets that came within 2 s of
+            the last, one for each packet the server told apart; "no
+            gso" where the kernel refuses UDP_SEGMENT
   reset     one 60-byte and one 21-byte short-header packet for no
             connection, each waited on (up to 8 s, 2 s): prints "reply N
             0xFIRSTBYTE" or "no reply" for each (a stateless reset: 42
@@ -63,12 +69,36 @@ def resets(s, port, rng):
     return 0
 
 
+def gro(s, port, count, rng):
+    s.connect(("127.0.0.1", port))
+    train = b"".join(bytes([0x40 | rng.getrandbits(6)]) + bytes(
+        rng.getrandbits(8) for _ in range(59)) for _ in range(count))
+    try:
+        # SOL_UDP (17), UDP_SEGMENT (103): the kernel cuts 60-byte datagrams
+        s.sendmsg([train], [(17, 103, (60).to_bytes(2, sys.byteorder))])
+    except OSError:
+        print("no gso")
+        return 0
+    got = 0
+    s.settimeout(2.0)
+    try:
+        while got < count:
+            s.recv(2048)
+            got += 1
+    except socket.timeout:
+        pass
+    print("replies %d" % got)
+    return 0
+
+
 def main():
     port, kind, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     rng = random.Random(kind + str(count))
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     if kind == "reset":
         return resets(s, port, rng)
+    if kind == "gro":
+        return gro(s, port, count, rng)
     for _ in range(count):
         if kind == "garbage":
             n = rng.randrange(0, 1500)

@@ -4,7 +4,8 @@
 # no connection, broken long headers (cut short, absurd lengths, 255-byte
 # connection IDs, unknown versions), then well-formed Initials whose
 # payload does not decrypt, more of them than --max-conns; a stateless
-# reset for an unknown short header.  Checked: the
+# reset for an unknown short header, and one for each of 8 that come
+# joined (UDP_GRO).  Checked: the
 # server lives on and serves HTTPS between the floods; the Initials keep
 # no connection (TCP is served long before the handshake deadline);
 # SIGTERM ends it cleanly (under ASan: no leak, no error).  Datagrams are sent to
@@ -62,6 +63,18 @@ served_again() {
 	done
 	return 1
 }
+
+# UDP_GRO: 8 short-header packets for no connection sent joined (one
+# sendmsg, UDP_SEGMENT) may reach the server's socket as one buffer; it
+# must tell them apart, a stateless reset each (before the floods, which
+# spend the sweep's resets)
+python3 "$HERE/h3_udp.py" "$PORT" gro 8 >"$T/gro"
+if grep -q 'no gso' "$T/gro"; then
+	echo "skip datagrams sent joined (the kernel refuses UDP_SEGMENT)"
+else
+	expect "8 datagrams sent joined (GSO): 8 stateless resets" \
+		"replies 8" "$(cat "$T/gro")"
+fi
 
 for kind in garbage short long; do
 	python3 "$HERE/h3_udp.py" "$PORT" $kind 3000

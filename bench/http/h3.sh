@@ -8,6 +8,16 @@
 #   get64  GET of a 64-byte document, $GET_N requests, $GET_K at a time
 #   get1m  GET of a 1 MiB document, $BIG_N requests, one at a time
 #   put16  durable PUT of 16 bytes, $PUT_N requests, $PUT_K at a time
+#   conn   new connections: $CONN_N connections, $CONN_K at a time, each
+#          a full handshake and one GET of the 64-byte document, then
+#          closed.  1-RTT handshakes only: keel-serve issues no session
+#          tickets over either protocol's TLS here, so no resumption.
+#          HTTP/3: $CONN_K h3-client -N processes, each its share one
+#          after another; HTTP/2: h2load -c K -n K (each client one
+#          request on its own connection), run $CONN_N/$CONN_K times.
+#          The rate is connections over the wall time of the whole part
+#          (h2load's start-up per K is in it); per CPU-s is the figure to
+#          compare.
 #
 # HTTP/3 through the project's client (build/h3-client -n N -c K, which
 # times from the handshake's end to the last answer), HTTP/2 through
@@ -24,7 +34,7 @@ set -u
 RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
 . "$(dirname "$0")/../results.sh"
 results_begin "bash $0" "$@"
-results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K TESTS SERVER_CPU LOAD_CPU
+results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K CONN_N CONN_K TESTS SERVER_CPU LOAD_CPU
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
 GET_N=${GET_N:-50000}
@@ -32,7 +42,9 @@ GET_K=${GET_K:-10}
 BIG_N=${BIG_N:-200}
 PUT_N=${PUT_N:-20000}
 PUT_K=${PUT_K:-64}
-TESTS=${TESTS:-get64 get1m put16}
+CONN_N=${CONN_N:-1000}
+CONN_K=${CONN_K:-4}
+TESTS=${TESTS:-get64 get1m put16 conn}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h3.XXXXXX)}
@@ -87,9 +99,13 @@ measure() {
 	local part=$1 proto=$2 n=$3 t0 t1 out rate ok secs cpu_rate
 	shift 3
 	t0=$(cpu_ticks "$SPID")
-	out=$(taskset -c "$LOAD_CPU" "$@" 2>&1)
+	if [ "$part" = conn ]; then # conns pins its clients itself
+		out=$("$@" 2>&1)
+	else
+		out=$(taskset -c "$LOAD_CPU" "$@" 2>&1)
+	fi
 	t1=$(cpu_ticks "$SPID")
-	if [ "$proto" = h3 ]; then
+	if [ "$proto" = h3 ] || [ "$part" = conn ]; then
 		rate=$(sed -n 's/.*: \([0-9]*\)\/s$/\1/p' <<<"$out")
 		ok=$(sed -n 's/.*answered, \([0-9]*\) 2xx.*/\1/p' <<<"$out")
 	else
@@ -104,6 +120,32 @@ measure() {
 	echo "$part $proto ${rate:-0} $cpu_rate" >>"$DIR/results"
 }
 
+# conns PROTO -- $CONN_N new connections, $CONN_K at a time, one GET each;
+# prints "N connections, A answered, S 2xx in T s: R/s" like h3-client
+conns() {
+	local per=$((CONN_N / CONN_K)) t0 t1 i
+	t0=$(date +%s%N)
+	if [ "$1" = h3 ]; then
+		for i in $(seq "$CONN_K"); do
+			taskset -c "$LOAD_CPU" "$H3" "$PORT" GET /doc -N "$per" &
+		done
+		wait
+	else
+		for i in $(seq "$per"); do
+			taskset -c "$LOAD_CPU" h2load -t 1 -c "$CONN_K" -m 1 -n "$CONN_K" \
+				"https://127.0.0.1:$PORT/doc" | sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1 2xx/p'
+		done
+	fi | awk -v n=$((per * CONN_K)) -v t0="$t0" '
+		/connections,/ { a += $3; s += $5 }
+		/^[0-9]+ 2xx$/ { a += $1; s += $1 }
+		END {
+			"date +%s%N" | getline t1; t = (t1 - t0) / 1e9
+			r = t > 0 ? a / t : 0
+			printf "%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n",
+				n, a, s, t, r
+		}'
+}
+
 # part PART PROTO -- one part over one protocol
 part() {
 	local url="https://127.0.0.1:$PORT"
@@ -112,6 +154,8 @@ part() {
 	"get64 h2") measure get64 h2 "$GET_N" h2load -t 1 -c 1 -m "$GET_K" -n "$GET_N" "$url/doc" ;;
 	"get1m h3") measure get1m h3 "$BIG_N" "$H3" "$PORT" GET /big -n "$BIG_N" -c 1 ;;
 	"get1m h2") measure get1m h2 "$BIG_N" h2load -t 1 -c 1 -m 1 -n "$BIG_N" "$url/big" ;;
+	"conn h3") measure conn h3 $((CONN_N / CONN_K * CONN_K)) conns h3 ;;
+	"conn h2") measure conn h2 $((CONN_N / CONN_K * CONN_K)) conns h2 ;;
 	"put16 h3") measure put16 h3 "$PUT_N" "$H3" "$PORT" PUT /p -d "$(cat "$DIR/v16")" \
 		-n "$PUT_N" -c "$PUT_K" ;;
 	"put16 h2") measure put16 h2 "$PUT_N" h2load -t 1 -c 1 -m "$PUT_K" -n "$PUT_N" \
@@ -134,13 +178,14 @@ done
 
 {
 	echo
-	echo "| one connection | HTTP/3 /s | h2+TLS /s | ratio | HTTP/3 per CPU-s | h2+TLS per CPU-s | ratio |"
+	echo "| part | HTTP/3 /s | h2+TLS /s | ratio | HTTP/3 per CPU-s | h2+TLS per CPU-s | ratio |"
 	echo "|---|---|---|---|---|---|---|"
 	for t in $TESTS; do
 		case $t in
 		get64) label="GET 64 B, $GET_N requests, $GET_K streams at a time" ;;
 		get1m) label="GET 1 MiB, $BIG_N requests, 1 stream at a time" ;;
 		put16) label="durable PUT 16 B, $PUT_N requests, $PUT_K streams at a time" ;;
+		conn) label="new connections (1-RTT, one GET 64 B each), $((CONN_N / CONN_K * CONN_K)) connections, $CONN_K at a time" ;;
 		esac
 		awk -v t="$t" -v label="$label" '
 			$1 == t { n[$2]++; r[$2] += $3; c[$2] += $4 }
@@ -158,6 +203,9 @@ done
 	echo "same port) pinned to CPU $SERVER_CPU; the clients, build/h3-client -n N -c K and"
 	echo "h2load ($(h2load --version 2>/dev/null | head -n 1)) -c 1 -m K -n N, to CPU $LOAD_CPU;"
 	echo "per CPU-s: answers per second of the server's CPU time (utime + stime); parts: $TESTS."
+	want conn && echo "New connections: $CONN_K h3-client -N processes against h2load -c $CONN_K -n $CONN_K" \
+		"run again and again; 1-RTT handshakes only (no session tickets: no resumption);" \
+		"the rate is over the part's wall time, h2load's start-ups included."
 	cat "$DIR/table.md"
 } >"$DIR/section.md"
 results_write http h3 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"
