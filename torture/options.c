@@ -622,9 +622,9 @@ static const flag_def flags[] = {
 	 "                        h2c by prior knowledge), 4 writers' streams\n"
 	 "                        in flight per connection"},
 	{"--http3", NULL, f_http3,
-	 "--target http over HTTP/3 (QUIC on keel-serve's UDP port; implies\n"
-	 "                        --http-tls' certificate), 4 writers' streams\n"
-	 "                        in flight per connection"},
+	 "--target http over HTTP/3 (QUIC on keel-serve's\n"
+	 "                        UDP port, with --http-tls' certificate),\n"
+	 "                        4 writers' streams in flight per connection"},
 	{"--workload", "CMD", f_workload,
 	 "--target exec: the program to torture (/bin/sh -c; {dir} is\n"
 	 "                        the watched directory; docs/targets.md)"},
