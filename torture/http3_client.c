@@ -20,30 +20,21 @@
  * stream in flight), never a hang.
  *
  * The server's certificate is the one torture made (http_conn.h), trusted
- * alone and checked for IP 127.0.0.1.
+ * alone and checked for IP 127.0.0.1.  The socket, the TLS session and the
+ * send loop are quic_conn.c's, shared with tests/h3_client.c.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <gnutls/gnutls.h>
-#include <nghttp3/nghttp3.h>
-#include <ngtcp2/ngtcp2.h>
-#include <ngtcp2/ngtcp2_crypto.h>
-#include <ngtcp2/ngtcp2_crypto_gnutls.h>
-
 #include "http_writer.h"
+#include "quic_conn.h"
 
 #define H3_BODY_MAX 65536   /* keel-serve answers a write with no body */
-#define H3_PKT 1500         /* one datagram we send                    */
 #define H3_PROBE_MS 5000    /* the set-up probe's handshake deadline   */
 #define H3_PING_MS 50       /* a quiet connection's PING (dead server?) */
 
@@ -63,39 +54,13 @@ typedef struct h3slot {
 } h3slot;
 
 typedef struct h3conn {
-	int fd;                           /* connected UDP socket        */
-	struct sockaddr_in local, remote; /* the path                    */
-	ngtcp2_conn *quic;                /* the QUIC connection         */
-	nghttp3_conn *http;               /* HTTP/3 on it, after handshake */
-	gnutls_session_t tls;             /* its TLS 1.3 session         */
-	gnutls_certificate_credentials_t cred; /* the pinned certificate */
-	ngtcp2_crypto_conn_ref ref;       /* how the crypto finds quic   */
+	quic_conn q;                      /* the connection (quic_conn.h) */
 	int ready;                        /* handshake done, HTTP/3 bound */
 	int dead;                         /* ECONNREFUSED: server gone   */
 	const char *broken;               /* why the connection broke    */
 	h3slot slot[HTTP3_STREAMS];
 	uint32_t n;                       /* slots in use                */
 } h3conn;
-
-static ngtcp2_tstamp now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (ngtcp2_tstamp)ts.tv_sec * NGTCP2_SECONDS +
-	       (ngtcp2_tstamp)ts.tv_nsec;
-}
-
-static void random_fill(uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t r = getrandom(p, n, 0);
-		if (r > 0) {
-			p += r;
-			n -= (size_t)r;
-		}
-	}
-}
 
 /* ---- HTTP/3 callbacks: SARG is the stream's slot ---------------------- */
 
@@ -137,8 +102,8 @@ static int on_data(nghttp3_conn *hc, int64_t id, const uint8_t *data,
 	(void)hc, (void)data;
 	if (sl && (sl->body += len) > H3_BODY_MAX)
 		sl->why = "answer body over 64 KiB";
-	ngtcp2_conn_extend_max_stream_offset(c->quic, id, len);
-	ngtcp2_conn_extend_max_offset(c->quic, len);
+	ngtcp2_conn_extend_max_stream_offset(c->q.quic, id, len);
+	ngtcp2_conn_extend_max_offset(c->q.quic, len);
 	return 0;
 }
 
@@ -148,8 +113,8 @@ static int on_consume(nghttp3_conn *hc, int64_t id, size_t n, void *arg,
 	h3conn *c = arg;
 
 	(void)hc, (void)sarg;
-	ngtcp2_conn_extend_max_stream_offset(c->quic, id, n);
-	ngtcp2_conn_extend_max_offset(c->quic, n);
+	ngtcp2_conn_extend_max_stream_offset(c->q.quic, id, n);
+	ngtcp2_conn_extend_max_offset(c->q.quic, n);
 	return 0;
 }
 
@@ -173,7 +138,7 @@ static int on_reset(nghttp3_conn *hc, int64_t id, uint64_t code, void *arg,
 	(void)hc;
 	if (sl)
 		sl->why = "the answer broke HTTP/3 (stream reset)";
-	ngtcp2_conn_shutdown_stream(c->quic, id, code);
+	ngtcp2_conn_shutdown_stream(c->q.quic, id, code);
 	return 0;
 }
 
@@ -219,12 +184,12 @@ static int http_bind(h3conn *c)
 	int64_t ctrl, qenc, qdec;
 
 	nghttp3_settings_default(&settings);
-	if (nghttp3_conn_client_new(&c->http, &cb, &settings, NULL, c) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->quic, &ctrl, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->quic, &qenc, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->quic, &qdec, NULL) != 0 ||
-	    nghttp3_conn_bind_control_stream(c->http, ctrl) != 0 ||
-	    nghttp3_conn_bind_qpack_streams(c->http, qenc, qdec) != 0)
+	if (nghttp3_conn_client_new(&c->q.http, &cb, &settings, NULL, c) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->q.quic, &ctrl, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->q.quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->q.quic, &qdec, NULL) != 0 ||
+	    nghttp3_conn_bind_control_stream(c->q.http, ctrl) != 0 ||
+	    nghttp3_conn_bind_qpack_streams(c->q.http, qenc, qdec) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	c->ready = 1;
 	return 0;
@@ -246,9 +211,9 @@ static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
 	nghttp3_ssize n;
 
 	(void)off, (void)sarg;
-	if (!c->http)
+	if (!c->q.http)
 		return 0;
-	n = nghttp3_conn_read_stream(c->http, id, data, len,
+	n = nghttp3_conn_read_stream(c->q.http, id, data, len,
 	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
 	if (n < 0) {
 		c->broken = nghttp3_strerror((int)n);
@@ -265,7 +230,7 @@ static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
 	h3conn *c = arg;
 
 	(void)q, (void)off, (void)sarg;
-	return c->http && nghttp3_conn_add_ack_offset(c->http, id, len) != 0 ?
+	return c->q.http && nghttp3_conn_add_ack_offset(c->q.http, id, len) != 0 ?
 	       NGTCP2_ERR_CALLBACK_FAILURE : 0;
 }
 
@@ -277,8 +242,8 @@ static int on_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,
 	(void)q, (void)sarg;
 	if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
 		code = NGHTTP3_H3_NO_ERROR;
-	if (c->http &&
-	    nghttp3_conn_close_stream(c->http, id, code) == NGHTTP3_ERR_CALLBACK_FAILURE)
+	if (c->q.http &&
+	    nghttp3_conn_close_stream(c->q.http, id, code) == NGHTTP3_ERR_CALLBACK_FAILURE)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	return 0;
 }
@@ -293,8 +258,8 @@ static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
 	(void)q, (void)size, (void)code;
 	if (sl && sl->stream == id && !sl->ended)
 		sl->why = "the server reset the stream";
-	if (c->http)
-		nghttp3_conn_shutdown_stream_read(c->http, id);
+	if (c->q.http)
+		nghttp3_conn_shutdown_stream_read(c->q.http, id);
 	return 0;
 }
 
@@ -304,140 +269,40 @@ static int on_max_stream_data(ngtcp2_conn *q, int64_t id, uint64_t max,
 	h3conn *c = arg;
 
 	(void)q, (void)max, (void)sarg;
-	if (c->http)
-		nghttp3_conn_unblock_stream(c->http, id);
+	if (c->q.http)
+		nghttp3_conn_unblock_stream(c->q.http, id);
 	return 0;
-}
-
-static void on_rand(uint8_t *p, size_t n, const ngtcp2_rand_ctx *ctx)
-{
-	(void)ctx;
-	random_fill(p, n);
-}
-
-static int on_new_cid(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token,
-                      size_t len, void *arg)
-{
-	(void)q, (void)arg;
-	random_fill(cid->data, len);
-	cid->datalen = len;
-	random_fill(token, NGTCP2_STATELESS_RESET_TOKENLEN);
-	return 0;
-}
-
-static const ngtcp2_callbacks quic_cb = {
-	.client_initial = ngtcp2_crypto_client_initial_cb,
-	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
-	.handshake_completed = on_handshake,
-	.encrypt = ngtcp2_crypto_encrypt_cb,
-	.decrypt = ngtcp2_crypto_decrypt_cb,
-	.hp_mask = ngtcp2_crypto_hp_mask_cb,
-	.recv_stream_data = on_stream_data,
-	.acked_stream_data_offset = on_acked,
-	.stream_close = on_stream_close,
-	.recv_retry = ngtcp2_crypto_recv_retry_cb,
-	.rand = on_rand,
-	.get_new_connection_id = on_new_cid,
-	.update_key = ngtcp2_crypto_update_key_cb,
-	.stream_reset = on_stream_reset,
-	.extend_max_stream_data = on_max_stream_data,
-	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
-	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
-	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
-	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
-};
-
-static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
-{
-	return ((h3conn *)ref->user_data)->quic;
 }
 
 /* ---- the connection --------------------------------------------------- */
 
-/* The TLS session: TLS 1.3, ALPN h3, trusting CERT alone for 127.0.0.1. */
-static int tls_open(h3conn *c, const char *cert)
-{
-	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
-
-	if (gnutls_certificate_allocate_credentials(&c->cred) != 0)
-		return -1;
-	if (gnutls_certificate_set_x509_trust_file(c->cred, cert,
-	                                           GNUTLS_X509_FMT_PEM) <= 0 ||
-	    gnutls_init(&c->tls, GNUTLS_CLIENT |
-	                         GNUTLS_NO_END_OF_EARLY_DATA) != 0)
-		return -1;
-	if (gnutls_priority_set_direct(c->tls, "NORMAL:-VERS-ALL:+VERS-TLS1.3:"
-	                               "%DISABLE_TLS13_COMPAT_MODE", NULL) != 0 ||
-	    ngtcp2_crypto_gnutls_configure_client_session(c->tls) != 0 ||
-	    gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE,
-	                           c->cred) != 0 ||
-	    gnutls_alpn_set_protocols(c->tls, &alpn, 1, 0) != 0)
-		return -1;
-	gnutls_session_set_verify_cert(c->tls, "127.0.0.1", 0);
-	c->ref.get_conn = ref_get_conn;
-	c->ref.user_data = c;
-	gnutls_session_set_ptr(c->tls, &c->ref);
-	return 0;
-}
-
-/* The socket and the QUIC connection to 127.0.0.1:PORT.  0, or -1 (the
- * caller closes what was made). */
+/* The connection to 127.0.0.1:PORT, trusting CERT alone.  0, or -1
+ * (conn_close frees what was made). */
 static int conn_open(h3conn *c, uint16_t port, const char *cert)
 {
-	ngtcp2_path path;
-	ngtcp2_settings settings;
-	ngtcp2_transport_params params;
-	ngtcp2_cid dcid = {.datalen = 16}, scid = {.datalen = 16};
-	socklen_t alen = sizeof(c->local);
+	ngtcp2_callbacks cb;
 
-	c->remote.sin_family = AF_INET;
-	c->remote.sin_port = htons(port);
-	c->remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (c->fd < 0 ||
-	    connect(c->fd, (struct sockaddr *)&c->remote, sizeof(c->remote)) < 0 ||
-	    getsockname(c->fd, (struct sockaddr *)&c->local, &alen) < 0)
+	quic_conn_callbacks(&cb);
+	cb.handshake_completed = on_handshake;
+	cb.recv_stream_data = on_stream_data;
+	cb.acked_stream_data_offset = on_acked;
+	cb.stream_close = on_stream_close;
+	cb.stream_reset = on_stream_reset;
+	cb.extend_max_stream_data = on_max_stream_data;
+	if (quic_conn_open(&c->q, port, cert, &cb, NULL, c) < 0)
 		return -1;
-	path = (ngtcp2_path){
-		{(ngtcp2_sockaddr *)&c->local, sizeof(c->local)},
-		{(ngtcp2_sockaddr *)&c->remote, sizeof(c->remote)}, NULL};
-	random_fill(dcid.data, dcid.datalen);
-	random_fill(scid.data, scid.datalen);
-	ngtcp2_settings_default(&settings);
-	settings.initial_ts = now_ns();
-	ngtcp2_transport_params_default(&params);
-	params.initial_max_streams_uni = 3;
-	params.initial_max_stream_data_bidi_local = 1 << 20;
-	params.initial_max_stream_data_uni = 1 << 20;
-	params.initial_max_data = 4 << 20;
-	params.max_idle_timeout = HTTP_CONN_TIMEOUT_S * NGTCP2_SECONDS;
-	if (tls_open(c, cert) < 0 ||
-	    ngtcp2_conn_client_new(&c->quic, &dcid, &scid, &path,
-	                           NGTCP2_PROTO_VER_V1, &quic_cb, &settings,
-	                           &params, NULL, c) != 0)
-		return -1;
-	ngtcp2_conn_set_tls_native_handle(c->quic, c->tls);
 	/* A request whose every packet the server acked, then died, leaves
 	 * QUIC nothing to send and nothing to time out but the idle timer:
 	 * a PING after each quiet H3_PING_MS draws the kernel's
 	 * port-unreachable, so the dead server is seen at once. */
-	ngtcp2_conn_set_keep_alive_timeout(c->quic,
+	ngtcp2_conn_set_keep_alive_timeout(c->q.quic,
 	                                   H3_PING_MS * NGTCP2_MILLISECONDS);
 	return 0;
 }
 
 static void conn_close(h3conn *c)
 {
-	if (c->http)
-		nghttp3_conn_del(c->http);
-	if (c->quic)
-		ngtcp2_conn_del(c->quic);
-	if (c->tls)
-		gnutls_deinit(c->tls);
-	if (c->cred)
-		gnutls_certificate_free_credentials(c->cred);
-	if (c->fd >= 0)
-		close(c->fd);
+	quic_conn_close(&c->q);
 }
 
 /* A socket error: ECONNREFUSED is the dead server; else broken. */
@@ -464,52 +329,11 @@ static int quic_failed(h3conn *c, int rv)
 /* Sends all there is to send.  0, or -1 (c->dead or c->broken). */
 static int conn_write(h3conn *c)
 {
-	uint8_t buf[H3_PKT];
-	ngtcp2_pkt_info pi;
-	ngtcp2_tstamp ts = now_ns();
+	int rv;
 
-	for (;;) {
-		nghttp3_vec vec[16];
-		int64_t id = -1;
-		int fin = 0;
-		nghttp3_ssize nv = 0;
-		ngtcp2_ssize n, taken = -1;
-		uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-
-		if (c->http && ngtcp2_conn_get_max_data_left(c->quic))
-			nv = nghttp3_conn_writev_stream(c->http, &id, &fin,
-			                                vec, 16);
-		if (nv < 0)
-			return quic_failed(c, NGTCP2_ERR_CALLBACK_FAILURE);
-		if (fin)
-			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-		n = ngtcp2_conn_writev_stream(c->quic, NULL, &pi, buf,
-		                              sizeof(buf), &taken, flags, id,
-		                              (const ngtcp2_vec *)vec,
-		                              (size_t)nv, ts);
-		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-			nghttp3_conn_block_stream(c->http, id);
-			continue;
-		}
-		if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
-			nghttp3_conn_shutdown_stream_write(c->http, id);
-			continue;
-		}
-		if (n == NGTCP2_ERR_WRITE_MORE) {
-			nghttp3_conn_add_write_offset(c->http, id, (size_t)taken);
-			continue;
-		}
-		if (n < 0)
-			return quic_failed(c, (int)n);
-		if (taken >= 0)
-			nghttp3_conn_add_write_offset(c->http, id, (size_t)taken);
-		if (n == 0)
-			break;
-		if (send(c->fd, buf, (size_t)n, 0) < 0 && errno != EAGAIN)
-			return socket_failed(c);
-	}
-	ngtcp2_conn_update_pkt_tx_time(c->quic, ts);
-	return 0;
+	if (quic_conn_write(&c->q, &rv) == 0)
+		return 0;
+	return rv ? quic_failed(c, rv) : socket_failed(c);
 }
 
 /* Reads every datagram there is, runs the timers when due.  0, or -1
@@ -518,24 +342,24 @@ static int conn_read(h3conn *c)
 {
 	uint8_t buf[65536];
 	ngtcp2_path path = {
-		{(ngtcp2_sockaddr *)&c->local, sizeof(c->local)},
-		{(ngtcp2_sockaddr *)&c->remote, sizeof(c->remote)}, NULL};
+		{(ngtcp2_sockaddr *)&c->q.local, sizeof(c->q.local)},
+		{(ngtcp2_sockaddr *)&c->q.remote, sizeof(c->q.remote)}, NULL};
 	int rv;
 
 	for (;;) {
 		ngtcp2_pkt_info pi = {0};
-		ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+		ssize_t n = recv(c->q.fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (n < 0)
 			return socket_failed(c);
-		rv = ngtcp2_conn_read_pkt(c->quic, &path, &pi, buf, (size_t)n,
-		                          now_ns());
+		rv = ngtcp2_conn_read_pkt(c->q.quic, &path, &pi, buf, (size_t)n,
+		                          quic_conn_now());
 		if (rv != 0)
 			return quic_failed(c, rv);
 	}
-	if (ngtcp2_conn_get_expiry(c->quic) <= now_ns() &&
-	    (rv = ngtcp2_conn_handle_expiry(c->quic, now_ns())) != 0)
+	if (ngtcp2_conn_get_expiry(c->q.quic) <= quic_conn_now() &&
+	    (rv = ngtcp2_conn_handle_expiry(c->q.quic, quic_conn_now())) != 0)
 		return quic_failed(c, rv);
 	return 0;
 }
@@ -543,8 +367,8 @@ static int conn_read(h3conn *c)
 /* Waits for a datagram or the next timer, at most 1 s. */
 static void conn_wait(h3conn *c)
 {
-	struct pollfd p = {.fd = c->fd, .events = POLLIN};
-	ngtcp2_tstamp now = now_ns(), due = ngtcp2_conn_get_expiry(c->quic);
+	struct pollfd p = {.fd = c->q.fd, .events = POLLIN};
+	ngtcp2_tstamp now = quic_conn_now(), due = ngtcp2_conn_get_expiry(c->q.quic);
 	int ms = 1000;
 
 	if (due <= now)
@@ -578,7 +402,7 @@ static int start_op(h3conn *c, h3slot *sl)
 		return -1;
 	sl->reported = 0;
 open:
-	if ((rv = ngtcp2_conn_open_bidi_stream(c->quic, &id, sl)) ==
+	if ((rv = ngtcp2_conn_open_bidi_stream(c->q.quic, &id, sl)) ==
 	    NGTCP2_ERR_STREAM_ID_BLOCKED)
 		return 0; /* again when the server allows more streams */
 	i = ch->key / h->plan->opt->threads;
@@ -605,7 +429,7 @@ open:
 	sl->code = 0;
 	sl->why = NULL;
 	sl->body = 0;
-	if (rv != 0 || nghttp3_conn_submit_request(c->http, id, nv,
+	if (rv != 0 || nghttp3_conn_submit_request(c->q.http, id, nv,
 	                                           ch->len ? 6 : 5,
 	                                           ch->len ? &body : NULL,
 	                                           sl) != 0) {
@@ -681,14 +505,14 @@ static int any_active(const h3conn *c)
 /* The connection's life once the handshake is done. */
 static void run(h3conn *c)
 {
-	ngtcp2_tstamp last = now_ns();
+	ngtcp2_tstamp last = quic_conn_now();
 
 	while (any_active(c)) {
 		if (advance(c))
-			last = now_ns();
+			last = quic_conn_now();
 		if (!any_active(c) || conn_write(c) < 0)
 			break;
-		if (now_ns() - last > HTTP_CONN_TIMEOUT_S * NGTCP2_SECONDS) {
+		if (quic_conn_now() - last > HTTP_CONN_TIMEOUT_S * NGTCP2_SECONDS) {
 			c->broken = "no answer within 30 s";
 			break;
 		}
@@ -711,7 +535,7 @@ static int handshake(h3conn *c, ngtcp2_tstamp deadline)
 	while (!c->ready) {
 		if (conn_write(c) < 0)
 			return -1;
-		if (now_ns() >= deadline)
+		if (quic_conn_now() >= deadline)
 			return -1;
 		conn_wait(c);
 		if (conn_read(c) < 0)
@@ -724,11 +548,11 @@ void *http3_connection_thread(void *arg)
 {
 	http3_group *g = arg;
 	h3conn c;
-	ngtcp2_tstamp deadline = now_ns() +
+	ngtcp2_tstamp deadline = quic_conn_now() +
 	                         HTTP_CONN_TIMEOUT_S * NGTCP2_SECONDS;
 
 	memset(&c, 0, sizeof(c));
-	c.fd = -1;
+	c.q.fd = -1;
 	c.n = g->n;
 	for (uint32_t i = 0; i < g->n; i++) {
 		c.slot[i].h = &g->w[i];
@@ -764,12 +588,12 @@ int http3_probe(uint16_t port, const char *cert, const char **why)
 	int rc = -1;
 
 	memset(&c, 0, sizeof(c));
-	c.fd = -1;
+	c.q.fd = -1;
 	if (conn_open(&c, port, cert) < 0) {
 		*why = "cannot make a QUIC connection";
 		goto out_close;
 	}
-	if (handshake(&c, now_ns() + H3_PROBE_MS * NGTCP2_MILLISECONDS) < 0) {
+	if (handshake(&c, quic_conn_now() + H3_PROBE_MS * NGTCP2_MILLISECONDS) < 0) {
 		*why = c.dead ? "nothing answers QUIC on its UDP port: it "
 		                "does not speak HTTP/3" :
 		       c.broken ? "the QUIC handshake failed (its certificate "
@@ -777,7 +601,7 @@ int http3_probe(uint16_t port, const char *cert, const char **why)
 		       "no QUIC handshake within 5 s: it does not speak HTTP/3";
 		goto out_close;
 	}
-	if (gnutls_alpn_get_selected_protocol(c.tls, &alpn) != 0 ||
+	if (gnutls_alpn_get_selected_protocol(c.q.tls, &alpn) != 0 ||
 	    alpn.size != 2 || memcmp(alpn.data, "h3", 2) != 0) {
 		*why = "it did not choose h3 by ALPN: it does not speak HTTP/3";
 		goto out_close;
