@@ -446,16 +446,13 @@ open:
 static void report(h3slot *sl)
 {
 	int ok = sl->ended && !sl->why;
-	char why[80];
+	char closed[80];
 
-	if (!ok && !sl->why) {
-		snprintf(why, sizeof(why), "stream closed without a whole "
-		         "answer (error code 0x%" PRIx64 ")", sl->code);
-		sl->why = why;
-	}
+	snprintf(closed, sizeof(closed), "stream closed without a whole "
+	         "answer (error code 0x%" PRIx64 ")", sl->code);
 	sl->reported = 1;
 	if (http_writer_finish(sl->h, &sl->rec, ok ? REQ_ANSWERED : -1,
-	                       &sl->a, sl->why) < 0)
+	                       &sl->a, sl->why ? sl->why : closed) < 0)
 		sl->active = 0;
 }
 
