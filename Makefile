@@ -109,7 +109,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/writer.c torture/oracle.c torture/value.c torture/proto.c \
 	torture/report.c torture/samples.c torture/synclat.c torture/faults.c \
 	torture/http_target.c torture/http_client.c torture/http2_client.c \
-	torture/http_conn.c torture/rot.c tools/duration.c \
+	torture/http3_client.c torture/quic_conn.c torture/http_conn.c torture/rot.c tools/duration.c \
 	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
@@ -261,13 +261,14 @@ $(B)/keel: $(KEEL_CLI_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
 $(B)/torture: $(TORTURE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto -lm
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto -lm \
+		$(H3_LIBS)
 
 $(B)/keel-serve: $(SERVE_SRCS:%.c=$(B)/obj/%.o) $(LINK_LIBS)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lnghttp2 -lssl -lcrypto \
 		$(H3_LIBS)
 
-$(B)/h3-client: $(B)/obj/tests/h3_client.o
+$(B)/h3-client: $(B)/obj/tests/h3_client.o $(B)/obj/torture/quic_conn.o
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(H3_LIBS)
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)

@@ -84,12 +84,14 @@ run() {
 	run 112 --target http --threads 8 --http-tls
 	run 113 --target http --threads 8 --http2
 	run 114 --target http --threads 8 --http-tls --http2
+	run 115 --target http --threads 8 --http3
 	echo
 	echo "With \`--fail\`, writers stop at their first failed sync, so cycles are shorter and"
 	echo "more of them fit; \`--enumerate\` runs a fixed workload once per I/O step and"
 	echo "checks every crash state, so its rate is crash states a second.  \`--target http\`"
 	echo "kills keel-serve instead of an embedded writer (8 client threads; over TLS 1.3"
-	echo "with \`--http-tls\`, HTTP/2 with \`--http2\`): a cycle includes the server's start."
+	echo "with \`--http-tls\`, HTTP/2 with \`--http2\`, HTTP/3 with \`--http3\`): a cycle"
+	echo "includes the server's start."
 } >"$T/section.md"
 cat "$T/section.md"
 results_write torture torture "torture: cycles a second, by fault model" \

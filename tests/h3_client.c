@@ -41,31 +41,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <gnutls/gnutls.h>
-#include <nghttp3/nghttp3.h>
-#include <ngtcp2/ngtcp2.h>
-#include <ngtcp2/ngtcp2_crypto.h>
-#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+#include "quic_conn.h"
 
 #define H3C_DEADLINE_MS 10000
 #define H3C_FIELDS_MAX 16
-#define H3C_PKT 1500
 
 struct client {
-	int fd;
-	struct sockaddr_in local, remote;
-	ngtcp2_conn *quic;
-	nghttp3_conn *http;
-	gnutls_session_t tls;
-	gnutls_certificate_credentials_t cred;
-	ngtcp2_crypto_conn_ref ref;
+	quic_conn q; /* the connection (torture/quic_conn.h) */
 	nghttp3_nv req[H3C_FIELDS_MAX];
 	size_t nreq;
 	const char *body;
@@ -80,25 +68,6 @@ struct client {
 	int64_t stream;
 	int started, done, failed;
 };
-
-static ngtcp2_tstamp now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (ngtcp2_tstamp)ts.tv_sec * NGTCP2_SECONDS + (ngtcp2_tstamp)ts.tv_nsec;
-}
-
-static void random_fill(uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t r = getrandom(p, n, 0);
-		if (r > 0) {
-			p += r;
-			n -= (size_t)r;
-		}
-	}
-}
 
 /* ---- HTTP/3 ---------------------------------------------------------- */
 
@@ -139,8 +108,8 @@ static int on_data(nghttp3_conn *h, int64_t id, const uint8_t *data,
 	(void)h, (void)sarg;
 	if (cl->bench_n == 0)
 		fwrite(data, 1, len, stdout);
-	ngtcp2_conn_extend_max_stream_offset(cl->quic, id, len);
-	ngtcp2_conn_extend_max_offset(cl->quic, len);
+	ngtcp2_conn_extend_max_stream_offset(cl->q.quic, id, len);
+	ngtcp2_conn_extend_max_offset(cl->q.quic, len);
 	return 0;
 }
 
@@ -150,8 +119,8 @@ static int on_consume(nghttp3_conn *h, int64_t id, size_t n, void *arg,
 	struct client *cl = arg;
 
 	(void)h, (void)sarg;
-	ngtcp2_conn_extend_max_stream_offset(cl->quic, id, n);
-	ngtcp2_conn_extend_max_offset(cl->quic, n);
+	ngtcp2_conn_extend_max_stream_offset(cl->q.quic, id, n);
+	ngtcp2_conn_extend_max_offset(cl->q.quic, n);
 	return 0;
 }
 
@@ -165,7 +134,7 @@ static int on_end_stream(nghttp3_conn *h, int64_t id, void *arg, void *sarg)
 		return 0;
 	}
 	cl->answered++;
-	cl->t1 = now_ns();
+	cl->t1 = quic_conn_now();
 	cl->done = cl->answered >= cl->bench_n;
 	return 0;
 }
@@ -208,11 +177,11 @@ static int requests_top_up(struct client *cl)
 	if (at_once < 1)
 		at_once = 1;
 	while (cl->sent < want && cl->sent - cl->answered < at_once) {
-		rv = ngtcp2_conn_open_bidi_stream(cl->quic, &id, NULL);
+		rv = ngtcp2_conn_open_bidi_stream(cl->q.quic, &id, NULL);
 		if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED)
 			return 0; /* more when the server raises the limit */
 		if (rv != 0 ||
-		    nghttp3_conn_submit_request(cl->http, id, cl->req, cl->nreq,
+		    nghttp3_conn_submit_request(cl->q.http, id, cl->req, cl->nreq,
 		                                cl->body || cl->stall ? &reader
 		                                                      : NULL,
 		                                NULL) != 0)
@@ -242,14 +211,14 @@ static int request_start(struct client *cl)
 		return 0;
 	cl->started = 1;
 	nghttp3_settings_default(&settings);
-	if (nghttp3_conn_client_new(&cl->http, &cb, &settings, NULL, cl) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->quic, &ctrl, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->quic, &qenc, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->quic, &qdec, NULL) != 0 ||
-	    nghttp3_conn_bind_control_stream(cl->http, ctrl) != 0 ||
-	    nghttp3_conn_bind_qpack_streams(cl->http, qenc, qdec) != 0)
+	if (nghttp3_conn_client_new(&cl->q.http, &cb, &settings, NULL, cl) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &ctrl, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qdec, NULL) != 0 ||
+	    nghttp3_conn_bind_control_stream(cl->q.http, ctrl) != 0 ||
+	    nghttp3_conn_bind_qpack_streams(cl->q.http, qenc, qdec) != 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
-	cl->t0 = now_ns();
+	cl->t0 = quic_conn_now();
 	return requests_top_up(cl) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
 }
 
@@ -269,9 +238,9 @@ static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
 	nghttp3_ssize n;
 
 	(void)off, (void)sarg;
-	if (cl->http == NULL)
+	if (cl->q.http == NULL)
 		return 0;
-	n = nghttp3_conn_read_stream(cl->http, id, data, len,
+	n = nghttp3_conn_read_stream(cl->q.http, id, data, len,
 	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
 	if (n < 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
@@ -286,7 +255,7 @@ static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
 	struct client *cl = arg;
 
 	(void)q, (void)off, (void)sarg;
-	return cl->http && nghttp3_conn_add_ack_offset(cl->http, id, len) != 0
+	return cl->q.http && nghttp3_conn_add_ack_offset(cl->q.http, id, len) != 0
 	           ? NGTCP2_ERR_CALLBACK_FAILURE
 	           : 0;
 }
@@ -299,8 +268,8 @@ static int on_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,
 	(void)q, (void)sarg;
 	if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET))
 		code = NGHTTP3_H3_NO_ERROR;
-	if (cl->http)
-		nghttp3_conn_close_stream(cl->http, id, code);
+	if (cl->q.http)
+		nghttp3_conn_close_stream(cl->q.http, id, code);
 	return 0;
 }
 
@@ -315,8 +284,8 @@ static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
 		        (unsigned long long)code);
 		cl->failed = 1;
 	}
-	if (cl->http)
-		nghttp3_conn_shutdown_stream_read(cl->http, id);
+	if (cl->q.http)
+		nghttp3_conn_shutdown_stream_read(cl->q.http, id);
 	return 0;
 }
 
@@ -326,24 +295,8 @@ static int on_max_stream_data(ngtcp2_conn *q, int64_t id, uint64_t max,
 	struct client *cl = arg;
 
 	(void)q, (void)max, (void)sarg;
-	if (cl->http)
-		nghttp3_conn_unblock_stream(cl->http, id);
-	return 0;
-}
-
-static void on_rand(uint8_t *p, size_t n, const ngtcp2_rand_ctx *ctx)
-{
-	(void)ctx;
-	random_fill(p, n);
-}
-
-static int on_new_cid(ngtcp2_conn *q, ngtcp2_cid *cid, uint8_t *token,
-                      size_t len, void *arg)
-{
-	(void)q, (void)arg;
-	random_fill(cid->data, len);
-	cid->datalen = len;
-	random_fill(token, NGTCP2_STATELESS_RESET_TOKENLEN);
+	if (cl->q.http)
+		nghttp3_conn_unblock_stream(cl->q.http, id);
 	return 0;
 }
 
@@ -357,165 +310,57 @@ static int on_retry(ngtcp2_conn *conn, const ngtcp2_pkt_hd *hd, void *arg)
 	return ngtcp2_crypto_recv_retry_cb(conn, hd, arg);
 }
 
-static const ngtcp2_callbacks quic_cb = {
-	.client_initial = ngtcp2_crypto_client_initial_cb,
-	.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
-	.handshake_completed = on_handshake,
-	.encrypt = ngtcp2_crypto_encrypt_cb,
-	.decrypt = ngtcp2_crypto_decrypt_cb,
-	.hp_mask = ngtcp2_crypto_hp_mask_cb,
-	.recv_stream_data = on_stream_data,
-	.acked_stream_data_offset = on_acked,
-	.stream_close = on_stream_close,
-	.recv_retry = on_retry,
-	.rand = on_rand,
-	.get_new_connection_id = on_new_cid,
-	.update_key = ngtcp2_crypto_update_key_cb,
-	.stream_reset = on_stream_reset,
-	.extend_max_stream_data = on_max_stream_data,
-	.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
-	.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
-	.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
-	.version_negotiation = ngtcp2_crypto_version_negotiation_cb,
-};
-
-static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
-{
-	return ((struct client *)ref->user_data)->quic;
-}
-
-/* The socket, the QUIC connection and its TLS session.  Returns 0 or -1. */
+/* The socket, the QUIC connection and its TLS session (the server's
+ * certificate not checked).  Returns 0 or -1. */
 static int client_open(struct client *cl, int port)
 {
-	ngtcp2_path path;
-	ngtcp2_settings settings;
-	ngtcp2_transport_params params;
-	ngtcp2_cid dcid, scid;
-	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
-	socklen_t alen = sizeof cl->local;
+	static uint8_t forged[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
+	ngtcp2_vec token = {forged, sizeof forged};
+	ngtcp2_callbacks cb;
 
-	cl->remote.sin_family = AF_INET;
-	cl->remote.sin_port = htons((uint16_t)port);
-	cl->remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cl->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (cl->fd < 0 ||
-	    connect(cl->fd, (struct sockaddr *)&cl->remote, sizeof cl->remote) < 0 ||
-	    getsockname(cl->fd, (struct sockaddr *)&cl->local, &alen) < 0)
-		return -1;
-	path = (ngtcp2_path){{(ngtcp2_sockaddr *)&cl->local, sizeof cl->local},
-	                     {(ngtcp2_sockaddr *)&cl->remote, sizeof cl->remote},
-	                     NULL};
-	dcid.datalen = 16;
-	random_fill(dcid.data, 16);
-	scid.datalen = 16;
-	random_fill(scid.data, 16);
-	ngtcp2_settings_default(&settings);
-	settings.initial_ts = now_ns();
+	quic_conn_callbacks(&cb);
+	cb.handshake_completed = on_handshake;
+	cb.recv_stream_data = on_stream_data;
+	cb.acked_stream_data_offset = on_acked;
+	cb.stream_close = on_stream_close;
+	cb.recv_retry = on_retry;
+	cb.stream_reset = on_stream_reset;
+	cb.extend_max_stream_data = on_max_stream_data;
 	if (cl->bad_token) { /* the Retry magic, then what no key sealed */
-		static uint8_t forged[NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN];
-		random_fill(forged, sizeof forged);
+		quic_conn_random(forged, sizeof forged);
 		forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
-		settings.token = (ngtcp2_vec){forged, sizeof forged};
 	}
-	ngtcp2_transport_params_default(&params);
-	params.initial_max_streams_uni = 3;
-	params.initial_max_stream_data_bidi_local = 1 << 20;
-	params.initial_max_stream_data_uni = 1 << 20;
-	params.initial_max_data = 4 << 20;
-	params.max_idle_timeout = 30 * NGTCP2_SECONDS;
-	if (ngtcp2_conn_client_new(&cl->quic, &dcid, &scid, &path,
-	                           NGTCP2_PROTO_VER_V1, &quic_cb, &settings,
-	                           &params, NULL, cl) != 0 ||
-	    gnutls_certificate_allocate_credentials(&cl->cred) != 0 ||
-	    gnutls_init(&cl->tls, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA) != 0 ||
-	    gnutls_priority_set_direct(cl->tls, "NORMAL:-VERS-ALL:+VERS-TLS1.3:"
-	                               "%DISABLE_TLS13_COMPAT_MODE", NULL) != 0 ||
-	    ngtcp2_crypto_gnutls_configure_client_session(cl->tls) != 0 ||
-	    gnutls_credentials_set(cl->tls, GNUTLS_CRD_CERTIFICATE, cl->cred) != 0 ||
-	    gnutls_alpn_set_protocols(cl->tls, &alpn, 1, 0) != 0)
-		return -1;
-	cl->ref.get_conn = ref_get_conn;
-	cl->ref.user_data = cl;
-	gnutls_session_set_ptr(cl->tls, &cl->ref);
-	gnutls_server_name_set(cl->tls, GNUTLS_NAME_DNS, "localhost", 9);
-	ngtcp2_conn_set_tls_native_handle(cl->quic, cl->tls);
-	return 0;
+	return quic_conn_open(&cl->q, (uint16_t)port, NULL, &cb,
+	                      cl->bad_token ? &token : NULL, cl);
 }
 
 /* Sends what there is.  Returns 0 or -1. */
 static int client_write(struct client *cl)
 {
-	uint8_t buf[H3C_PKT];
-	ngtcp2_path_storage ps;
-	ngtcp2_pkt_info pi;
-	ngtcp2_tstamp ts = now_ns();
+	int rv;
 
-	ngtcp2_path_storage_zero(&ps);
-	for (;;) {
-		nghttp3_vec vec[16];
-		int64_t id = -1;
-		int fin = 0;
-		nghttp3_ssize nv = 0;
-		ngtcp2_ssize n, taken = -1;
-		uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-
-		if (cl->http && ngtcp2_conn_get_max_data_left(cl->quic))
-			nv = nghttp3_conn_writev_stream(cl->http, &id, &fin, vec, 16);
-		if (nv < 0)
-			return -1;
-		if (fin)
-			flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-		n = ngtcp2_conn_writev_stream(cl->quic, &ps.path, &pi, buf, sizeof buf,
-		                              &taken, flags, id,
-		                              (const ngtcp2_vec *)vec, (size_t)nv, ts);
-		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-			nghttp3_conn_block_stream(cl->http, id);
-			continue;
-		}
-		if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
-			nghttp3_conn_shutdown_stream_write(cl->http, id);
-			continue;
-		}
-		if (n == NGTCP2_ERR_WRITE_MORE) {
-			nghttp3_conn_add_write_offset(cl->http, id, (size_t)taken);
-			continue;
-		}
-		if (n < 0)
-			return -1;
-		if (taken >= 0)
-			nghttp3_conn_add_write_offset(cl->http, id, (size_t)taken);
-		if (n == 0)
-			break;
-		if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != EAGAIN)
-			return -1;
-	}
-	/* not before the handshake is done: ngtcp2 0.12 paces from the
-	 * first Initial at its guess of a 333 ms RTT, which held our
-	 * Finished back ~20 ms (serve_h3.c conn_write does the same) */
-	if (ngtcp2_conn_get_handshake_completed(cl->quic))
-		ngtcp2_conn_update_pkt_tx_time(cl->quic, ts);
-	return 0;
+	return quic_conn_write(&cl->q, &rv);
 }
 
 /* Reads, writes and runs the timers until the answer is whole. */
 static int client_run(struct client *cl)
 {
-	ngtcp2_tstamp deadline = now_ns() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	ngtcp2_tstamp deadline = quic_conn_now() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
 	ngtcp2_tstamp hold = 0;
 	uint8_t buf[65536];
 
 	int seen = 0;
 
-	while (!cl->failed && (!cl->done || hold == 0 || now_ns() < hold)) {
-		ngtcp2_tstamp now = now_ns(), due = ngtcp2_conn_get_expiry(cl->quic);
-		struct pollfd pfd = {cl->fd, POLLIN, 0};
+	while (!cl->failed && (!cl->done || hold == 0 || quic_conn_now() < hold)) {
+		ngtcp2_tstamp now = quic_conn_now(), due = ngtcp2_conn_get_expiry(cl->q.quic);
+		struct pollfd pfd = {cl->q.fd, POLLIN, 0};
 		int wait_ms;
 
 		if (cl->answered != seen) { /* -n: progress moves the deadline */
 			seen = cl->answered;
 			deadline = now + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
 		}
-		if (cl->bench_n && cl->http && !cl->done &&
+		if (cl->bench_n && cl->q.http && !cl->done &&
 		    requests_top_up(cl) < 0)
 			return 1;
 
@@ -532,18 +377,18 @@ static int client_run(struct client *cl)
 		wait_ms = due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0;
 		if (poll(&pfd, 1, wait_ms) > 0) {
 			ngtcp2_path path = {
-				{(ngtcp2_sockaddr *)&cl->local, sizeof cl->local},
-				{(ngtcp2_sockaddr *)&cl->remote, sizeof cl->remote}, NULL};
+				{(ngtcp2_sockaddr *)&cl->q.local, sizeof cl->q.local},
+				{(ngtcp2_sockaddr *)&cl->q.remote, sizeof cl->q.remote}, NULL};
 			ngtcp2_pkt_info pi = {0};
-			ssize_t n = recv(cl->fd, buf, sizeof buf, 0);
-			int rv = n > 0 ? ngtcp2_conn_read_pkt(cl->quic, &path, &pi, buf,
-			                                      (size_t)n, now_ns()) : 0;
+			ssize_t n = recv(cl->q.fd, buf, sizeof buf, 0);
+			int rv = n > 0 ? ngtcp2_conn_read_pkt(cl->q.quic, &path, &pi, buf,
+			                                      (size_t)n, quic_conn_now()) : 0;
 			if (rv == NGTCP2_ERR_DRAINING)
 				fprintf(stderr, "h3-client: the server closed the "
 				        "connection\n");
 			if (rv != 0)
 				return 1;
-		} else if (ngtcp2_conn_handle_expiry(cl->quic, now_ns()) != 0) {
+		} else if (ngtcp2_conn_handle_expiry(cl->q.quic, quic_conn_now()) != 0) {
 			return 1;
 		}
 		if (client_write(cl) < 0)
@@ -690,7 +535,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (initial_only_ms > 0) {
-		struct pollfd pfd = {cl.fd, POLLIN, 0};
+		struct pollfd pfd = {cl.q.fd, POLLIN, 0};
 		if (poll(&pfd, 1, H3C_DEADLINE_MS) <= 0)
 			return 3;
 		printf("half open\n");
@@ -713,11 +558,6 @@ int main(int argc, char **argv)
 		        H3C_DEADLINE_MS);
 	else if (rc)
 		fprintf(stderr, "h3-client: the connection failed\n");
-	if (cl.http)
-		nghttp3_conn_del(cl.http);
-	ngtcp2_conn_del(cl.quic);
-	gnutls_deinit(cl.tls);
-	gnutls_certificate_free_credentials(cl.cred);
-	close(cl.fd);
+	quic_conn_close(&cl.q);
 	return rc;
 }

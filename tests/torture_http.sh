@@ -1,11 +1,11 @@
 #!/bin/sh
 # torture_http.sh BUILD_DIR -- `torture --target http` end to end: a 5-second
-# run against keel-serve that must pass, short runs over TLS, h2c and h2+TLS
-# that must pass, the positive control that must fail (in each mode), a
+# run against keel-serve that must pass, short runs over TLS, h2c, h2+TLS and
+# HTTP/3 that must pass, the positive control that must fail (in each mode), a
 # server that dies on its own (must fail), bad input that must exit 2 and
-# touch nothing, servers that cannot speak TLS or HTTP/2 (exit 2) and one
-# that sends garbage frames (reported, no hang).  Loopback only; bounded:
-# about 30 seconds.
+# touch nothing, servers that cannot speak TLS, HTTP/2 or HTTP/3 (exit 2) and
+# one that sends garbage frames (reported, no hang).  Loopback only; bounded:
+# about 45 seconds.
 set -u
 B=${1:-build}
 TORTURE=$B/torture
@@ -48,19 +48,24 @@ done
 expect "temporary store removed" "" "$(ls -A "$T/tmp")"
 no_server_left "after a pass"
 
-# ---- over TLS 1.3 and HTTP/2: short runs pass with acknowledged writes -------
-# 8 writers: over HTTP/2 two connections of four concurrent streams each.
-# Bounded by cycles; a loaded machine (or ASan) that acknowledges too little
-# in 15 cycles of 50 ms gets longer lives, not a failure (lib.sh).
+# ---- over TLS 1.3, HTTP/2 and HTTP/3: short runs pass with acknowledged writes
+# 8 writers: over HTTP/2 and HTTP/3 two connections of four concurrent
+# streams each.  Bounded by cycles; a loaded machine (or ASan) that
+# acknowledges too little in 15 cycles of 50 ms gets longer lives, not a
+# failure (lib.sh).  HTTP/3 starts at 200 ms: its client learns of a dead
+# server from a PING every 50 ms, and a life should hold more than that.
 mode_flags() { # mode_flags MODE
 	case $1 in
 	tls) echo --http-tls ;;
 	h2c) echo --http2 ;;
 	h2tls) echo --http-tls --http2 ;;
+	h3) echo --http3 ;;
 	esac
 }
-for mode in tls h2c h2tls; do
-	for k in 50 100 200 400; do
+for mode in tls h2c h2tls h3; do
+	lives="50 100 200 400"
+	[ $mode = h3 ] && lives="200 400 800"
+	for k in $lives; do
 		rm -rf "$T/$mode"
 		TMPDIR=$T/tmp "$TORTURE" --target http $(mode_flags $mode) \
 			--threads 8 --kill-every ${k}ms --cycles 15 --quiet \
@@ -95,8 +100,9 @@ contains "first violation is a lost write" "$T/fail.out" \
 contains "reproducer names the target" "$T/fail.out" \
 	'reproduce with .*--target http.*--unsafe ack-before-commit'
 no_server_left "after a failure"
-# ... and over TLS and HTTP/2, whose acknowledgements are the same oracle's.
-for mode in tls h2c h2tls; do
+# ... and over TLS, HTTP/2 and HTTP/3, whose acknowledgements are the same
+# oracle's.
+for mode in tls h2c h2tls h3; do
 	TMPDIR=$T/tmp "$TORTURE" --target http $(mode_flags $mode) --threads 8 \
 		--duration 10s --quiet --seed 1 --unsafe ack-before-commit \
 		>"$T/fail-$mode.out" 2>&1
@@ -148,9 +154,13 @@ bad_input "--serve without --target http" "--serve names keel-serve" \
 bad_input "fault flags with http" "--target http.*keel-serve" \
 	--target http --power-loss --cycles 1
 bad_input "--http-tls without --target http" \
-	"--http-tls and --http2 .*need --target http" --http-tls --cycles 1
+	"--http-tls, --http2 and --http3 .*need --target http" --http-tls --cycles 1
 bad_input "--http2 without --target http" \
-	"--http-tls and --http2 .*need --target http" --http2 --cycles 1
+	"--http-tls, --http2 and --http3 .*need --target http" --http2 --cycles 1
+bad_input "--http3 without --target http" \
+	"--http-tls, --http2 and --http3 .*need --target http" --http3 --cycles 1
+bad_input "--http2 with --http3" "--http2 and --http3 .*give one" \
+	--target http --http2 --http3 --cycles 1
 expect "nothing made in TMPDIR" "" "$(ls -A "$T/empty")"
 TMPDIR=$T/tmp "$TORTURE" --target http --serve /bin/true --cycles 1 \
 	>"$T/notserve.out" 2>&1
@@ -174,6 +184,14 @@ TMPDIR=$T/tmp "$TORTURE" --target http --http-tls --serve "$(fake http1)" \
 	--cycles 1 >"$T/notls.out" 2>&1
 expect "--http-tls to a server without TLS exits 2" 2 $?
 contains "it is named" "$T/notls.out" 'the TLS handshake failed'
+# keel-serve with HTTP/3 turned off: TLS on TCP answers, nothing on UDP.
+printf '#!/bin/sh\nexec %s "$@" --no-http3\n' "$SERVE" >"$T/noh3.sh"
+chmod +x "$T/noh3.sh"
+TMPDIR=$T/tmp "$TORTURE" --target http --http3 --serve "$T/noh3.sh" \
+	--cycles 1 >"$T/noh3.out" 2>&1
+expect "--http3 to a server without HTTP/3 exits 2" 2 $?
+contains "it is named" "$T/noh3.out" 'does not speak HTTP/3'
+no_server_left "after --http3 to a server without HTTP/3"
 
 # ---- garbage frames: a violation reported, no crash, no hang -----------------
 # The fake answers the preface with SETTINGS, then a frame claiming 16 MiB and

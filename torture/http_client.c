@@ -430,14 +430,18 @@ static int thread_init(hthread *h, const writer_plan *p, uint16_t port,
 }
 
 void http_client_main(const writer_plan *plan, uint16_t port, SSL_CTX *tls,
-                      uint64_t start_ns, int fd)
+                      const char *cert, uint64_t start_ns, int fd)
 {
 	uint32_t T = plan->opt->threads, h2 = plan->opt->http2;
-	/* HTTP/1.1: a thread per writer; HTTP/2: one per connection, each
-	 * carrying up to HTTP2_STREAMS writers' streams at once. */
-	uint32_t nthreads = h2 ? (T + HTTP2_STREAMS - 1) / HTTP2_STREAMS : T;
+	uint32_t h3 = plan->opt->http3;
+	/* HTTP/1.1: a thread per writer; HTTP/2 and HTTP/3: one per
+	 * connection, each carrying up to HTTP2_STREAMS (HTTP3_STREAMS)
+	 * writers' streams at once. */
+	uint32_t nthreads = h2 ? (T + HTTP2_STREAMS - 1) / HTTP2_STREAMS :
+	                    h3 ? (T + HTTP3_STREAMS - 1) / HTTP3_STREAMS : T;
 	hthread *h = calloc(T, sizeof(*h));
 	http2_group *g = calloc(nthreads, sizeof(*g));
+	http3_group *g3 = calloc(nthreads, sizeof(*g3));
 	pthread_t *tid = calloc(nthreads, sizeof(*tid));
 	proto_rec rec;
 
@@ -449,7 +453,7 @@ void http_client_main(const writer_plan *plan, uint16_t port, SSL_CTX *tls,
 	memset(&rec, 0, sizeof(rec));
 	rec.kind = PROTO_OPENED;
 	rec.ns = start_ns;
-	if (proto_send(fd, &rec) < 0 || !h || !g || !tid)
+	if (proto_send(fd, &rec) < 0 || !h || !g || !g3 || !tid)
 		_exit(3);
 	for (uint32_t t = 0; t < T; t++)
 		if (thread_init(&h[t], plan, port, tls, fd, t) < 0) {
@@ -464,6 +468,13 @@ void http_client_main(const writer_plan *plan, uint16_t port, SSL_CTX *tls,
 			         T - i * HTTP2_STREAMS : HTTP2_STREAMS;
 			rc = pthread_create(&tid[i], NULL,
 			                    http2_connection_thread, &g[i]);
+		} else if (h3) {
+			g3[i].w = &h[i * HTTP3_STREAMS];
+			g3[i].n = T - i * HTTP3_STREAMS < HTTP3_STREAMS ?
+			          T - i * HTTP3_STREAMS : HTTP3_STREAMS;
+			g3[i].cert = cert;
+			rc = pthread_create(&tid[i], NULL,
+			                    http3_connection_thread, &g3[i]);
 		} else {
 			rc = pthread_create(&tid[i], NULL, client_thread,
 			                    &h[i]);

@@ -20,6 +20,7 @@
 
 #include "http_client.h"
 #include "http_conn.h"
+#include "http_writer.h"
 
 /* A server that has not printed its port by then is not coming up: its
  * start is exec, keel_open (recovery) and a bind. */
@@ -216,7 +217,7 @@ static int start_client(const writer_plan *plan, uint16_t port, uint64_t ns,
 		if (getppid() != parent)
 			_exit(1);
 		close(p[0]);
-		http_client_main(plan, port, tls_ctx, ns, p[1]);
+		http_client_main(plan, port, tls_ctx, tls_cert, ns, p[1]);
 	}
 	close(p[1]);
 	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
@@ -263,7 +264,8 @@ static int read_exact(http_conn *c, void *buf, size_t len)
 /*
  * The first cycle's check that the server speaks what the client will:
  * the TLS handshake against the pinned certificate (--http-tls), ALPN h2
- * and the server's first frame being SETTINGS (--http2).  Without it a
+ * and the server's first frame being SETTINGS (--http2), a QUIC handshake
+ * with ALPN h3 on the same port (--http3).  Without it a
  * server that cannot would show as a run with no acknowledged writes, or
  * as violations, instead of a set-up problem.  0, or -1 with *WHY.
  */
@@ -307,6 +309,8 @@ static int probe(const torture_options *o, uint16_t port, const char **why)
 	}
 	http_conn_close(&c);
 	sigaction(SIGPIPE, &old, NULL);
+	if (rc == 0 && o->http3)
+		rc = http3_probe(port, tls_cert, why);
 	return rc;
 }
 

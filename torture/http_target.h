@@ -15,11 +15,12 @@
  *      read and reported, not lost with the client -- then reaps it.  Only
  *      then is the pipe drained: every acknowledgement the client received
  *      is in it, and nothing more can arrive.
- *   With --http-tls the first cycle first makes a throwaway certificate and
- *   key beside the store (http_conn.h) and every server gets --tls-cert and
- *   --tls-key; with --http-tls or --http2 the first cycle probes the server
- *   before the client starts (handshake against the pinned certificate,
- *   ALPN h2, SETTINGS in answer to the HTTP/2 preface), so a server that
+ *   With --http-tls (or --http3) the first cycle first makes a throwaway
+ *   certificate and key beside the store (http_conn.h) and every server
+ *   gets --tls-cert and --tls-key; with --http-tls, --http2 or --http3 the
+ *   first cycle probes the server before the client starts (handshake
+ *   against the pinned certificate, ALPN h2, SETTINGS in answer to the
+ *   HTTP/2 preface, a QUIC handshake with ALPN h3), so a server that
  *   cannot speak what was asked is a set-up failure.
  *   4. Verification opens the store file read-only, as for the embedded
  *      writer; the oracle is the same.  The next cycle starts a new server

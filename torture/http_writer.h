@@ -1,6 +1,6 @@
 /*
- * http_writer.h -- what the HTTP/1.1 client (http_client.c) and the HTTP/2
- * client (http2_client.c) of `torture --target http` share: one writer's
+ * http_writer.h -- what the HTTP/1.1 client (http_client.c), the HTTP/2
+ * client (http2_client.c) and the HTTP/3 client (http3_client.c) of `torture --target http` share: one writer's
  * state and the steps of an operation.
  *
  * A writer is what the embedded target calls a thread: writer t owns the
@@ -8,7 +8,8 @@
  * record pipe sees INTENT, then DONE (or nothing, when the server died),
  * per writer in order.  Over HTTP/1.1 each writer is a thread with its own
  * connection; over HTTP/2 up to HTTP2_STREAMS writers share a connection,
- * one stream each, all in flight at once.
+ * one stream each, all in flight at once; over HTTP/3 (http3_client.c) up
+ * to HTTP3_STREAMS writers share a QUIC connection the same way.
  */
 #ifndef TORTURE_HTTP_WRITER_H
 #define TORTURE_HTTP_WRITER_H
@@ -92,5 +93,25 @@ typedef struct http2_group {
 	uint32_t n;  /* how many: 1..HTTP2_STREAMS  */
 } http2_group;
 void *http2_connection_thread(void *arg);
+
+/* Writers per HTTP/3 (QUIC) connection, each with its stream in flight. */
+#define HTTP3_STREAMS 4
+
+/* One QUIC connection's thread (http3_client.c): ARG is an http3_group.
+ * Runs its writers until the connection breaks or every writer stopped;
+ * a server gone already (or killed in the handshake) ends it quietly, a
+ * handshake that fails otherwise ends the process (exit status 5: the
+ * probe saw this server's kind finish one). */
+typedef struct http3_group {
+	hthread *w;        /* its writers                            */
+	uint32_t n;        /* how many: 1..HTTP3_STREAMS             */
+	const char *cert;  /* the certificate to trust (PEM file)    */
+} http3_group;
+void *http3_connection_thread(void *arg);
+
+/* The first cycle's check that keel-serve on 127.0.0.1:PORT speaks
+ * HTTP/3: a QUIC handshake within 5 s against CERT alone, ALPN h3.  0,
+ * or -1 with *WHY. */
+int http3_probe(uint16_t port, const char *cert, const char **why);
 
 #endif /* TORTURE_HTTP_WRITER_H */

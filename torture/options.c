@@ -502,6 +502,17 @@ static int f_http2(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+/* HTTP/3 is QUIC, which is TLS 1.3: --http3 makes the certificate as
+ * --http-tls does. */
+static int f_http3(torture_options *o, const char *f, const char *a)
+{
+	(void)f;
+	(void)a;
+	o->http3 = 1;
+	o->http_tls = 1;
+	return 0;
+}
+
 static const flag_def flags[] = {
 	{"--kill-every", "DUR", f_kill_every,
 	 "SIGKILL each writer after DUR (50ms, 1s, ...); default 50ms;\n"
@@ -610,6 +621,10 @@ static const flag_def flags[] = {
 	 "--target http over HTTP/2 (h2 by ALPN with --http-tls, else\n"
 	 "                        h2c by prior knowledge), 4 writers' streams\n"
 	 "                        in flight per connection"},
+	{"--http3", NULL, f_http3,
+	 "--target http over HTTP/3 (QUIC on keel-serve's\n"
+	 "                        UDP port, with --http-tls' certificate),\n"
+	 "                        4 writers' streams in flight per connection"},
 	{"--workload", "CMD", f_workload,
 	 "--target exec: the program to torture (/bin/sh -c; {dir} is\n"
 	 "                        the watched directory; docs/targets.md)"},
@@ -825,9 +840,14 @@ static int check_together(torture_options *o)
 		return -1;
 	}
 	if ((o->http_tls || o->http2) && !o->target_http) {
-		fprintf(stderr, "torture: --http-tls and --http2 say how to "
-		        "speak to keel-serve: they need --target http, which is "
-		        "not given\n");
+		fprintf(stderr, "torture: --http-tls, --http2 and --http3 say "
+		        "how to speak to keel-serve: they need --target http, "
+		        "which is not given\n");
+		return -1;
+	}
+	if (o->http2 && o->http3) {
+		fprintf(stderr, "torture: --http2 and --http3 are two ways to "
+		        "speak to keel-serve: give one\n");
 		return -1;
 	}
 	if (o->serve && !o->target_http) {
@@ -972,10 +992,11 @@ void options_reproducer(const torture_options *o, char *buf, unsigned cap)
 	if (o->bit_rot)
 		n = append(buf, n, cap, " --bit-rot");
 	if (o->target_http)
-		n = append(buf, n, cap, " --target http%s%s%s%s",
+		n = append(buf, n, cap, " --target http%s%s%s%s%s",
 		           o->serve ? " --serve " : "", o->serve ? o->serve : "",
-		           o->http_tls ? " --http-tls" : "",
-		           o->http2 ? " --http2" : "");
+		           o->http_tls && !o->http3 ? " --http-tls" : "",
+		           o->http2 ? " --http2" : "",
+		           o->http3 ? " --http3" : "");
 	for (size_t i = 0; i < NUNSAFE; i++)
 		if (o->unsafe & unsafe_modes[i].bit)
 			n = append(buf, n, cap, " --unsafe %s",

@@ -107,6 +107,7 @@ typedef struct torture_options {
 	const char *serve;       /* --serve PATH; NULL = beside this program   */
 	int http_tls;            /* --http-tls: over TLS 1.3, cert pinned      */
 	int http2;               /* --http2: HTTP/2 (h2 over TLS, else h2c)    */
+	int http3;               /* --http3: HTTP/3 over QUIC (implies TLS)   */
 	/* --target exec (exec_target.h): any program, under the shim. */
 	int target_exec;         /* --target exec                              */
 	const char *workload;    /* --workload CMD                             */

@@ -1,0 +1,71 @@
+/*
+ * quic_conn.h -- what our two HTTP/3 clients share: the torture writers
+ * (torture/http3_client.c) and the test client (tests/h3_client.c).  One
+ * QUIC v1 client connection to 127.0.0.1 through ngtcp2 0.12 with GnuTLS
+ * (TLS 1.3, ALPN h3); the HTTP/3 on it (nghttp3) is the caller's.
+ *
+ * CALLING SEQUENCE
+ *   quic_conn_callbacks(&cb)   the crypto, random and connection-ID
+ *                              callbacks; the caller adds its stream ones
+ *   quic_conn_open(c, ...)     the socket, the TLS session, the connection
+ *   loop: quic_conn_write(c), then poll c->fd until ngtcp2's expiry, read
+ *         with ngtcp2_conn_read_pkt / ngtcp2_conn_handle_expiry
+ *   quic_conn_close(c)         frees what was made, also after a failed open
+ *
+ * ngtcp2 calls the callbacks with the USER given to quic_conn_open; once
+ * the caller has bound HTTP/3 it sets c->http, and quic_conn_write then
+ * sends what nghttp3 has to send as well.
+ */
+#ifndef TORTURE_QUIC_CONN_H
+#define TORTURE_QUIC_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include <gnutls/gnutls.h>
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+typedef struct quic_conn {
+	int fd;                           /* connected UDP socket; -1: none */
+	struct sockaddr_in local, remote; /* the path                       */
+	ngtcp2_conn *quic;                /* the QUIC connection            */
+	nghttp3_conn *http;               /* the caller's HTTP/3 on it      */
+	gnutls_session_t tls;             /* its TLS 1.3 session            */
+	gnutls_certificate_credentials_t cred; /* what it trusts            */
+	ngtcp2_crypto_conn_ref ref;       /* how the crypto finds quic      */
+} quic_conn;
+
+/* CLOCK_MONOTONIC in ngtcp2's nanoseconds. */
+ngtcp2_tstamp quic_conn_now(void);
+
+/* N bytes from getrandom(2). */
+void quic_conn_random(uint8_t *p, size_t n);
+
+/* Fills *CB with every callback a client needs that is not about streams
+ * or the handshake's end (ngtcp2's crypto helpers, random, new IDs). */
+void quic_conn_callbacks(ngtcp2_callbacks *cb);
+
+/*
+ * Connects to 127.0.0.1:PORT (a blocking socket: read it after poll, or
+ * with MSG_DONTWAIT) and makes the client
+ * connection: ngtcp2 calls CB with USER.  CERT: a PEM file, the only
+ * certificate trusted, checked for IP 127.0.0.1; NULL: the server's
+ * certificate is not checked (SNI "localhost").  TOKEN: sent in the first
+ * Initial, or NULL.  0, or -1 (quic_conn_close frees what was made).
+ */
+int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
+                   const ngtcp2_callbacks *cb, const ngtcp2_vec *token,
+                   void *user);
+
+/* Sends all there is to send.  0; -1 with *RV 0 and errno when the socket
+ * failed (ECONNREFUSED: nothing listens any more); -1 with *RV ngtcp2's or
+ * nghttp3's error code. */
+int quic_conn_write(quic_conn *c, int *rv);
+
+/* Frees the connection, the TLS session, the socket, and c->http. */
+void quic_conn_close(quic_conn *c);
+
+#endif /* TORTURE_QUIC_CONN_H */
