@@ -411,27 +411,20 @@ static void client_free(struct client *cl, int close_it)
 {
 	ngtcp2_connection_close_error ccerr;
 	ngtcp2_path_storage ps;
-	uint8_t buf[H3C_PKT];
+	uint8_t buf[QUIC_CONN_PKT];
 	ngtcp2_ssize n;
 
-	if (close_it) {
+	if (close_it && cl->q.quic) {
 		ngtcp2_connection_close_error_set_application_error(
 		    &ccerr, NGHTTP3_H3_NO_ERROR, NULL, 0);
 		ngtcp2_path_storage_zero(&ps);
-		n = ngtcp2_conn_write_connection_close(cl->quic, &ps.path, NULL, buf,
-		                                       sizeof buf, &ccerr, now_ns());
+		n = ngtcp2_conn_write_connection_close(cl->q.quic, &ps.path, NULL,
+		                                       buf, sizeof buf, &ccerr,
+		                                       quic_conn_now());
 		if (n > 0)
-			send(cl->fd, buf, (size_t)n, 0);
+			send(cl->q.fd, buf, (size_t)n, 0);
 	}
-	if (cl->http)
-		nghttp3_conn_del(cl->http);
-	ngtcp2_conn_del(cl->quic);
-	if (cl->tls)
-		gnutls_deinit(cl->tls);
-	if (cl->cred)
-		gnutls_certificate_free_credentials(cl->cred);
-	if (cl->fd >= 0)
-		close(cl->fd);
+	quic_conn_close(&cl->q);
 }
 
 /* -N: CONNS connections one after another, each with TMPL's one request
@@ -440,7 +433,7 @@ static void client_free(struct client *cl, int close_it)
 static int conns_run(const struct client *tmpl, int port, int conns)
 {
 	static struct client cl;
-	ngtcp2_tstamp t0 = now_ns();
+	ngtcp2_tstamp t0 = quic_conn_now();
 	int i, rc = 0, answered = 0, ok = 0;
 	double secs;
 
@@ -448,7 +441,8 @@ static int conns_run(const struct client *tmpl, int port, int conns)
 		int r;
 
 		cl = *tmpl;
-		cl.fd = -1;
+		memset(&cl.q, 0, sizeof cl.q);
+		cl.q.fd = -1;
 		r = client_open(&cl, port) < 0 || client_write(&cl) < 0
 		        ? 1 : client_run(&cl);
 		answered += cl.answered;
@@ -460,7 +454,7 @@ static int conns_run(const struct client *tmpl, int port, int conns)
 			break;
 		}
 	}
-	secs = (double)(now_ns() - t0) / NGTCP2_SECONDS;
+	secs = (double)(quic_conn_now() - t0) / NGTCP2_SECONDS;
 	printf("%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n", conns,
 	       answered, ok, secs, secs > 0 ? answered / secs : 0.0);
 	return rc;

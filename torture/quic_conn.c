@@ -14,7 +14,6 @@
 
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
-#define QUIC_CONN_PKT 1500 /* one datagram we send */
 
 ngtcp2_tstamp quic_conn_now(void)
 {

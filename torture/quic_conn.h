@@ -28,6 +28,8 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
+#define QUIC_CONN_PKT 1500 /* one datagram we send */
+
 typedef struct quic_conn {
 	int fd;                           /* connected UDP socket; -1: none */
 	struct sockaddr_in local, remote; /* the path                       */
