@@ -13,9 +13,11 @@
         server answers with its flight and waits for our Finished; once
         the server's flight arrived on each (or 10 s), print "open N",
         hold them until stdin ends (docs/http.md: a half-open handshake)
-  tls_client.py halfcount PORT CAFILE N  as half, but count: once each
-        connection has the server's flight or was closed (or 10 s), print
-        "flight A closed B", hold them until stdin ends
+  tls_client.py halfcount PORT CAFILE N  open N connections, one after
+        the other, that each send a ClientHello made in memory (so the
+        handshake can never go on) and then nothing; once each has the
+        server's flight or was closed (or 10 s), print "flight A closed B",
+        hold them until stdin ends
   tls_client.py stalls PORT N HEX   open N connections that each send the
         bytes HEX (a part of a ClientHello, say) and then nothing; print
         "open N", hold them until stdin ends
@@ -121,24 +123,14 @@ def half(port, cafile, n):
     conns = []
     for _ in range(n):
         raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+        raw.sendall(client_hello(ctx))  # made in memory: it goes no further
         raw.setblocking(False)
-        c = ctx.wrap_socket(raw, server_hostname="localhost",
-                            do_handshake_on_connect=False)
-        try:
-            c.do_handshake()  # the ClientHello goes out
-        except ssl.SSLWantReadError:
-            pass
-        conns.append(c)
+        conns.append(raw)
     # the server's flight is in each socket's buffer once it answered:
     # peek at it without reading (the handshake must stay half done)
     deadline = time.monotonic() + 10
     for c in conns:
-        while time.monotonic() < deadline:
-            try:
-                if socket.socket.recv(c, 1, socket.MSG_PEEK):
-                    break
-            except (BlockingIOError, ssl.SSLError):
-                time.sleep(0.01)
+        flight_or_close(c, deadline)
     print("open", len(conns), flush=True)
     sys.stdin.read()
     for c in conns:
@@ -151,13 +143,25 @@ def flight_or_close(c, deadline):
     'none' at DEADLINE."""
     while time.monotonic() < deadline:
         try:
-            got = socket.socket.recv(c, 1, socket.MSG_PEEK)
+            got = c.recv(1, socket.MSG_PEEK)
             return "flight" if got else "closed"
-        except (BlockingIOError, ssl.SSLWantReadError):
+        except BlockingIOError:
             time.sleep(0.01)
         except OSError:
             return "closed"
     return "none"
+
+
+def client_hello(ctx):
+    """The bytes of a ClientHello from CTX, made in memory: the handshake
+    can go no further, whatever the server answers and however fast."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
 
 
 def halfcount(port, cafile, n):
@@ -165,20 +169,16 @@ def halfcount(port, cafile, n):
     conns, seen = [], {"flight": 0, "closed": 0, "none": 0}
     for _ in range(n):
         raw = socket.create_connection(("127.0.0.1", port), timeout=20)
-        raw.setblocking(False)
-        c = ctx.wrap_socket(raw, server_hostname="localhost",
-                            do_handshake_on_connect=False)
         try:
-            c.do_handshake()  # the ClientHello goes out
-        except ssl.SSLWantReadError:
-            pass
+            raw.sendall(client_hello(ctx))
         except OSError:  # the server closed it already (a reset)
             seen["closed"] += 1
-            conns.append(c)
+            conns.append(raw)
             continue
+        raw.setblocking(False)
         # one at a time: the server has judged this one before the next
-        seen[flight_or_close(c, time.monotonic() + 10)] += 1
-        conns.append(c)
+        seen[flight_or_close(raw, time.monotonic() + 10)] += 1
+        conns.append(raw)
     print("flight %d closed %d" % (seen["flight"], seen["closed"]),
           flush=True)
     sys.stdin.read()
