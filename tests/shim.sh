@@ -328,7 +328,7 @@ contains "why-truncsave names the missing sync" "$T/why-truncsave.why" \
 	"never synced: no fsync/fdatasync of cfg followed it"
 contains "why-truncsave names the call site" "$T/why-truncsave.why" \
 	"from ($(site save_truncate truncate)|$(site save_truncate pwrite))"
-# a cause among more than a thousand dropped records (560 unsynced files of
+# a cause among more than a thousand dropped records (1,000 unsynced files of
 # noise, as git leaves): the grouped search still names the one rename
 run "why-crowd" 1 "cycle [0-9]+: lost" --power-loss --kill-every 1s \
 	--duration 20s --seed 11 --workload "$W {dir} crowd" \
