@@ -204,19 +204,11 @@ static int request_start(struct client *cl)
 		.end_stream = on_end_stream,
 		.reset_stream = on_reset,
 	};
-	nghttp3_settings settings;
-	int64_t ctrl, qenc, qdec;
 
 	if (cl->started)
 		return 0;
 	cl->started = 1;
-	nghttp3_settings_default(&settings);
-	if (nghttp3_conn_client_new(&cl->q.http, &cb, &settings, NULL, cl) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->q.quic, &ctrl, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qenc, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qdec, NULL) != 0 ||
-	    nghttp3_conn_bind_control_stream(cl->q.http, ctrl) != 0 ||
-	    nghttp3_conn_bind_qpack_streams(cl->q.http, qenc, qdec) != 0)
+	if (quic_conn_http_start(&cl->q, &cb, cl) < 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	cl->t0 = quic_conn_now();
 	return requests_top_up(cl) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;

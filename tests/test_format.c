@@ -213,24 +213,6 @@ static char *forge_store(char **dir)
 	return path;
 }
 
-static void newest_head(const char *path, keel_head *h)
-{
-	keel_options o = {.flags = KEEL_RDONLY};
-	keel_recovery r;
-	keel_db *db;
-	uint8_t hb[KEEL_HEAD_SIZE];
-	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
-	assert_int_equal(keel_recovery_info(db, &r), KEEL_OK);
-	assert_int_equal(keel_close(db), KEEL_OK);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, hb, sizeof(hb), (off_t)r.head_offset),
-	                 (ssize_t)sizeof(hb));
-	close(fd);
-	assert_int_equal(keel_head_decode(hb, h), KEEL_OK);
-	h->off = r.head_offset;
-}
-
 /* A node of LEVEL over the N one-letter keys of KEYS: a leaf's values are
  * "v" inline; a branch's entry I points at (COFF[I], CCRC[I]).  Returns its
  * payload length. */
@@ -331,7 +313,7 @@ static uint8_t root_type(const char *path)
 {
 	keel_head h;
 	uint8_t hdr[KEEL_REC_HDR];
-	newest_head(path, &h);
+	craft_newest_head(path, &h);
 	if (!h.root_off)
 		return 0;
 	int fd = open(path, O_RDONLY);

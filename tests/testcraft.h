@@ -22,14 +22,15 @@ typedef struct craft {
 	size_t rlen, rcap;
 } craft;
 
-static inline void craft_begin(craft *c, const char *path)
+/* The newest head of the store at PATH (as recovery finds it), with its
+ * offset in h->off. */
+static inline void craft_newest_head(const char *path, keel_head *h)
 {
 	keel_db *db;
 	keel_recovery r;
 	keel_options o = {.flags = KEEL_RDONLY};
 	uint8_t hb[KEEL_HEAD_SIZE];
 
-	memset(c, 0, sizeof(*c));
 	assert_int_equal(keel_open(path, &o, &db), KEEL_OK);
 	assert_int_equal(keel_recovery_info(db, &r), KEEL_OK);
 	assert_int_equal(keel_close(db), KEEL_OK);
@@ -38,9 +39,15 @@ static inline void craft_begin(craft *c, const char *path)
 	assert_int_equal(pread(fd, hb, sizeof(hb), (off_t)r.head_offset),
 	                 (ssize_t)sizeof(hb));
 	close(fd);
-	assert_int_equal(keel_head_decode(hb, &c->head), KEEL_OK);
-	c->head.off = r.head_offset;
-	c->pos = r.head_offset + KEEL_HEAD_SIZE;
+	assert_int_equal(keel_head_decode(hb, h), KEEL_OK);
+	h->off = r.head_offset;
+}
+
+static inline void craft_begin(craft *c, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	craft_newest_head(path, &c->head);
+	c->pos = c->head.off + KEEL_HEAD_SIZE;
 }
 
 /* The offset the next record will have. */

@@ -180,16 +180,8 @@ static int http_bind(h3conn *c)
 		.end_stream = on_end_stream,
 		.reset_stream = on_reset,
 	};
-	nghttp3_settings settings;
-	int64_t ctrl, qenc, qdec;
 
-	nghttp3_settings_default(&settings);
-	if (nghttp3_conn_client_new(&c->q.http, &cb, &settings, NULL, c) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->q.quic, &ctrl, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->q.quic, &qenc, NULL) != 0 ||
-	    ngtcp2_conn_open_uni_stream(c->q.quic, &qdec, NULL) != 0 ||
-	    nghttp3_conn_bind_control_stream(c->q.http, ctrl) != 0 ||
-	    nghttp3_conn_bind_qpack_streams(c->q.http, qenc, qdec) != 0)
+	if (quic_conn_http_start(&c->q, &cb, c) < 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	c->ready = 1;
 	return 0;

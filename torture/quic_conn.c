@@ -207,6 +207,23 @@ int quic_conn_write(quic_conn *c, int *rv)
 	return 0;
 }
 
+int quic_conn_http_start(quic_conn *c, const nghttp3_callbacks *cb,
+                         void *user)
+{
+	nghttp3_settings settings;
+	int64_t ctrl, qenc, qdec;
+
+	nghttp3_settings_default(&settings);
+	if (nghttp3_conn_client_new(&c->http, cb, &settings, NULL, user) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->quic, &ctrl, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(c->quic, &qdec, NULL) != 0 ||
+	    nghttp3_conn_bind_control_stream(c->http, ctrl) != 0 ||
+	    nghttp3_conn_bind_qpack_streams(c->http, qenc, qdec) != 0)
+		return -1;
+	return 0;
+}
+
 void quic_conn_close(quic_conn *c)
 {
 	if (c->http)

@@ -67,6 +67,12 @@ int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
  * nghttp3's error code. */
 int quic_conn_write(quic_conn *c, int *rv);
 
+/* Once the handshake is done: makes c->http, the client's HTTP/3 (nghttp3
+ * with CB and USER, default settings), and opens and binds its control and
+ * QPACK streams.  0, or -1 (quic_conn_close frees what was made). */
+int quic_conn_http_start(quic_conn *c, const nghttp3_callbacks *cb,
+                         void *user);
+
 /* Frees the connection, the TLS session, the socket, and c->http. */
 void quic_conn_close(quic_conn *c);
 
