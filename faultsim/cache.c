@@ -137,6 +137,7 @@ void faultsim_cache_clear(faultsim_cache *c)
 	c->inflight = SCAN_NONE;
 	c->trim_at = 0;
 	c->gone_hint = 0;
+	faultsim_cache_names_changed(c); /* a crash renamed and removed */
 	faultsim_cache_init_lock(c);
 }
 
@@ -149,8 +150,10 @@ void faultsim_cache_writer_died(faultsim_cache *c)
 	faultsim_map_settle(c); /* its stores through a mapping, as they are */
 	/* the dead writer may have been between two of these updates: scan
 	 * every file from the window's start next time (always correct) */
-	for (uint32_t i = 0; i < c->nfiles; i++)
+	for (uint32_t i = 0; i < c->nfiles; i++) {
 		file_scan_set(c, &c->files[i], 0);
+		c->files[i].size_known = 0; /* (10) */
+	}
 }
 
 int faultsim_cache_set_fs(faultsim_cache *c, faultsim_fs fs)
@@ -192,12 +195,65 @@ uint32_t faultsim_cache_nfiles(const faultsim_cache *c)
 	return __atomic_load_n(&c->nfiles, __ATOMIC_ACQUIRE);
 }
 
-int faultsim_cache_abspath(const char *path, char *out, size_t outlen)
+/* ---- resolved directories (a memo per process) -------------------------- */
+
+#define MEMO_SLOTS 8
+
+static struct memo {
+	uint32_t gen;               /* the cache's names_gen it was made under */
+	uint32_t used;
+	char dir[PATH_MAX], real[PATH_MAX];
+} memo[MEMO_SLOTS];
+static unsigned memo_next;
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void faultsim_cache_names_changed(faultsim_cache *c)
+{
+	__atomic_add_fetch(&c->names_gen, 1, __ATOMIC_ACQ_REL);
+}
+
+int faultsim_cache_realdir_memo(faultsim_cache *c, const char *dir,
+                                char *real)
+{
+	uint32_t gen;
+
+	if (!c || dir[0] != '/' || strlen(dir) >= PATH_MAX)
+		return realpath(dir, real) ? 0 : -errno;
+	gen = __atomic_load_n(&c->names_gen, __ATOMIC_ACQUIRE);
+	if (pthread_mutex_trylock(&memo_lock) == 0) {
+		for (int i = 0; i < MEMO_SLOTS; i++) {
+			struct memo *m = &memo[i];
+			if (m->used && m->gen == gen && strcmp(m->dir, dir) == 0) {
+				memcpy(real, m->real, strlen(m->real) + 1);
+				pthread_mutex_unlock(&memo_lock);
+				return 0;
+			}
+		}
+		pthread_mutex_unlock(&memo_lock);
+	}
+	if (!realpath(dir, real))
+		return -errno;
+	/* made under GEN, read before the lookup: a rename while it ran
+	 * leaves a memo no later call takes */
+	if (pthread_mutex_trylock(&memo_lock) == 0) {
+		struct memo *m = &memo[memo_next++ % MEMO_SLOTS];
+		m->gen = gen;
+		m->used = 1;
+		memcpy(m->dir, dir, strlen(dir) + 1);
+		memcpy(m->real, real, strlen(real) + 1);
+		pthread_mutex_unlock(&memo_lock);
+	}
+	return 0;
+}
+
+int faultsim_cache_abspath_memo(faultsim_cache *c, const char *path,
+                                char *out, size_t outlen)
 {
 	char dir[PATH_MAX], real[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	size_t dlen = slash ? (size_t)(slash - path) : 1;
+	int rc;
 
 	if (!*base)
 		return -EISDIR; /* "dir/": not a file name */
@@ -211,13 +267,18 @@ int faultsim_cache_abspath(const char *path, char *out, size_t outlen)
 		memcpy(dir, path, dlen);
 		dir[dlen] = '\0';
 	}
-	if (!realpath(dir, real))
-		return -errno;
+	if ((rc = faultsim_cache_realdir_memo(c, dir, real)) < 0)
+		return rc;
 	int n = snprintf(out, outlen, "%s/%s",
 	                 strcmp(real, "/") == 0 ? "" : real, base);
 	if (n < 0 || (size_t)n >= outlen || (size_t)n >= FAULTSIM_PATH_MAX)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int faultsim_cache_abspath(const char *path, char *out, size_t outlen)
+{
+	return faultsim_cache_abspath_memo(NULL, path, out, outlen);
 }
 
 /* ---- the file table ------------------------------------------------------ */
@@ -314,19 +375,28 @@ uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file)
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 {
 	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	return faultsim_cache_track_id(c, (uint64_t)st.st_dev,
+	                               (uint64_t)st.st_ino, abspath);
+}
+
+int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
+                            const char *abspath)
+{
 	int rc;
 
 	if (strlen(abspath) >= FAULTSIM_PATH_MAX)
 		return -ENAMETOOLONG;
-	if (fstat(fd, &st) != 0)
-		return -errno;
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < c->nfiles; i++) {
 		fs_file *f = &c->files[i];
-		if (!f->gone && f->dev == (uint64_t)st.st_dev &&
-		    f->ino == (uint64_t)st.st_ino) {
+		if (!f->gone && f->dev == dev &&
+		    f->ino == ino) {
 			if (strcmp(faultsim_file_path(f), abspath) != 0)
 				file_move(f, abspath);
+			f->size_known = 0; /* (10): looked up again under the lock */
 			rc = (int)i;
 			goto out_unlock;
 		}
@@ -343,9 +413,10 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		if (slot >= 0) {
 			fs_file *g = &c->files[slot];
 			__atomic_add_fetch(&g->gen, 1, __ATOMIC_ACQ_REL);
-			g->dev = (uint64_t)st.st_dev;
-			g->ino = (uint64_t)st.st_ino;
+			g->dev = dev;
+			g->ino = ino;
 			file_scan_set(c, g, SCAN_NONE);
+			g->size_known = 0;
 			g->last_seq = c->next_seq;
 			snprintf(g->path[g->cur ^ 1u], FAULTSIM_PATH_MAX, "%s",
 			         abspath);
@@ -359,11 +430,12 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 		goto out_unlock;
 	}
 	fs_file *f = &c->files[c->nfiles];
-	f->dev = (uint64_t)st.st_dev;
-	f->ino = (uint64_t)st.st_ino;
+	f->dev = dev;
+	f->ino = ino;
 	f->cur = 0;
 	f->gone = 0;
 	file_scan_set(c, f, SCAN_NONE);
+	f->size_known = 0;
 	f->last_seq = c->next_seq;
 	__atomic_add_fetch(&f->gen, 1, __ATOMIC_ACQ_REL);
 	snprintf(f->path[0], FAULTSIM_PATH_MAX, "%s", abspath);
@@ -604,6 +676,34 @@ static int file_size(int fd, uint64_t *size)
 	return 0;
 }
 
+/* FILE's size (lock held): the entry's, else read from FD and kept (10). */
+static int entry_size(faultsim_cache *c, int file, int fd, uint64_t *size)
+{
+	fs_file *f = &c->files[file];
+	int rc;
+
+	if (f->size_known) {
+		*size = f->size;
+		return 0;
+	}
+	rc = file_size(fd, size);
+	if (rc == 0) {
+		f->size = *size;
+		f->size_known = 1;
+	}
+	return rc;
+}
+
+/* R, a write, returned RESULT (lock held): the file's size moves (10). */
+static void entry_size_written(faultsim_cache *c, const fs_rec *r,
+                               ssize_t result)
+{
+	fs_file *f = &c->files[r->file];
+
+	if (result > 0 && r->off + (uint64_t)result > f->size)
+		f->size = r->off + (uint64_t)result;
+}
+
 /* ---- data records ---------------------------------------------------------- */
 
 int faultsim_ticket_hold(faultsim_cache *c, uint64_t pos, faultsim_ticket *t)
@@ -633,7 +733,7 @@ int faultsim_cache_write_begin_at(faultsim_cache *c, int file, int fd,
 	if (!faultsim_file_at(c, file))
 		return -EBADF;
 	pthread_mutex_lock(&c->lock);
-	rc = file_size(fd, &size);
+	rc = entry_size(c, file, fd, &size);
 	if (rc < 0)
 		goto out_unlock;
 	if (whence == SEEK_END) {
@@ -677,6 +777,7 @@ void faultsim_cache_write_end_durable(faultsim_ticket *t, ssize_t result)
 		fs_rec *r = rec_at(c, t->rec);
 		if ((uint64_t)result < r->len)
 			r->len = (uint64_t)result;
+		entry_size_written(c, r, result);
 		rec_set_state(r, ST_SYNCED);
 		/* settled: before the reclaim, which may reuse its position */
 		__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
@@ -698,6 +799,7 @@ void faultsim_cache_write_end(faultsim_ticket *t, ssize_t result)
 		rec_set_state(r, ST_VOID);
 	else if ((uint64_t)result < r->len)
 		r->len = (uint64_t)result; /* the new bytes' prefix was written */
+	entry_size_written(c, r, result);
 	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 	t->cache = NULL;
 	pthread_mutex_unlock(&c->lock);
@@ -716,7 +818,7 @@ static int size_change_begin(faultsim_cache *c, int file, int fd, uint8_t kind,
 	if (!faultsim_file_at(c, file))
 		return -EBADF;
 	pthread_mutex_lock(&c->lock);
-	rc = file_size(fd, &size);
+	rc = entry_size(c, file, fd, &size);
 	if (rc < 0)
 		goto out_unlock;
 	if (kind == REC_EXTEND && new_size < size)
@@ -759,8 +861,11 @@ void faultsim_cache_change_end(faultsim_ticket *t, int result)
 	faultsim_cache *c = t->cache;
 	if (!c)
 		return;
+	fs_rec *r = rec_at(c, t->rec);
 	if (result < 0)
-		rec_set_state(rec_at(c, t->rec), ST_VOID);
+		rec_set_state(r, ST_VOID);
+	else
+		c->files[r->file].size = r->new_size; /* (10) */
 	__atomic_store_n(&c->inflight, SCAN_NONE, __ATOMIC_RELEASE);
 	t->cache = NULL;
 	pthread_mutex_unlock(&c->lock);

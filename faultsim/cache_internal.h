@@ -70,6 +70,14 @@
  *       full, faultsim_cache_track takes such an entry, a durably unlinked
  *       one first, then the one whose newest record is oldest, so a program
  *       that writes, syncs and closes file after file is never refused.
+ *  (10) A file entry's size, while size_known, is the file's size: set from
+ *       the fstat that tracks it, then moved only under the lock, by the
+ *       _end of a recorded write, truncate or extension (the call made
+ *       under that same lock, so no recorded call can slip between).  A
+ *       writer that died inside a call, a crash that rewrote files and a
+ *       clear all forget it; a write no wrapper saw is a bypass, which the
+ *       harness reports (shim_check_files) -- the pre-image sizes a write
+ *       records come from here, one fstat a write fewer.
  */
 #ifndef KEEL_FAULTSIM_CACHE_INTERNAL_H
 #define KEEL_FAULTSIM_CACHE_INTERNAL_H
@@ -145,6 +153,8 @@ typedef struct fs_file {
 	uint32_t scan_gen; /* scan_from holds only while this equals the
 	                      cache's scan_gen: one store forgets every
 	                      file's (file_scan)                           */
+	uint32_t size_known; /* size below holds (10)                      */
+	uint64_t size;     /* the file's size in bytes, while size_known   */
 	char path[2][FAULTSIM_PATH_MAX];
 } fs_file;
 
@@ -168,7 +178,10 @@ struct faultsim_cache {
 	uint64_t trim_at;        /* the tail at which a sync next compacts (5) */
 	uint32_t gone_hint;      /* 1 + an entry settle() marked gone, 0: none;
 	                            the next new file takes it (9)          */
-	uint32_t pad2;
+	uint32_t names_gen;      /* bumped before a rename, unlink or rmdir
+	                            and by a clear: a directory resolved
+	                            under an older one is looked up again
+	                            (faultsim_cache_abspath_memo)          */
 	pthread_mutex_t lock;    /* process-shared; serialises the writer      */
 	fs_file files[FAULTSIM_MAX_FILES];
 	unsigned char arena[] __attribute__((aligned(8)));

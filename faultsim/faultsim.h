@@ -172,6 +172,23 @@ uint32_t faultsim_cache_nfiles(const faultsim_cache *c);
 int faultsim_cache_abspath(const char *path, char *out, size_t outlen);
 
 /*
+ * faultsim_cache_abspath_memo - faultsim_cache_abspath for an absolute
+ * PATH, with the directory part's realpath remembered in this process
+ * (realpath reads every component's link: ~5 system calls for a
+ * directory 4 deep, on every open, unlink and directory sync).  A memo
+ * holds while C's name generation is the one it was made under: whoever
+ * renames or removes a name below the watched directory calls
+ * faultsim_cache_names_changed first.  Never blocks: a memo busy in
+ * another thread (or in a signal handler's interrupted call) is passed
+ * by.  faultsim_cache_realdir_memo resolves a whole directory path so.
+ */
+int faultsim_cache_abspath_memo(faultsim_cache *c, const char *path,
+                                char *out, size_t outlen);
+int faultsim_cache_realdir_memo(faultsim_cache *c, const char *dir,
+                                char *real);
+void faultsim_cache_names_changed(faultsim_cache *c);
+
+/*
  * faultsim_cache_track - the writer opened ABSPATH as FD (writable): find or
  * add its file (keyed by device and inode).  Returns the file id (>= 0) to
  * pass to the data calls below, or -ENOBUFS (FAULTSIM_MAX_FILES files all
@@ -186,6 +203,10 @@ int faultsim_cache_abspath(const char *path, char *out, size_t outlen);
  * file again (the shim does this for every descriptor it follows).
  */
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath);
+/* The same for a file whose identity (st_dev, st_ino) the caller has just
+ * read with fstat: one fstat a tracked open fewer. */
+int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
+                            const char *abspath);
 /* The generation of file entry FILE (see faultsim_cache_track); 0 when FILE
  * is out of range. */
 uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file);

@@ -315,7 +315,7 @@ void faultsim_cache_dir_sync_end(faultsim_cache *c, const char *absdir,
 {
 	char dir[PATH_MAX];
 
-	if (result < 0 || !realpath(absdir, dir))
+	if (result < 0 || faultsim_cache_realdir_memo(c, absdir, dir) < 0)
 		return; /* a failed directory sync makes nothing durable */
 	pthread_mutex_lock(&c->lock);
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);

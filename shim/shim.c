@@ -532,7 +532,8 @@ static int resolve(int dirfd, const char *path, char *out)
 	const char *last = slash + 1;
 	if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
 		return realpath(tmp, out) ? 0 : -1;
-	return faultsim_cache_abspath(tmp, out, FAULTSIM_PATH_MAX) == 0 ? 0 : -1;
+	return faultsim_cache_abspath_memo(cache, tmp, out, FAULTSIM_PATH_MAX) == 0 ?
+	       0 : -1;
 }
 
 /* KEEL_SHIM_VOLATILE: ':'-separated shell patterns of file names whose
@@ -608,13 +609,11 @@ static void fd_copy(int from, int to)
 }
 
 /* What the record implies about FILE: set on first sight from the file. */
-static void expect_init(int file, int fd)
+static void expect_init(int file, const struct stat *stp)
 {
-	struct stat st;
+	const struct stat st = *stp;
 	shim_file *f = &ctl->files[file];
 
-	if (fstat(fd, &st) != 0)
-		return;
 	if (f->dev == (uint64_t)st.st_dev && f->ino == (uint64_t)st.st_ino)
 		return;
 	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
@@ -647,12 +646,13 @@ static int fd_track(int fd, const char *abs, int flags)
 	}
 	if (!S_ISREG(st.st_mode))
 		return 0;
-	file = RECORD(faultsim_cache_track(cache, fd, abs));
+	file = RECORD(faultsim_cache_track_id(cache, (uint64_t)st.st_dev,
+	                                      (uint64_t)st.st_ino, abs));
 	if (file < 0) {
 		recording_failed(file, "open", abs);
 		return file;
 	}
-	expect_init(file, fd);
+	expect_init(file, &st);
 	fd_gen[fd] = faultsim_cache_file_gen(cache, file);
 	fd_flags[fd] = (uint8_t)(((flags & O_APPEND) ? FD_APPEND : 0) |
 	                         ((flags & (O_SYNC | O_DSYNC)) ? FD_SYNC : 0));
@@ -678,13 +678,18 @@ static void fd_revalidate(int fd)
 		free(fd_path[fd]);
 		fd_path[fd] = strdup(abs);
 	}
-	file = RECORD(faultsim_cache_track(cache, fd, abs));
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		refuse("%s: cannot track its file again: %s", relative(abs),
+		       strerror(errno));
+	file = RECORD(faultsim_cache_track_id(cache, (uint64_t)st.st_dev,
+	                                      (uint64_t)st.st_ino, abs));
 	if (file < 0) {
 		recording_failed(file, "write", abs); /* refuses when full */
 		refuse("%s: cannot track its file again: %s", relative(abs),
 		       strerror(-file));
 	}
-	expect_init(file, fd);
+	expect_init(file, &st);
 	fd_gen[fd] = faultsim_cache_file_gen(cache, file);
 	__atomic_store_n(&fd_file[fd], file + 1, __ATOMIC_RELEASE);
 }
@@ -727,19 +732,24 @@ static int fd_passes(int fd)
 	return !followed || !fd_file[fd];
 }
 
-/* The file at ABS is about to lose its name (unlink, rename over it): its
- * inode may be reused by a new file, which must not be checked against the
- * old one's expectations. */
+/* The file ST describes is about to lose its name (unlink, rename over
+ * it): its inode may be reused by a new file, which must not be checked
+ * against the old one's expectations. */
+static void expect_forget(const struct stat *st)
+{
+	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
+		if (ctl->files[i].ino == (uint64_t)st->st_ino &&
+		    ctl->files[i].dev == (uint64_t)st->st_dev)
+			memset(&ctl->files[i], 0, sizeof(shim_file));
+}
+
+/* The same for the file at ABS, if there is one. */
 static void expect_forget_path(const char *abs)
 {
 	struct stat st;
 
-	if (lstat(abs, &st) != 0)
-		return;
-	for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
-		if (ctl->files[i].ino == (uint64_t)st.st_ino &&
-		    ctl->files[i].dev == (uint64_t)st.st_dev)
-			memset(&ctl->files[i], 0, sizeof(shim_file));
+	if (lstat(abs, &st) == 0)
+		expect_forget(&st);
 }
 
 /* ---- faults ---------------------------------------------------------------- */
@@ -2379,6 +2389,7 @@ static int shim_rename(int odir, const char *from, int ndir, const char *to,
 	load_renameat2();
 	if (!active || in_shim)
 		return real_renameat2(odir, from, ndir, to, flags);
+	faultsim_cache_names_changed(cache); /* before: resolve's memo */
 	wf = watched_path(odir, from, afrom);
 	wt = watched_path(ndir, to, ato);
 	if (!wf && !wt)
@@ -2435,16 +2446,25 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 	int rc;
 
 	load_unlinkat();
-	if (!active || in_shim || !watched_path(dirfd, path, abs))
+	if (!active || in_shim)
 		return real_unlinkat(dirfd, path, flags);
+	if (!watched_path(dirfd, path, abs)) {
+		faultsim_cache_names_changed(cache); /* resolve's memo */
+		return real_unlinkat(dirfd, path, flags);
+	}
 	in_shim = 1;
-	if ((flags & AT_REMOVEDIR) || (lstat(abs, &st) == 0 &&
-	                               S_ISDIR(st.st_mode))) {
+	/* only a directory or a link can be a part of a directory's path:
+	 * removing anything else leaves resolve's memo true */
+	int seen = !(flags & AT_REMOVEDIR) && lstat(abs, &st) == 0;
+	if (!seen || !S_ISREG(st.st_mode))
+		faultsim_cache_names_changed(cache);
+	if ((flags & AT_REMOVEDIR) || (seen && S_ISDIR(st.st_mode))) {
 		rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
 		remember(SHIM_OP_RMDIR, -1, abs, NULL, 0, 0, rc, 0);
 	} else {
 		step();
-		expect_forget_path(abs);
+		if (seen)
+			expect_forget(&st); /* what lstat found above */
 		if ((rc = inject(FAULTSIM_OP_UNLINK)) == 0 &&
 		    (rc = RECORD(faultsim_cache_unlink_begin(cache, abs, &t))) < 0)
 			recording_failed(rc, "unlink", abs);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -248,6 +249,102 @@ static void test_syncs_keep_the_window_short(void **state)
 	assert_int_equal(access(p, F_OK), -1); /* its create was never durable */
 }
 
+/* One recorded write at OFF of N bytes of C on FD (file FILE); returns the
+ * size the cache says the file had before it (the record's old size). */
+static uint64_t wrote(fx *x, int file, int fd, uint64_t off, size_t n)
+{
+	char buf[256];
+	faultsim_ticket t = { 0 };
+
+	memset(buf, 'w', n);
+	assert_int_equal(faultsim_cache_write_begin(x->cache, file, fd, buf, n,
+	                                            off, &t), 0);
+	uint64_t before = t.size;
+	assert_int_equal(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
+	faultsim_cache_write_end(&t, (ssize_t)n);
+	return before;
+}
+
+/* (10): the size a write records comes from the file entry, moved by each
+ * recorded write and truncate; a writer that died inside a call (its size
+ * change never told) makes the cache read the file again. */
+static void test_sizes_follow_the_calls(void **state)
+{
+	fx *x = *state;
+	faultsim_ticket t = { 0 };
+	char p[128], c = 'd';
+	struct stat st;
+
+	snprintf(p, sizeof p, "%s/sized", x->dir);
+	int fd = open(p, O_RDWR | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	int file = faultsim_cache_track(x->cache, fd, p);
+	assert_true(file >= 0);
+	assert_int_equal(wrote(x, file, fd, 0, 100), 0);
+	assert_int_equal(wrote(x, file, fd, 10, 20), 100);   /* inside */
+	assert_int_equal(wrote(x, file, fd, 200, 50), 100);  /* past the end */
+	assert_int_equal(faultsim_cache_truncate_begin(x->cache, file, fd, 40,
+	                                               &t), 0);
+	assert_int_equal(ftruncate(fd, 40), 0);
+	faultsim_cache_change_end(&t, 0);
+	assert_int_equal(wrote(x, file, fd, 0, 1), 40);
+	/* a writer killed between its call and the _end: the file is 90 bytes
+	 * now, which no record says */
+	assert_int_equal(faultsim_cache_write_begin(x->cache, file, fd, &c, 1, 89,
+	                                            &t), 0);
+	assert_int_equal(pwrite(fd, &c, 1, 89), 1);
+	faultsim_cache_writer_died(x->cache);
+	assert_int_equal(wrote(x, file, fd, 0, 1), 90);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 90);
+	close(fd);
+}
+
+/* A directory's resolved path is remembered until a name changes: a link
+ * in the path pointed elsewhere is seen once faultsim_cache_names_changed
+ * (the shim calls it before an unlink of anything but a regular file, and
+ * before every rename) or a clear says so. */
+static void test_resolved_dirs_follow_name_changes(void **state)
+{
+	fx *x = *state;
+	char a[128], xd[128], yd[128], out[512], want[512];
+	faultsim_crash_report rep;
+	faultsim_crash_options co = { FAULTSIM_DEVICE_ORDERED, 512, 7 };
+
+	snprintf(a, sizeof a, "%s/a", x->dir);
+	snprintf(xd, sizeof xd, "%s/x", x->dir);
+	snprintf(yd, sizeof yd, "%s/y", x->dir);
+	assert_int_equal(mkdir(xd, 0755), 0);
+	assert_int_equal(mkdir(yd, 0755), 0);
+	assert_int_equal(symlink("x", a), 0);
+	snprintf(want, sizeof want, "%s/a/f", x->dir);
+	assert_int_equal(faultsim_cache_abspath_memo(x->cache, want, out,
+	                                             sizeof out), 0);
+	assert_non_null(realpath(xd, want));
+	strcat(want, "/f");
+	assert_string_equal(out, want);
+	/* a points to y now; told, the memo is not used */
+	assert_int_equal(unlink(a), 0);
+	assert_int_equal(symlink("y", a), 0);
+	faultsim_cache_names_changed(x->cache);
+	snprintf(want, sizeof want, "%s/a/f", x->dir);
+	assert_int_equal(faultsim_cache_abspath_memo(x->cache, want, out,
+	                                             sizeof out), 0);
+	assert_non_null(realpath(yd, want));
+	strcat(want, "/f");
+	assert_string_equal(out, want);
+	/* and back to x, told by a power cut (its clear) */
+	assert_int_equal(unlink(a), 0);
+	assert_int_equal(symlink("x", a), 0);
+	assert_int_equal(faultsim_cache_crash(x->cache, &co, &rep), 0);
+	assert_int_equal(faultsim_cache_realdir_memo(x->cache, a, out), 0);
+	assert_non_null(realpath(xd, want));
+	assert_string_equal(out, want);
+	unlink(a);
+	rmdir(xd);
+	rmdir(yd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +354,8 @@ int main(void)
 		T(test_power_cut_after_reuse_is_exact),
 		T(test_unlinked_files_give_their_entry_back),
 		T(test_syncs_keep_the_window_short),
+		T(test_sizes_follow_the_calls),
+		T(test_resolved_dirs_follow_name_changes),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
