@@ -269,10 +269,15 @@ int faultsim_cache_abspath_memo(faultsim_cache *c, const char *path,
 	}
 	if ((rc = faultsim_cache_realdir_memo(c, dir, real)) < 0)
 		return rc;
-	int n = snprintf(out, outlen, "%s/%s",
-	                 strcmp(real, "/") == 0 ? "" : real, base);
-	if (n < 0 || (size_t)n >= outlen || (size_t)n >= FAULTSIM_PATH_MAX)
+	/* "REAL/BASE" ("/BASE" at the root) by hand: every open and unlink
+	 * of a followed program comes here */
+	size_t rlen = strcmp(real, "/") == 0 ? 0 : strlen(real);
+	size_t blen = strlen(base), n = rlen + 1 + blen;
+	if (n >= outlen || n >= FAULTSIM_PATH_MAX)
 		return -ENAMETOOLONG;
+	memcpy(out, real, rlen);
+	out[rlen] = '/';
+	memcpy(out + rlen + 1, base, blen + 1);
 	return 0;
 }
 

@@ -172,6 +172,19 @@ static int nsite_mods;
 /* The return address of the wrapper the program called, while it works
  * (NULL otherwise): a call site without unwinding (call_site). */
 static __thread void *site_ra __attribute__((tls_model("initial-exec")));
+/* Returns EXPR (of TYPE) made with the wrapper's own return address as
+ * the call site: a program's direct call needs no unwinding (call_site).
+ * A wrapper the shim itself enters inside another (the cache's link of a
+ * stash) keeps the outer one's. */
+#define WITH_SITE(type, expr)                                               \
+	do {                                                                \
+		void *site_outer_ = site_ra;                                \
+		if (!site_outer_)                                           \
+			site_ra = __builtin_return_address(0);              \
+		type site_r_ = (expr);                                      \
+		site_ra = site_outer_;                                      \
+		return site_r_;                                             \
+	} while (0)
 /* The ring slot of this thread's call in flight (index + 1; 0: none). */
 static __thread uint64_t open_slot __attribute__((tls_model("initial-exec")));
 
@@ -379,12 +392,16 @@ static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
 	c->role = my_role;
 	c->off = off;
 	c->len = len;
-	if (path2)
+	if (path2) {
 		snprintf(c->path, sizeof c->path, "%s -> %s",
 		         path ? relative(path) : "?", relative(path2));
-	else
-		snprintf(c->path, sizeof c->path, "%s",
-		         path ? relative(path) : "?");
+	} else {
+		/* every write comes here: a bounded copy, not a printf */
+		const char *p = path ? relative(path) : "?";
+		size_t n = strnlen(p, sizeof c->path - 1);
+		memcpy(c->path, p, n);
+		c->path[n] = '\0';
+	}
 }
 
 /* Enters a call about to be made (record REC, 0: none) in the ring,
@@ -510,9 +527,10 @@ static int resolve(int dirfd, const char *path, char *out)
 	if (!path || !*path)
 		return -1;
 	if (path[0] == '/') {
-		if (strlen(path) >= PATH_MAX)
+		len = strlen(path);
+		if (len >= PATH_MAX)
 			return -1;
-		snprintf(tmp, sizeof tmp, "%s", path);
+		memcpy(tmp, path, len + 1); /* every open: no printf */
 	} else if (dirfd == AT_FDCWD) {
 		if (!getcwd(base, sizeof base) ||
 		    snprintf(tmp, sizeof tmp, "%.*s/%s", PATH_MAX / 2, base,
@@ -1491,7 +1509,7 @@ int open(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	return shim_openat(AT_FDCWD, path, flags, mode);
+	WITH_SITE(int, shim_openat(AT_FDCWD, path, flags, mode));
 }
 
 int open64(const char *path, int flags, ...)
@@ -1500,7 +1518,7 @@ int open64(const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	return shim_openat(AT_FDCWD, path, flags, mode);
+	WITH_SITE(int, shim_openat(AT_FDCWD, path, flags, mode));
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
@@ -1509,7 +1527,7 @@ int openat(int dirfd, const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	return shim_openat(dirfd, path, flags, mode);
+	WITH_SITE(int, shim_openat(dirfd, path, flags, mode));
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
@@ -1518,7 +1536,7 @@ int openat64(int dirfd, const char *path, int flags, ...)
 	va_start(ap, flags);
 	mode_t mode = mode_arg(flags, ap);
 	va_end(ap);
-	return shim_openat(dirfd, path, flags, mode);
+	WITH_SITE(int, shim_openat(dirfd, path, flags, mode));
 }
 
 /* glibc's _FORTIFY_SOURCE entry points */
@@ -2424,18 +2442,18 @@ static int shim_rename(int odir, const char *from, int ndir, const char *to,
 
 int rename(const char *from, const char *to)
 {
-	return shim_rename(AT_FDCWD, from, AT_FDCWD, to, 0);
+	WITH_SITE(int, shim_rename(AT_FDCWD, from, AT_FDCWD, to, 0));
 }
 
 int renameat(int odir, const char *from, int ndir, const char *to)
 {
-	return shim_rename(odir, from, ndir, to, 0);
+	WITH_SITE(int, shim_rename(odir, from, ndir, to, 0));
 }
 
 int renameat2(int odir, const char *from, int ndir, const char *to,
               unsigned flags)
 {
-	return shim_rename(odir, from, ndir, to, flags);
+	WITH_SITE(int, shim_rename(odir, from, ndir, to, flags));
 }
 
 static int shim_unlink(int dirfd, const char *path, int flags)
@@ -2483,12 +2501,12 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 
 int unlink(const char *path)
 {
-	return shim_unlink(AT_FDCWD, path, 0);
+	WITH_SITE(int, shim_unlink(AT_FDCWD, path, 0));
 }
 
 int unlinkat(int dirfd, const char *path, int flags)
 {
-	return shim_unlink(dirfd, path, flags);
+	WITH_SITE(int, shim_unlink(dirfd, path, flags));
 }
 
 int rmdir(const char *path)
@@ -2525,12 +2543,12 @@ static int shim_link(int odir, const char *from, int ndir, const char *to,
 
 int link(const char *from, const char *to)
 {
-	return shim_link(AT_FDCWD, from, AT_FDCWD, to, 0);
+	WITH_SITE(int, shim_link(AT_FDCWD, from, AT_FDCWD, to, 0));
 }
 
 int linkat(int odir, const char *from, int ndir, const char *to, int flags)
 {
-	return shim_link(odir, from, ndir, to, flags);
+	WITH_SITE(int, shim_link(odir, from, ndir, to, flags));
 }
 
 static int shim_mkdir(int dirfd, const char *path, mode_t mode)
