@@ -276,6 +276,13 @@ static void end_connection(struct serve_conn *c, int how)
 	ssize_t n;
 
 	if (how == SERVE_CLOSE_CLEAN && c->rx == NULL) {
+		/* answered inside the short read that emptied the socket: a
+		 * byte sent after "Connection: close" is the client's fault,
+		 * as for nginx; one read a closed connection fewer */
+		if (c->flags & CONN_RX_EMPTY) {
+			conn_close(c);
+			return;
+		}
 		/* raw even with TLS: only whether bytes wait matters */
 		n = read(c->fd, c->shard->scratch, SERVE_SCRATCH);
 		if (n == 0 || (n < 0 && errno == EAGAIN)) {
@@ -800,7 +807,11 @@ static void conn_input(struct serve_conn *c)
 				if (!(c->flags & CONN_PROTO_KNOWN) &&
 				    !conn_protocol_plain(c, sh->scratch, len, 0))
 					continue;
+				if ((size_t)n < asked && c->ssl == NULL &&
+				    !(c->flags & CONN_PEER_SHUT))
+					c->flags |= CONN_RX_EMPTY;
 				used = conn_process(c, sh->scratch, &len, 0);
+				c->flags &= (uint16_t)~CONN_RX_EMPTY;
 				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
 				    rx_keep(c, sh->scratch + used, len - used) == 0)
 					rx_process(c);
