@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *             [-k MS] [-b] [-n N -c K] [-i MS] [--session FILE [--early]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -30,11 +30,24 @@
  * then counts from the latest answer.
  *
  * -N N (bench/http/h3.sh, new connections): N connections one after
- * another, each a full 1-RTT handshake (no resumption: the server issues
- * no session tickets) and one request, closed with H3_NO_ERROR once its
- * answer is whole; one line at the end, "N connections, A answered, S
- * 2xx in T s: R/s", timed from the first connection's start to the last
- * one's close.  Each connection has its own 10 s deadline.
+ * another, each a handshake and one request, closed with H3_NO_ERROR
+ * once its answer is whole; one line at the end, "N connections, A
+ * answered, S 2xx in T s: R/s", timed from the first connection's start
+ * to the last one's close.  Each connection has its own 10 s deadline.
+ * Without --session each is a full 1-RTT handshake; with it each resumes
+ * the session the one before it got (the first, FILE's, if there is
+ * one), and a second line says "R resumed, E early data accepted".
+ *
+ * --session FILE: resume the session saved in FILE (when FILE exists;
+ * torture/quic_conn.h has its layout), and save the session this
+ * connection gets to FILE: the client waits for the server's session
+ * ticket as for the answer.  Says "resumed" on stderr when the server
+ * took the ticket.  A FILE that is not a saved session is refused
+ * ("h3-client: FILE: not a saved session ..."), exit status 2.  --early
+ * sends the request as early data (0-RTT) with the resumed session, and
+ * says on stderr "early data accepted", or "early data rejected" when
+ * the server refused it (the request then goes again once the handshake
+ * is done, as 1-RTT data).
  */
 #include <errno.h>
 #include <poll.h>
@@ -65,6 +78,11 @@ struct client {
 	int sent, answered, ok; /* bench: submitted, ended, 2xx           */
 	ngtcp2_tstamp t0, t1; /* bench: the handshake's end, last answer */
 	int retried;          /* Retries followed                        */
+	const char *session_path; /* --session: resume from, save to      */
+	quic_session sess;    /* the session resumed (sess.tls.data: one) */
+	int early;            /* --early: the request as 0-RTT data      */
+	int resumed;          /* the handshake resumed sess              */
+	int early_rejected;   /* early data offered, the server refused  */
 	int64_t stream;
 	int started, done, failed;
 };
@@ -216,10 +234,23 @@ static int request_start(struct client *cl)
 
 /* ---- QUIC ------------------------------------------------------------ */
 
+/* The handshake is done.  Early data the server refused is forgotten
+ * (ngtcp2 drops the streams; nghttp3 goes with them) and the request
+ * starts again, now as 1-RTT data. */
 static int on_handshake(ngtcp2_conn *q, void *arg)
 {
-	(void)q;
-	return request_start(arg);
+	struct client *cl = arg;
+
+	cl->resumed = quic_conn_resumed(&cl->q);
+	if (cl->q.early && !quic_conn_early_accepted(&cl->q)) {
+		cl->early_rejected = 1;
+		if (ngtcp2_conn_early_data_rejected(q) != 0)
+			return NGTCP2_ERR_CALLBACK_FAILURE;
+		nghttp3_conn_del(cl->q.http);
+		cl->q.http = NULL;
+		cl->started = cl->sent = cl->answered = cl->ok = cl->done = 0;
+	}
+	return request_start(cl);
 }
 
 static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
@@ -322,8 +353,14 @@ static int client_open(struct client *cl, int port)
 		quic_conn_random(forged, sizeof forged);
 		forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
 	}
-	return quic_conn_open(&cl->q, (uint16_t)port, NULL, &cb,
-	                      cl->bad_token ? &token : NULL, cl);
+	if (cl->sess.tls.data == NULL)
+		return quic_conn_open(&cl->q, (uint16_t)port, NULL, &cb,
+		                      cl->bad_token ? &token : NULL, cl);
+	if (quic_conn_open_resumed(&cl->q, (uint16_t)port, NULL, &cb, &cl->sess,
+	                           cl->early, cl) < 0)
+		return -1;
+	/* 0-RTT: the request goes with the first Initial */
+	return cl->q.early && request_start(cl) != 0 ? -1 : 0;
 }
 
 /* Sends what there is.  Returns 0 or -1. */
@@ -332,6 +369,14 @@ static int client_write(struct client *cl)
 	int rv;
 
 	return quic_conn_write(&cl->q, &rv);
+}
+
+/* The answer is whole, and the session ticket came if one is to be
+ * saved (the server sends it as the handshake ends, but nothing orders
+ * it before the answer). */
+static int client_finished(const struct client *cl)
+{
+	return cl->done && (cl->session_path == NULL || cl->q.ticket);
 }
 
 /* Reads, writes and runs the timers until the answer is whole. */
@@ -343,7 +388,8 @@ static int client_run(struct client *cl)
 
 	int seen = 0;
 
-	while (!cl->failed && (!cl->done || hold == 0 || quic_conn_now() < hold)) {
+	while (!cl->failed && (!client_finished(cl) || hold == 0 ||
+	                       quic_conn_now() < hold)) {
 		ngtcp2_tstamp now = quic_conn_now(), due = ngtcp2_conn_get_expiry(cl->q.quic);
 		struct pollfd pfd = {cl->q.fd, POLLIN, 0};
 		int wait_ms;
@@ -356,14 +402,14 @@ static int client_run(struct client *cl)
 		    requests_top_up(cl) < 0)
 			return 1;
 
-		if (cl->done && hold == 0) { /* the answer is whole: idle on */
+		if (client_finished(cl) && hold == 0) { /* all came: idle on */
 			hold = now + (ngtcp2_tstamp)cl->hold_ms * NGTCP2_MILLISECONDS;
 			deadline = hold;
 			fflush(stdout);
 			continue;
 		}
 		if (now >= deadline)
-			return cl->done ? 0 : 3;
+			return client_finished(cl) ? 0 : 3;
 		if (due > deadline)
 			due = deadline;
 		wait_ms = due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0;
@@ -392,7 +438,8 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS] "
+	                "[--session FILE [--early]]\n");
 	return 2;
 }
 
@@ -419,26 +466,59 @@ static void client_free(struct client *cl, int close_it)
 	quic_conn_close(&cl->q);
 }
 
+/* Passes the session CL got to *SESS (freeing the one there), for the
+ * next connection and for --session's file.  0, or -1 when none came. */
+static int session_take(struct client *cl, quic_session *sess)
+{
+	quic_session got;
+
+	if (!cl->q.ticket || quic_conn_session_get(&cl->q, &got) < 0)
+		return -1;
+	quic_session_free(sess);
+	*sess = got;
+	return 0;
+}
+
+/* Saves SESS to PATH.  0, or 1 with the reason on stderr. */
+static int session_save(const quic_session *sess, const char *path)
+{
+	char why[256];
+
+	if (quic_session_save(sess, path, why, sizeof why) == 0)
+		return 0;
+	fprintf(stderr, "h3-client: cannot save the session: %s\n", why);
+	return 1;
+}
+
 /* -N: CONNS connections one after another, each with TMPL's one request
- * (TMPL->bench_n is 1: nothing printed, 2xx counted).  Returns 0 when
- * every one got its whole answer, else 1. */
-static int conns_run(const struct client *tmpl, int port, int conns)
+ * (TMPL->bench_n is 1: nothing printed, 2xx counted), each resuming the
+ * session the one before got when TMPL->session_path is set (TMPL->sess,
+ * taken over here, for the first).  Returns 0 when every one got its
+ * whole answer, else 1. */
+static int conns_run(struct client *tmpl, int port, int conns)
 {
 	static struct client cl;
 	ngtcp2_tstamp t0 = quic_conn_now();
-	int i, rc = 0, answered = 0, ok = 0;
+	quic_session sess = tmpl->sess;
+	int i, rc = 0, answered = 0, ok = 0, resumed = 0, early = 0;
 	double secs;
 
+	memset(&tmpl->sess, 0, sizeof tmpl->sess);
 	for (i = 0; i < conns; i++) {
 		int r;
 
 		cl = *tmpl;
+		cl.sess = sess; /* borrowed: conn_open copies it into GnuTLS */
 		memset(&cl.q, 0, sizeof cl.q);
 		cl.q.fd = -1;
 		r = client_open(&cl, port) < 0 || client_write(&cl) < 0
 		        ? 1 : client_run(&cl);
 		answered += cl.answered;
 		ok += cl.ok;
+		resumed += cl.resumed;
+		early += cl.q.early && !cl.early_rejected;
+		if (r == 0 && cl.session_path && session_take(&cl, &sess) < 0)
+			r = 1;
 		client_free(&cl, r == 0);
 		if (r) {
 			fprintf(stderr, "h3-client: connection %d failed\n", i + 1);
@@ -449,6 +529,12 @@ static int conns_run(const struct client *tmpl, int port, int conns)
 	secs = (double)(quic_conn_now() - t0) / NGTCP2_SECONDS;
 	printf("%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n", conns,
 	       answered, ok, secs, secs > 0 ? answered / secs : 0.0);
+	if (tmpl->session_path) {
+		printf("%d resumed, %d early data accepted\n", resumed, early);
+		if (rc == 0)
+			rc = session_save(&sess, tmpl->session_path);
+	}
+	quic_session_free(&sess);
 	return rc;
 }
 
@@ -486,6 +572,10 @@ int main(int argc, char **argv)
 			conns = atoi(argv[++i]);
 			if (conns < 1)
 				return usage();
+		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+			cl.session_path = argv[++i];
+		} else if (strcmp(argv[i], "--early") == 0) {
+			cl.early = 1;
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
@@ -510,6 +600,18 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
+	if ((cl.early && cl.session_path == NULL) ||
+	    (cl.session_path && (initial_only_ms || cl.bad_token)))
+		return usage();
+	if (cl.session_path) {
+		char why[256];
+
+		if (quic_session_load(&cl.sess, cl.session_path, why,
+		                      sizeof why) < 0) {
+			fprintf(stderr, "h3-client: %s: %s\n", cl.session_path, why);
+			return 2;
+		}
+	}
 	if (conns) {
 		if (cl.bench_n || initial_only_ms || cl.hold_ms || cl.bad_token)
 			return usage();
@@ -517,7 +619,9 @@ int main(int argc, char **argv)
 		return conns_run(&cl, atoi(argv[1]), conns);
 	}
 	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
-		fprintf(stderr, "h3-client: cannot start the connection\n");
+		fprintf(stderr, "h3-client: cannot start the connection%s\n",
+		            cl.sess.tls.data ? " (the saved TLS session does "
+		                               "not load)" : "");
 		return 1;
 	}
 	if (initial_only_ms > 0) {
@@ -533,6 +637,16 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (cl.retried)
 		fprintf(stderr, "h3-client: followed a Retry\n");
+	if (cl.resumed)
+		fprintf(stderr, "h3-client: resumed\n");
+	if (cl.q.early)
+		fprintf(stderr, "h3-client: early data %s\n",
+		        cl.early_rejected ? "rejected, the request sent again "
+		                            "after the handshake"
+		                          : "accepted");
+	if (rc == 0 && cl.session_path && session_take(&cl, &cl.sess) == 0)
+		rc = session_save(&cl.sess, cl.session_path);
+	quic_session_free(&cl.sess);
 	if (cl.bench_n) {
 		double secs = (double)(cl.t1 - cl.t0) / NGTCP2_SECONDS;
 		printf("%d requests, %d answered, %d 2xx in %.3f s: %.0f/s\n",
