@@ -1519,9 +1519,9 @@ static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
 }
 
 /* HC's handshake is over: one session ticket goes out (GnuTLS seals it
- * and hands it to ngtcp2, which keeps a copy in the CRYPTO stream until
- * acknowledged), then the GnuTLS session (about 9 KB, and what it kept
- * of the handshake) goes.  QUIC's keys are ngtcp2's, key updates derive
+ * and hands it to ngtcp2, which copies it into the CRYPTO stream: about
+ * 4 KB it keeps to the end, serve_h3.h MEMORY), then the GnuTLS session
+ * (about 9 KB, and what it kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates derive
  * from them, and a later resumption needs only the ticket, which the
  * client holds.  A ticket that cannot be made costs the client its next
  * resumption, not this connection. */
