@@ -41,7 +41,8 @@
  * --session FILE: resume the session saved in FILE (when FILE exists;
  * torture/quic_conn.h has its layout), and save the session this
  * connection gets to FILE: the client waits for the server's session
- * ticket as for the answer.  Says "resumed" on stderr when the server
+ * ticket as for the answer (none within H3C_DEADLINE_MS: exit status 3,
+ * "no session ticket" on stderr).  Says "resumed" on stderr when the server
  * took the ticket.  A FILE that is not a saved session is refused
  * ("h3-client: FILE: not a saved session ..."), exit status 2.  --early
  * sends the request as early data (0-RTT) with the resumed session, and
@@ -653,7 +654,10 @@ int main(int argc, char **argv)
 		       cl.bench_n, cl.answered, cl.ok, secs,
 		       secs > 0 ? cl.answered / secs : 0.0);
 	}
-	if (rc == 3)
+	if (rc == 3 && cl.done)
+		fprintf(stderr, "h3-client: the answer came, but no session "
+		        "ticket within %d ms\n", H3C_DEADLINE_MS);
+	else if (rc == 3)
 		fprintf(stderr, "h3-client: no whole answer within %d ms\n",
 		        H3C_DEADLINE_MS);
 	else if (rc)
