@@ -9,7 +9,8 @@
 # validation (--h3-retry always: answers through a Retry; a forged token
 # closed; auto: a Retry once a half-done handshake uses up the budget),
 # session tickets and 0-RTT (a resumed connection; a GET in early data
-# answered, a PUT or DELETE in early data 425 and nothing committed;
+# answered, a PUT or DELETE in early data 425 and nothing committed; a
+# replayed 0-RTT flight draws no 1-RTT answer;
 # --no-0rtt refuses early data and the request goes after the handshake;
 # a ticket of another server process is not taken; a session file that
 # is not one is refused), a 1 MiB answer byte for byte in few sends (GSO;
@@ -200,6 +201,19 @@ expect "after the 0-RTT PUT: the old value" "200 old" "$(h3 GET /z) $(body)"
 expect "0-RTT DELETE: 425 Too Early" 425 "$(h3 DELETE /z --session "$S" --early)"
 contains "0-RTT DELETE: it came as early data" "$T/a.err" 'early data accepted'
 expect "after the 0-RTT DELETE: still there" "200 old" "$(h3 GET /z) $(body)"
+# a replay (RFC 8446 8.2): the first flight of a GET in 0-RTT sent again
+# from another port once its connection closed.  The server makes a
+# connection for it but takes none of its early data (its anti-replay
+# store has the ClientHello), so nothing 1-RTT comes back before the
+# stateless reset for h3-client's probe, which the server sends after.
+"$H3" "$PORT" GET /z --session "$S" --early --replay >"$T/a" 2>"$T/a.err"
+expect "a replayed 0-RTT flight: the client's exit status" 0 "$?"
+contains "a replayed 0-RTT flight: the first time it was taken" "$T/a.err" \
+	'early data accepted'
+contains "a replayed 0-RTT flight: the server made a connection for it" \
+	"$T/a.err" 'replay: [1-9][0-9]* long-header packets'
+contains "a replayed 0-RTT flight: its early data refused (no 1-RTT back)" \
+	"$T/a.err" 'replay: .*, no 1-RTT packet'
 expect "the PUT again, resumed, after the handshake: 204" 204 \
 	"$(h3 PUT /z -d new --session "$S")"
 expect "then the new value" "200 new" "$(h3 GET /z) $(body)"

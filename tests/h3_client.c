@@ -4,7 +4,8 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K] [-i MS] [--session FILE [--early]]
+ *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -49,6 +50,17 @@
  * says on stderr "early data accepted", or "early data rejected" when
  * the server refused it (the request then goes again once the handshake
  * is done, as 1-RTT data).
+ *
+ * --replay (with --early) does what anyone who saw the first flight can:
+ * once the answer came it closes the connection, sends its first flight
+ * again from another socket, then a 30-byte datagram for no connection,
+ * whose stateless reset the server sends after whatever the replay drew
+ * (serve_h3.c handles a socket's datagrams in order and writes a
+ * connection's before it answers another's).  Says on stderr
+ * "replay: N long-header packets" (the server made a connection for it)
+ * and "replay: no 1-RTT packet" or "replay: a 1-RTT packet" (only early
+ * data the server took can draw one before a handshake that never
+ * completes).  Exit status 3 when the reset does not come.
  */
 #include <errno.h>
 #include <poll.h>
@@ -65,6 +77,10 @@
 
 #define H3C_DEADLINE_MS 10000
 #define H3C_FIELDS_MAX 16
+#define H3C_FLIGHT_MAX 4   /* datagrams of a first flight --replay keeps */
+#define H3C_PROBE_LEN 30   /* --replay's probe: its reset is 29 bytes,
+                              shorter than any 1-RTT packet of the server
+                              (1 + 16 DCID + 4 + 16 tag at least) */
 
 struct client {
 	quic_conn q; /* the connection (torture/quic_conn.h) */
@@ -84,6 +100,10 @@ struct client {
 	int early;            /* --early: the request as 0-RTT data      */
 	int resumed;          /* the handshake resumed sess              */
 	int early_rejected;   /* early data offered, the server refused  */
+	int replay;           /* --replay: send the first flight again   */
+	uint8_t flight[H3C_FLIGHT_MAX][QUIC_CONN_PKT]; /* --replay's copy  */
+	size_t flight_len[H3C_FLIGHT_MAX];
+	int flight_n;
 	int64_t stream;
 	int started, done, failed;
 };
@@ -372,6 +392,135 @@ static int client_write(struct client *cl)
 	return quic_conn_write(&cl->q, &rv);
 }
 
+/* --replay: the first write (the first flight) goes through a socket
+ * pair, is kept in cl->flight, then goes out on the real socket.
+ * Returns 0 or -1. */
+static int client_write_recorded(struct client *cl)
+{
+	uint8_t buf[QUIC_CONN_PKT + 1];
+	int sp[2], real = cl->q.fd, rc;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	cl->q.fd = sp[0];
+	rc = client_write(cl);
+	cl->q.fd = real;
+	while (rc == 0 && (n = recv(sp[1], buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+		if (cl->flight_n == H3C_FLIGHT_MAX || n > QUIC_CONN_PKT ||
+		    send(real, buf, (size_t)n, 0) < 0) {
+			rc = -1;
+			break;
+		}
+		memcpy(cl->flight[cl->flight_n], buf, (size_t)n);
+		cl->flight_len[cl->flight_n++] = (size_t)n;
+	}
+	close(sp[0]);
+	close(sp[1]);
+	return rc;
+}
+
+/* A QUIC variable-length integer at P[*AT] of LEFT bytes into *V.
+ * 0, or -1 when it runs past the end. */
+static int varint(const uint8_t *p, size_t left, size_t *at, uint64_t *v)
+{
+	size_t n, i;
+
+	if (*at >= left)
+		return -1;
+	n = (size_t)1 << (p[*at] >> 6);
+	if (*at + n > left)
+		return -1;
+	*v = p[*at] & 0x3f;
+	for (i = 1; i < n; i++)
+		*v = *v << 8 | p[*at + i];
+	*at += n;
+	return 0;
+}
+
+/* Walks the coalesced packets of datagram D of N bytes (RFC 9000 12.2:
+ * long headers carry their length; a short header runs to the end),
+ * adding the long-header ones to *LONGS.  Returns 1 when a short-header
+ * (1-RTT) packet is among them. */
+static int datagram_has_1rtt(const uint8_t *d, size_t n, int *longs)
+{
+	size_t off = 0, at;
+	uint64_t len;
+
+	while (off < n) {
+		const uint8_t *p = d + off;
+		size_t left = n - off;
+
+		if (!(p[0] & 0x80))
+			return 1;
+		(*longs)++;
+		at = 5; /* first byte, version */
+		if (at >= left)
+			return 0;
+		at += 1 + (size_t)p[at]; /* DCID */
+		if (at >= left)
+			return 0;
+		at += 1 + (size_t)p[at]; /* SCID */
+		if ((p[0] & 0x30) == 0 && /* an Initial: its token */
+		    (varint(p, left, &at, &len) < 0 || (at += len) > left))
+			return 0;
+		if (varint(p, left, &at, &len) < 0)
+			return 0;
+		off += at + len;
+	}
+	return 0;
+}
+
+/* --replay (the head of this file says what and why).  0 once the
+ * reset came, 3 when it did not within H3C_DEADLINE_MS, 1 when the
+ * socket failed. */
+static int replay_run(struct client *cl, int port)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint8_t probe[H3C_PROBE_LEN], buf[65536];
+	ngtcp2_tstamp deadline = quic_conn_now() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	int fd, i, longs = 0, rtt1 = 0, rc = 3;
+
+	to.sin_port = htons((uint16_t)port);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
+		goto out_close;
+	quic_conn_random(probe, sizeof probe);
+	probe[0] = (uint8_t)(0x40 | (probe[0] & 0x3f)); /* a short header */
+	for (i = 0; i < cl->flight_n; i++)
+		if (send(fd, cl->flight[i], cl->flight_len[i], 0) < 0)
+			goto out_close;
+	if (send(fd, probe, sizeof probe, 0) < 0)
+		goto out_close;
+	while (rc == 3 && quic_conn_now() < deadline) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof buf, 0);
+		if (n < 0)
+			break;
+		if (n == H3C_PROBE_LEN - 1 && !(buf[0] & 0x80))
+			rc = 0; /* the reset: all the replay drew came before */
+		else if (datagram_has_1rtt(buf, (size_t)n, &longs))
+			rtt1 = 1;
+	}
+	fprintf(stderr, "h3-client: replay: %d long-header packets, %s\n", longs,
+	        rtt1 ? "a 1-RTT packet (the replayed early data was taken)"
+	             : "no 1-RTT packet");
+	if (rc == 3)
+		fprintf(stderr, "h3-client: replay: no stateless reset for the "
+		        "probe within %d ms\n", H3C_DEADLINE_MS);
+	close(fd);
+	return rc;
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
 /* The answer is whole, and the session ticket came if one is to be
  * saved (the server sends it as the handshake ends, but nothing orders
  * it before the answer). */
@@ -440,7 +589,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
 	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS] "
-	                "[--session FILE [--early]]\n");
+	                "[--session FILE [--early [--replay]]]\n");
 	return 2;
 }
 
@@ -577,6 +726,8 @@ int main(int argc, char **argv)
 			cl.session_path = argv[++i];
 		} else if (strcmp(argv[i], "--early") == 0) {
 			cl.early = 1;
+		} else if (strcmp(argv[i], "--replay") == 0) {
+			cl.replay = 1;
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
@@ -602,7 +753,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if ((cl.early && cl.session_path == NULL) ||
-	    (cl.session_path && (initial_only_ms || cl.bad_token)))
+	    (cl.session_path && (initial_only_ms || cl.bad_token)) ||
+	    (cl.replay && (!cl.early || conns || cl.bench_n)))
 		return usage();
 	if (cl.session_path) {
 		char why[256];
@@ -619,7 +771,8 @@ int main(int argc, char **argv)
 		cl.bench_n = 1;
 		return conns_run(&cl, atoi(argv[1]), conns);
 	}
-	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
+	if (client_open(&cl, atoi(argv[1])) < 0 ||
+	    (cl.replay ? client_write_recorded(&cl) : client_write(&cl)) < 0) {
 		fprintf(stderr, "h3-client: cannot start the connection%s\n",
 		            cl.sess.tls.data ? " (the saved TLS session does "
 		                               "not load)" : "");
@@ -662,6 +815,10 @@ int main(int argc, char **argv)
 		        H3C_DEADLINE_MS);
 	else if (rc)
 		fprintf(stderr, "h3-client: the connection failed\n");
+	if (rc == 0 && cl.replay) {
+		client_free(&cl, 1); /* the server forgets it: the replay is new */
+		rc = replay_run(&cl, atoi(argv[1]));
+	}
 	quic_conn_close(&cl.q);
 	return rc;
 }
