@@ -164,6 +164,8 @@ struct serve_config {
 	int http3;               /* 0 after --no-http3 (or without TLS)     */
 	int h3_retry_always;     /* --h3-retry always: every new QUIC
 	                            connection validates its address first */
+	int h3_no_0rtt;          /* --no-0rtt: QUIC resumes, takes no early
+	                            data                                   */
 };
 
 struct serve_server;

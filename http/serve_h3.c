@@ -49,6 +49,13 @@
  * under the 65507 bytes of one UDP send and the kernel's 64 segments */
 #define H3_GSO_SEGS 40
 #define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
+#define H3_TICKET_KEY_LEN 64 /* GnuTLS's session ticket master key size  */
+#define H3_REPLAY_SLOTS 16384 /* ClientHellos the anti-replay store holds */
+#define H3_REPLAY_PROBE 16    /* slots one binder may take               */
+/* seconds an early ClientHello is held past GnuTLS's expiry for it:
+ * that is in whole seconds from a truncated clock, and must not end
+ * before the ticket-age check (within the window) refuses a replay */
+#define H3_REPLAY_SLACK_S 2
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
@@ -57,6 +64,26 @@ struct h3_creds {
 	gnutls_priority_t prio;
 	uint8_t secret[32]; /* stateless reset tokens (HKDF of the CID) */
 	uint8_t retry_secret[32]; /* Retry tokens' key, this process only */
+	uint8_t ticket_key[H3_TICKET_KEY_LEN]; /* session tickets' master
+	                       key: every shard's, this process only        */
+	gnutls_datum_t ticket; /* ticket_key as GnuTLS takes it            */
+	struct h3_replay *replay; /* ClientHellos with early data, lately  */
+};
+
+/* One ClientHello that brought early data: its PSK binder (the first
+ * 32 bytes) and when it may be forgotten (0: a free slot). */
+struct h3_replay_slot {
+	int64_t forget_at;  /* time(2) seconds                              */
+	uint8_t binder[32];
+};
+
+/* The anti-replay store (RFC 8446 8.2) of the whole server: shards are
+ * threads, and a replay may come from another source port, so to
+ * another shard.  Open addressing, H3_REPLAY_PROBE slots per binder. */
+struct h3_replay {
+	pthread_mutex_t lock;     /* every shard's handshakes add to it  */
+	uint32_t seed;            /* the slots' hash key, from getrandom */
+	struct h3_replay_slot slot[H3_REPLAY_SLOTS];
 };
 
 /* One connection ID a connection answers to, in a bucket chain. */
@@ -110,6 +137,9 @@ struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
 	int handshaking;                /* connections not past handshake   */
 	int no_gso;                     /* the kernel refused UDP_SEGMENT   */
+	/* GnuTLS's 0-RTT recording window: one a shard, as GnuTLS moves it
+	 * unlocked; the store behind it is the server's (replay_add) */
+	gnutls_anti_replay_t anti_replay;
 	uint8_t tx[H3_GSO_SEGS * H3_PKT_MAX]; /* conn_write's datagrams    */
 	struct h3_conn *conns;
 	struct h3_cid *buckets[H3_BUCKETS];
@@ -132,6 +162,85 @@ static void random_fill(uint8_t *p, size_t n)
 		p += r;
 		n -= (size_t)r;
 	}
+}
+
+/* ---- session tickets and anti-replay ----------------------------------- */
+
+/*
+ * CR's session ticket key and anti-replay store.  One key for the whole
+ * server, from getrandom at start, never written anywhere: a ticket
+ * opens only in the process that issued it (a restart makes every
+ * client's ticket useless, and it falls back to a full handshake).
+ * GnuTLS derives the key that seals tickets from it and rotates that by
+ * itself (TOTP-like, per ticket lifetime); the master key is not
+ * rotated.  Since the key dies with the process, so do the transport
+ * parameters a client remembered with its ticket for 0-RTT (RFC 9000
+ * 7.4.1): ours are constants of serve_h3.h, the same for every
+ * connection of a process, so early data never meets lower limits than
+ * the ticket's holder was told.  The store is allocated untouched (its
+ * pages become resident as early ClientHellos fill them).  0 or -1.
+ */
+static int tickets_init(struct h3_creds *cr)
+{
+	random_fill(cr->ticket_key, sizeof cr->ticket_key);
+	cr->ticket.data = cr->ticket_key;
+	cr->ticket.size = sizeof cr->ticket_key;
+	cr->replay = calloc(1, sizeof *cr->replay);
+	if (cr->replay == NULL)
+		return -1;
+	random_fill((uint8_t *)&cr->replay->seed, sizeof cr->replay->seed);
+	pthread_mutex_init(&cr->replay->lock, NULL);
+	return 0;
+}
+
+/*
+ * GnuTLS's anti-replay add function (gnutls_anti_replay_set_add_function):
+ * KEY is 12 bytes of the shard's recording window start, then the
+ * ClientHello's PSK binder.  Only the binder is compared (the windows of
+ * shards differ; a binder is a MAC over the ClientHello, so one per
+ * ClientHello).  Returns 0 when it is new and remembered until
+ * EXPIRES (plus H3_REPLAY_SLACK_S), GNUTLS_E_DB_ENTRY_EXISTS for a
+ * replay, GNUTLS_E_DB_ERROR when it cannot be remembered (its slots are
+ * full): either error makes GnuTLS refuse the early data, and the
+ * connection goes on as a 1-RTT one.
+ */
+static int replay_add(void *ptr, time_t expires, const gnutls_datum_t *key,
+                      const gnutls_datum_t *data)
+{
+	struct h3_replay *rp = ptr;
+	struct h3_replay_slot *free_slot = NULL, *e;
+	uint8_t binder[32] = {0};
+	int64_t now = (int64_t)time(NULL);
+	uint32_t h = rp->seed;
+	int i, rc = 0;
+
+	(void)data;
+	if (key->size <= 12)
+		return GNUTLS_E_DB_ERROR;
+	memcpy(binder, key->data + 12,
+	       key->size - 12 < sizeof binder ? key->size - 12 : sizeof binder);
+	for (i = 0; i < (int)sizeof binder; i++)
+		h = (h ^ binder[i]) * 16777619u; /* FNV-1a, keyed by the seed */
+	pthread_mutex_lock(&rp->lock);
+	for (i = 0; i < H3_REPLAY_PROBE; i++) {
+		e = &rp->slot[(h + (uint32_t)i) & (H3_REPLAY_SLOTS - 1)];
+		if (e->forget_at <= now) {
+			if (free_slot == NULL)
+				free_slot = e;
+		} else if (memcmp(e->binder, binder, sizeof binder) == 0) {
+			rc = GNUTLS_E_DB_ENTRY_EXISTS;
+			goto out_unlock;
+		}
+	}
+	if (free_slot == NULL) {
+		rc = GNUTLS_E_DB_ERROR;
+		goto out_unlock;
+	}
+	free_slot->forget_at = (int64_t)expires + H3_REPLAY_SLACK_S;
+	memcpy(free_slot->binder, binder, sizeof binder);
+out_unlock:
+	pthread_mutex_unlock(&rp->lock);
+	return rc;
 }
 
 /* ---- credentials ------------------------------------------------------ */
@@ -161,6 +270,11 @@ int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
 	}
 	random_fill(cr->secret, sizeof cr->secret);
 	random_fill(cr->retry_secret, sizeof cr->retry_secret);
+	if (tickets_init(cr) < 0) {
+		snprintf(why, cap, "out of memory");
+		gnutls_priority_deinit(cr->prio);
+		goto out_free;
+	}
 	*out = cr;
 	return 0;
 out_free:
@@ -174,6 +288,9 @@ void h3_creds_free(struct h3_creds *cr)
 {
 	if (cr == NULL)
 		return;
+	pthread_mutex_destroy(&cr->replay->lock);
+	free(cr->replay);
+	explicit_bzero(cr->ticket_key, sizeof cr->ticket_key);
 	gnutls_priority_deinit(cr->prio);
 	gnutls_certificate_free_credentials(cr->cred);
 	free(cr);
@@ -412,8 +529,11 @@ static void stream_headers_done(struct h3_conn *hc, struct h3_stream *st)
 	if (status == 0 && st->req.has_length &&
 	    st->req.content_length > srv->cfg.max_body)
 		status = 413;
-	/* early data may be a replay: only a safe method may act on it
-	 * (RFC 8470; no early data is accepted today, serve_h3.h) */
+	/* early data may be a replay: before the handshake completed only
+	 * a safe method may act on it (RFC 8470).  A replayed flight never
+	 * completes a handshake (the client's key share is not the
+	 * attacker's), so all it carries is judged here, and the body of a
+	 * refused request is dropped, never committed (stream_refuse) */
 	if (status == 0 && !ngtcp2_conn_get_handshake_completed(hc->quic) &&
 	    st->req.method != HTTP_METHOD_GET && st->req.method != HTTP_METHOD_HEAD)
 		status = 425;
@@ -1154,23 +1274,34 @@ static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
 	return ((struct h3_conn *)ref->user_data)->quic;
 }
 
-/* HC's GnuTLS session: the certificate, TLS 1.3, ALPN "h3" only, and
+/* HC's GnuTLS session: the certificate, TLS 1.3, ALPN "h3" only,
+ * session tickets with the server's key (sent by tls_release, not by
+ * GnuTLS), early data unless --no-0rtt (QUIC lifts TLS's size limit,
+ * RFC 9001 4.6.1; the shard's anti-replay window checks it), and
  * ngtcp2's QUIC hooks.  Returns 0 or -1. */
 static int conn_tls(struct h3_conn *hc, struct h3_creds *cr)
 {
+	struct serve_shard *sh = hc->c->shard;
 	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
+	int early = !sh->srv->cfg.h3_no_0rtt;
 
-	/* no session tickets: no resumption, so no 0-RTT (serve_h3.h) */
 	if (gnutls_init(&hc->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA |
-	                              GNUTLS_NO_AUTO_SEND_TICKET) != 0) {
+	                              GNUTLS_NO_AUTO_SEND_TICKET |
+	                              (early ? GNUTLS_ENABLE_EARLY_DATA : 0)) != 0) {
 		hc->tls = NULL;
 		return -1;
 	}
 	if (gnutls_priority_set(hc->tls, cr->prio) != 0 ||
+	    gnutls_session_ticket_enable_server(hc->tls, &cr->ticket) != 0 ||
 	    ngtcp2_crypto_gnutls_configure_server_session(hc->tls) != 0 ||
 	    gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) != 0 ||
 	    gnutls_alpn_set_protocols(hc->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY) != 0)
 		return -1;
+	if (early) {
+		gnutls_anti_replay_enable(hc->tls, sh->h3->anti_replay);
+		if (gnutls_record_set_max_early_data_size(hc->tls, 0xffffffffu) != 0)
+			return -1;
+	}
 	hc->ref.get_conn = ref_get_conn;
 	hc->ref.user_data = hc;
 	gnutls_session_set_ptr(hc->tls, &hc->ref);
@@ -1387,13 +1518,18 @@ static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
 		send_datagram(sh, path, buf, (size_t)n);
 }
 
-/* HC's handshake is over: its GnuTLS session (about 9 KB, and what it
- * kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates
- * derive from them, and no 0-RTT or resumption needs the session. */
+/* HC's handshake is over: one session ticket goes out (GnuTLS seals it
+ * and hands it to ngtcp2, which copies it into the CRYPTO stream: about
+ * 4 KB it keeps to the end, serve_h3.h MEMORY), then the GnuTLS session
+ * (about 9 KB, and what it kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates derive
+ * from them, and a later resumption needs only the ticket, which the
+ * client holds.  A ticket that cannot be made costs the client its next
+ * resumption, not this connection. */
 static void tls_release(struct h3_conn *hc)
 {
 	if (hc->tls == NULL || !ngtcp2_conn_get_handshake_completed(hc->quic))
 		return;
+	(void)gnutls_session_ticket_send(hc->tls, 1, 0);
 	ngtcp2_conn_set_tls_native_handle(hc->quic, NULL);
 	gnutls_deinit(hc->tls);
 	hc->tls = NULL;
@@ -1542,6 +1678,20 @@ int h3_timers(struct serve_shard *sh, int limit)
 	return (int)((next - now + NGTCP2_MILLISECONDS - 1) / NGTCP2_MILLISECONDS);
 }
 
+/* SH's GnuTLS anti-replay context (its default 10 s window), adding to
+ * the server's store.  0, or -1 with errno. */
+static int replay_window_open(struct serve_shard *sh)
+{
+	if (gnutls_anti_replay_init(&sh->h3->anti_replay) < 0) {
+		sh->h3->anti_replay = NULL;
+		errno = ENOMEM;
+		return -1;
+	}
+	gnutls_anti_replay_set_add_function(sh->h3->anti_replay, replay_add);
+	gnutls_anti_replay_set_ptr(sh->h3->anti_replay, sh->srv->h3->replay);
+	return 0;
+}
+
 int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &sh->ufd};
@@ -1553,7 +1703,7 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	sh->h3 = calloc(1, sizeof *sh->h3);
 	/* IP_PKTINFO: which of our addresses a datagram came to, to answer
 	 * from it when bound to 0.0.0.0 */
-	if (sh->h3 == NULL ||
+	if (sh->h3 == NULL || replay_window_open(sh) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
 	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) < 0 ||
@@ -1573,6 +1723,8 @@ out_close:
 	{
 		int e = errno;
 		close(fd);
+		if (sh->h3 && sh->h3->anti_replay)
+			gnutls_anti_replay_deinit(sh->h3->anti_replay);
 		free(sh->h3);
 		sh->h3 = NULL;
 		errno = e;
@@ -1587,6 +1739,8 @@ void h3_shard_close(struct serve_shard *sh)
 		close(sh->ufd);
 		sh->ufd = -1;
 	}
+	if (sh->h3 && sh->h3->anti_replay)
+		gnutls_anti_replay_deinit(sh->h3->anti_replay);
 	free(sh->h3); /* its connections were closed (shard_stop) */
 	sh->h3 = NULL;
 }

@@ -39,15 +39,32 @@
  *
  * MEMORY
  *   A connection's GnuTLS session is freed once the handshake is over
- *   (QUIC's keys are ngtcp2's; CRYPTO data after it is a protocol
- *   violation), and QPACK's dynamic tables are off both ways.
- *   docs/http.md "HTTP/3" has the figures.
+ *   and its session ticket sent (QUIC's keys are ngtcp2's; CRYPTO data
+ *   after it is a protocol violation), and QPACK's dynamic tables are
+ *   off both ways.  The ticket costs about 4 KB a connection that
+ *   ngtcp2 allocates for it and keeps to the end.  docs/http.md
+ *   "HTTP/3" has the figures.
  *
- * 0-RTT
- *   Not offered: no session tickets are issued, so no early data can
- *   arrive.  The rule for when it is: a request other than GET or HEAD
- *   that arrives before the handshake completed is answered 425 Too
- *   Early (RFC 8470), so that a replayed PUT never commits twice.
+ * SESSION TICKETS AND 0-RTT
+ *   Each connection gets one session ticket as its handshake completes
+ *   (tls_release), sealed with one key for the whole server, made from
+ *   getrandom at start and never written: a ticket resumes only in the
+ *   process that issued it (GnuTLS rotates the key it derives from that
+ *   one by itself; the master key is not rotated).  A resumed handshake
+ *   may bring early data (0-RTT, RFC 9001 4.6) unless --no-0rtt; the
+ *   transport parameters a client remembered with its ticket (RFC 9000
+ *   7.4.1) are those of that same process, the H3_* constants below, so
+ *   never higher than the ones in force.  GnuTLS's anti-replay (RFC 8446
+ *   8.2) is on: a ClientHello whose early data was taken is remembered
+ *   for its 10 s window (plus H3_REPLAY_SLACK_S) in one store for all
+ *   shards, and the same again gets no early data; nor does a ticket
+ *   made before the window last moved (GnuTLS's rule), nor any when the
+ *   store's slots for it are full.  Whatever is let through: a request
+ *   other than GET or HEAD whose header section is whole before the
+ *   handshake completed is answered 425 Too Early (RFC 8470) and its
+ *   body dropped, so that a replayed PUT or DELETE never commits.  A
+ *   replayed flight never completes a handshake, so all of its requests
+ *   meet that rule.
  *
  * ADDRESS VALIDATION (RFC 9000 8.1)
  *   Until a client's address is proven ngtcp2 sends at most three times

@@ -8,7 +8,7 @@
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
  *              [--tls-cert FILE --tls-key FILE] [--max-handshakes N]
- *              [--no-http3] [--h3-retry auto|always]
+ *              [--no-http3] [--h3-retry auto|always] [--no-0rtt]
  *   keel-serve --hash-token TOKEN|- read|write [PREFIX]
  *
  * Startup prints one line, "keel-serve: listening on ADDR:PORT ...", once
@@ -122,6 +122,9 @@ static void usage(FILE *f)
 	      "                       Retry first: auto (a shard's handshakes"
 	      " past its budget)\n"
 	      "                       or always\n"
+	      "  --no-0rtt            HTTP/3 takes no early data (0-RTT); session"
+	      " tickets\n"
+	      "                       still let clients resume\n"
 	      "  --help               this text\n"
 	      "keel-serve --hash-token TOKEN|- read|write [PREFIX]\n"
 	      "                       print the tokens-file line for TOKEN (- reads"
@@ -278,6 +281,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"tls-key", required_argument, NULL, 'K'},
 		{"no-http3", no_argument, NULL, '3'},
 		{"h3-retry", required_argument, NULL, 'R'},
+		{"no-0rtt", no_argument, NULL, '0'},
 		{"hash-token", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -374,6 +378,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		case 'C': cfg->tls_cert = optarg; break;
 		case 'K': cfg->tls_key = optarg; break;
 		case '3': cfg->http3 = 0; break;
+		case '0': cfg->h3_no_0rtt = 1; break;
 		case 'R':
 			if (strcmp(optarg, "always") == 0)
 				cfg->h3_retry_always = 1;

@@ -7,9 +7,15 @@
 # (401 with WWW-Authenticate, 403 for a read token's PUT, 201 for a write
 # token's), a body that never comes cut by --body-min-rate, address
 # validation (--h3-retry always: answers through a Retry; a forged token
-# closed; auto: a Retry once a half-done handshake uses up the budget), a
-# 1 MiB answer byte for byte in few sends (GSO; strace counts them) --
-# and that what HTTP/3 wrote is what HTTP/2 reads.  Loopback
+# closed; auto: a Retry once a half-done handshake uses up the budget),
+# session tickets and 0-RTT (a resumed connection; a GET in early data
+# answered, a PUT or DELETE in early data 425 and nothing committed; a
+# replayed 0-RTT flight draws no 1-RTT answer;
+# --no-0rtt refuses early data and the request goes after the handshake;
+# a ticket of another server process is not taken; a session file that
+# is not one is refused), a 1 MiB answer byte for byte in few sends (GSO;
+# strace counts them) -- and that what HTTP/3 wrote is what HTTP/2
+# reads.  Loopback
 # only; every client call is bounded (the client gives up after 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
@@ -169,6 +175,78 @@ contains "handshake budget used up: through a Retry" "$T/a.err" 'followed a Retr
 kill "$HALF" 2>/dev/null
 wait "$HALF"
 stop "$PID"
+
+# session tickets and 0-RTT (serve_h3.h "0-RTT"): h3-client --session
+# saves the session the server's ticket gives, and resumes it; --early
+# sends the request as early data.  A request other than GET or HEAD in
+# early data gets 425 Too Early (RFC 8470) and changes nothing, so that a
+# replayed flight never commits.  Each run resumes the ticket the run
+# before it got: GnuTLS takes early data only on a ticket made after its
+# anti-replay window last moved, which only a 0-RTT handshake moves, so
+# a fresh ticket is always good, whatever the time between the runs.
+S=$T/session
+start zrtt
+expect "tickets: PUT 201, the session saved" 201 "$(h3 PUT /z -d old --session "$S")"
+[ -s "$S" ] && ok "tickets: a session file was written" || bad "tickets: no session file"
+if grep -q 'resumed' "$T/a.err"; then bad "tickets: the first connection resumed"
+else ok "tickets: the first connection is a full handshake"; fi
+expect "resumed: GET 200" 200 "$(h3 GET /z --session "$S")"
+contains "resumed: the client says so" "$T/a.err" '^h3-client: resumed$'
+expect "0-RTT GET: 200" 200 "$(h3 GET /z --session "$S" --early)"
+contains "0-RTT GET: the early data was taken" "$T/a.err" 'early data accepted'
+expect "0-RTT GET: the body" old "$(body)"
+expect "0-RTT PUT: 425 Too Early" 425 "$(h3 PUT /z -d new --session "$S" --early)"
+contains "0-RTT PUT: it came as early data" "$T/a.err" 'early data accepted'
+expect "after the 0-RTT PUT: the old value" "200 old" "$(h3 GET /z) $(body)"
+expect "0-RTT DELETE: 425 Too Early" 425 "$(h3 DELETE /z --session "$S" --early)"
+contains "0-RTT DELETE: it came as early data" "$T/a.err" 'early data accepted'
+expect "after the 0-RTT DELETE: still there" "200 old" "$(h3 GET /z) $(body)"
+# a replay (RFC 8446 8.2): the first flight of a GET in 0-RTT sent again
+# from another port once its connection closed.  The server makes a
+# connection for it but takes none of its early data (its anti-replay
+# store has the ClientHello), so nothing 1-RTT comes back before the
+# stateless reset for h3-client's probe, which the server sends after.
+"$H3" "$PORT" GET /z --session "$S" --early --replay >"$T/a" 2>"$T/a.err"
+expect "a replayed 0-RTT flight: the client's exit status" 0 "$?"
+contains "a replayed 0-RTT flight: the first time it was taken" "$T/a.err" \
+	'early data accepted'
+contains "a replayed 0-RTT flight: the server made a connection for it" \
+	"$T/a.err" 'replay: [1-9][0-9]* long-header packets'
+contains "a replayed 0-RTT flight: its early data refused (no 1-RTT back)" \
+	"$T/a.err" 'replay: .*, no 1-RTT packet'
+expect "the PUT again, resumed, after the handshake: 204" 204 \
+	"$(h3 PUT /z -d new --session "$S")"
+expect "then the new value" "200 new" "$(h3 GET /z) $(body)"
+stop "$PID"
+
+# --no-0rtt: tickets still resume, early data is refused, and the client
+# sends its request again once the handshake is done.  This is another
+# process, so the first ticket (zrtt's) is not taken: its key died.
+start norrtt --no-0rtt
+expect "another process's ticket: PUT 201 all the same" 201 \
+	"$(h3 PUT /z -d old --session "$S")"
+if grep -q 'resumed' "$T/a.err"; then bad "another process's ticket was taken"
+else ok "another process's ticket: a full handshake"; fi
+expect "--no-0rtt: a PUT offered as early data: 204 after the handshake" 204 \
+	"$(h3 PUT /z -d new --session "$S" --early)"
+contains "--no-0rtt: early data refused" "$T/a.err" 'early data rejected'
+contains "--no-0rtt: still resumed" "$T/a.err" '^h3-client: resumed$'
+expect "--no-0rtt: a GET offered as early data: 200" 200 \
+	"$(h3 GET /z --session "$S" --early)"
+expect "--no-0rtt: the PUT's value" new "$(body)"
+contains "--no-0rtt: early data refused again" "$T/a.err" 'early data rejected'
+# a session file that is not one: refused before any packet is sent
+head -c 300 /dev/urandom >"$T/garbage"
+"$H3" "$PORT" GET /z --session "$T/garbage" >"$T/a" 2>"$T/a.err"
+expect "a garbage session file: exit status 2" 2 "$?"
+contains "a garbage session file: a clear error" "$T/a.err" \
+	"garbage: not a saved session"
+head -c 100 "$S" >"$T/cut"
+"$H3" "$PORT" GET /z --session "$T/cut" --early >"$T/a" 2>"$T/a.err"
+expect "a cut session file: exit status 2" 2 "$?"
+contains "a cut session file: a clear error" "$T/a.err" "cut: a TLS session of"
+stop "$PID"
+expect "norrtt: exit status after SIGTERM" 0 "$STATUS"
 
 # a large answer: 1 MiB written over HTTP/2 comes back byte for byte over
 # HTTP/3, and in few sends: the server batches a connection's datagrams

@@ -5,6 +5,7 @@
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
  *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -30,11 +31,36 @@
  * then counts from the latest answer.
  *
  * -N N (bench/http/h3.sh, new connections): N connections one after
- * another, each a full 1-RTT handshake (no resumption: the server issues
- * no session tickets) and one request, closed with H3_NO_ERROR once its
- * answer is whole; one line at the end, "N connections, A answered, S
- * 2xx in T s: R/s", timed from the first connection's start to the last
- * one's close.  Each connection has its own 10 s deadline.
+ * another, each a handshake and one request, closed with H3_NO_ERROR
+ * once its answer is whole; one line at the end, "N connections, A
+ * answered, S 2xx in T s: R/s", timed from the first connection's start
+ * to the last one's close.  Each connection has its own 10 s deadline.
+ * Without --session each is a full 1-RTT handshake; with it each resumes
+ * the session the one before it got (the first, FILE's, if there is
+ * one), and a second line says "R resumed, E early data accepted".
+ *
+ * --session FILE: resume the session saved in FILE (when FILE exists;
+ * torture/quic_conn.h has its layout), and save the session this
+ * connection gets to FILE: the client waits for the server's session
+ * ticket as for the answer (none within H3C_DEADLINE_MS: exit status 3,
+ * "no session ticket" on stderr).  Says "resumed" on stderr when the server
+ * took the ticket.  A FILE that is not a saved session is refused
+ * ("h3-client: FILE: not a saved session ..."), exit status 2.  --early
+ * sends the request as early data (0-RTT) with the resumed session, and
+ * says on stderr "early data accepted", or "early data rejected" when
+ * the server refused it (the request then goes again once the handshake
+ * is done, as 1-RTT data).
+ *
+ * --replay (with --early) does what anyone who saw the first flight can:
+ * once the answer came it closes the connection, sends its first flight
+ * again from another socket, then a 30-byte datagram for no connection,
+ * whose stateless reset the server sends after whatever the replay drew
+ * (serve_h3.c handles a socket's datagrams in order and writes a
+ * connection's before it answers another's).  Says on stderr
+ * "replay: N long-header packets" (the server made a connection for it)
+ * and "replay: no 1-RTT packet" or "replay: a 1-RTT packet" (only early
+ * data the server took can draw one before a handshake that never
+ * completes).  Exit status 3 when the reset does not come.
  */
 #include <errno.h>
 #include <poll.h>
@@ -51,6 +77,10 @@
 
 #define H3C_DEADLINE_MS 10000
 #define H3C_FIELDS_MAX 16
+#define H3C_FLIGHT_MAX 4   /* datagrams of a first flight --replay keeps */
+#define H3C_PROBE_LEN 30   /* --replay's probe: its reset is 29 bytes,
+                              shorter than any 1-RTT packet of the server
+                              (1 + 16 DCID + 4 + 16 tag at least) */
 
 struct client {
 	quic_conn q; /* the connection (torture/quic_conn.h) */
@@ -65,6 +95,15 @@ struct client {
 	int sent, answered, ok; /* bench: submitted, ended, 2xx           */
 	ngtcp2_tstamp t0, t1; /* bench: the handshake's end, last answer */
 	int retried;          /* Retries followed                        */
+	const char *session_path; /* --session: resume from, save to      */
+	quic_session sess;    /* the session resumed (sess.tls.data: one) */
+	int early;            /* --early: the request as 0-RTT data      */
+	int resumed;          /* the handshake resumed sess              */
+	int early_rejected;   /* early data offered, the server refused  */
+	int replay;           /* --replay: send the first flight again   */
+	uint8_t flight[H3C_FLIGHT_MAX][QUIC_CONN_PKT]; /* --replay's copy  */
+	size_t flight_len[H3C_FLIGHT_MAX];
+	int flight_n;
 	int64_t stream;
 	int started, done, failed;
 };
@@ -216,10 +255,23 @@ static int request_start(struct client *cl)
 
 /* ---- QUIC ------------------------------------------------------------ */
 
+/* The handshake is done.  Early data the server refused is forgotten
+ * (ngtcp2 drops the streams; nghttp3 goes with them) and the request
+ * starts again, now as 1-RTT data. */
 static int on_handshake(ngtcp2_conn *q, void *arg)
 {
-	(void)q;
-	return request_start(arg);
+	struct client *cl = arg;
+
+	cl->resumed = quic_conn_resumed(&cl->q);
+	if (cl->q.early && !quic_conn_early_accepted(&cl->q)) {
+		cl->early_rejected = 1;
+		if (ngtcp2_conn_early_data_rejected(q) != 0)
+			return NGTCP2_ERR_CALLBACK_FAILURE;
+		nghttp3_conn_del(cl->q.http);
+		cl->q.http = NULL;
+		cl->started = cl->sent = cl->answered = cl->ok = cl->done = 0;
+	}
+	return request_start(cl);
 }
 
 static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
@@ -322,8 +374,14 @@ static int client_open(struct client *cl, int port)
 		quic_conn_random(forged, sizeof forged);
 		forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
 	}
-	return quic_conn_open(&cl->q, (uint16_t)port, NULL, &cb,
-	                      cl->bad_token ? &token : NULL, cl);
+	if (cl->sess.tls.data == NULL)
+		return quic_conn_open(&cl->q, (uint16_t)port, NULL, &cb,
+		                      cl->bad_token ? &token : NULL, cl);
+	if (quic_conn_open_resumed(&cl->q, (uint16_t)port, NULL, &cb, &cl->sess,
+	                           cl->early, cl) < 0)
+		return -1;
+	/* 0-RTT: the request goes with the first Initial */
+	return cl->q.early && request_start(cl) != 0 ? -1 : 0;
 }
 
 /* Sends what there is.  Returns 0 or -1. */
@@ -332,6 +390,143 @@ static int client_write(struct client *cl)
 	int rv;
 
 	return quic_conn_write(&cl->q, &rv);
+}
+
+/* --replay: the first write (the first flight) goes through a socket
+ * pair, is kept in cl->flight, then goes out on the real socket.
+ * Returns 0 or -1. */
+static int client_write_recorded(struct client *cl)
+{
+	uint8_t buf[QUIC_CONN_PKT + 1];
+	int sp[2], real = cl->q.fd, rc;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -1;
+	cl->q.fd = sp[0];
+	rc = client_write(cl);
+	cl->q.fd = real;
+	while (rc == 0 && (n = recv(sp[1], buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+		if (cl->flight_n == H3C_FLIGHT_MAX || n > QUIC_CONN_PKT ||
+		    send(real, buf, (size_t)n, 0) < 0) {
+			rc = -1;
+			break;
+		}
+		memcpy(cl->flight[cl->flight_n], buf, (size_t)n);
+		cl->flight_len[cl->flight_n++] = (size_t)n;
+	}
+	close(sp[0]);
+	close(sp[1]);
+	return rc;
+}
+
+/* A QUIC variable-length integer at P[*AT] of LEFT bytes into *V.
+ * 0, or -1 when it runs past the end. */
+static int varint(const uint8_t *p, size_t left, size_t *at, uint64_t *v)
+{
+	size_t n, i;
+
+	if (*at >= left)
+		return -1;
+	n = (size_t)1 << (p[*at] >> 6);
+	if (*at + n > left)
+		return -1;
+	*v = p[*at] & 0x3f;
+	for (i = 1; i < n; i++)
+		*v = *v << 8 | p[*at + i];
+	*at += n;
+	return 0;
+}
+
+/* Walks the coalesced packets of datagram D of N bytes (RFC 9000 12.2:
+ * long headers carry their length; a short header runs to the end),
+ * adding the long-header ones to *LONGS.  Returns 1 when a short-header
+ * (1-RTT) packet is among them. */
+static int datagram_has_1rtt(const uint8_t *d, size_t n, int *longs)
+{
+	size_t off = 0, at;
+	uint64_t len;
+
+	while (off < n) {
+		const uint8_t *p = d + off;
+		size_t left = n - off;
+
+		if (!(p[0] & 0x80))
+			return 1;
+		(*longs)++;
+		at = 5; /* first byte, version */
+		if (at >= left)
+			return 0;
+		at += 1 + (size_t)p[at]; /* DCID */
+		if (at >= left)
+			return 0;
+		at += 1 + (size_t)p[at]; /* SCID */
+		if ((p[0] & 0x30) == 0 && /* an Initial: its token */
+		    (varint(p, left, &at, &len) < 0 || (at += len) > left))
+			return 0;
+		if (varint(p, left, &at, &len) < 0)
+			return 0;
+		off += at + len;
+	}
+	return 0;
+}
+
+/* --replay (the head of this file says what and why).  0 once the
+ * reset came, 3 when it did not within H3C_DEADLINE_MS, 1 when the
+ * socket failed. */
+static int replay_run(struct client *cl, int port)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint8_t probe[H3C_PROBE_LEN], buf[65536];
+	ngtcp2_tstamp deadline = quic_conn_now() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	int fd, i, longs = 0, rtt1 = 0, rc = 3;
+
+	to.sin_port = htons((uint16_t)port);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
+		goto out_close;
+	quic_conn_random(probe, sizeof probe);
+	probe[0] = (uint8_t)(0x40 | (probe[0] & 0x3f)); /* a short header */
+	for (i = 0; i < cl->flight_n; i++)
+		if (send(fd, cl->flight[i], cl->flight_len[i], 0) < 0)
+			goto out_close;
+	if (send(fd, probe, sizeof probe, 0) < 0)
+		goto out_close;
+	while (rc == 3 && quic_conn_now() < deadline) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof buf, 0);
+		if (n < 0)
+			break;
+		if (n == H3C_PROBE_LEN - 1 && !(buf[0] & 0x80))
+			rc = 0; /* the reset: all the replay drew came before */
+		else if (datagram_has_1rtt(buf, (size_t)n, &longs))
+			rtt1 = 1;
+	}
+	fprintf(stderr, "h3-client: replay: %d long-header packets, %s\n", longs,
+	        rtt1 ? "a 1-RTT packet (the replayed early data was taken)"
+	             : "no 1-RTT packet");
+	if (rc == 3)
+		fprintf(stderr, "h3-client: replay: no stateless reset for the "
+		        "probe within %d ms\n", H3C_DEADLINE_MS);
+	close(fd);
+	return rc;
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
+/* The answer is whole, and the session ticket came if one is to be
+ * saved (the server sends it as the handshake ends, but nothing orders
+ * it before the answer). */
+static int client_finished(const struct client *cl)
+{
+	return cl->done && (cl->session_path == NULL || cl->q.ticket);
 }
 
 /* Reads, writes and runs the timers until the answer is whole. */
@@ -343,7 +538,8 @@ static int client_run(struct client *cl)
 
 	int seen = 0;
 
-	while (!cl->failed && (!cl->done || hold == 0 || quic_conn_now() < hold)) {
+	while (!cl->failed && (!client_finished(cl) || hold == 0 ||
+	                       quic_conn_now() < hold)) {
 		ngtcp2_tstamp now = quic_conn_now(), due = ngtcp2_conn_get_expiry(cl->q.quic);
 		struct pollfd pfd = {cl->q.fd, POLLIN, 0};
 		int wait_ms;
@@ -356,14 +552,14 @@ static int client_run(struct client *cl)
 		    requests_top_up(cl) < 0)
 			return 1;
 
-		if (cl->done && hold == 0) { /* the answer is whole: idle on */
+		if (client_finished(cl) && hold == 0) { /* all came: idle on */
 			hold = now + (ngtcp2_tstamp)cl->hold_ms * NGTCP2_MILLISECONDS;
 			deadline = hold;
 			fflush(stdout);
 			continue;
 		}
 		if (now >= deadline)
-			return cl->done ? 0 : 3;
+			return client_finished(cl) ? 0 : 3;
 		if (due > deadline)
 			due = deadline;
 		wait_ms = due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0;
@@ -392,7 +588,8 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS] "
+	                "[--session FILE [--early [--replay]]]\n");
 	return 2;
 }
 
@@ -419,26 +616,59 @@ static void client_free(struct client *cl, int close_it)
 	quic_conn_close(&cl->q);
 }
 
+/* Passes the session CL got to *SESS (freeing the one there), for the
+ * next connection and for --session's file.  0, or -1 when none came. */
+static int session_take(struct client *cl, quic_session *sess)
+{
+	quic_session got;
+
+	if (!cl->q.ticket || quic_conn_session_get(&cl->q, &got) < 0)
+		return -1;
+	quic_session_free(sess);
+	*sess = got;
+	return 0;
+}
+
+/* Saves SESS to PATH.  0, or 1 with the reason on stderr. */
+static int session_save(const quic_session *sess, const char *path)
+{
+	char why[256];
+
+	if (quic_session_save(sess, path, why, sizeof why) == 0)
+		return 0;
+	fprintf(stderr, "h3-client: cannot save the session: %s\n", why);
+	return 1;
+}
+
 /* -N: CONNS connections one after another, each with TMPL's one request
- * (TMPL->bench_n is 1: nothing printed, 2xx counted).  Returns 0 when
- * every one got its whole answer, else 1. */
-static int conns_run(const struct client *tmpl, int port, int conns)
+ * (TMPL->bench_n is 1: nothing printed, 2xx counted), each resuming the
+ * session the one before got when TMPL->session_path is set (TMPL->sess,
+ * taken over here, for the first).  Returns 0 when every one got its
+ * whole answer, else 1. */
+static int conns_run(struct client *tmpl, int port, int conns)
 {
 	static struct client cl;
 	ngtcp2_tstamp t0 = quic_conn_now();
-	int i, rc = 0, answered = 0, ok = 0;
+	quic_session sess = tmpl->sess;
+	int i, rc = 0, answered = 0, ok = 0, resumed = 0, early = 0;
 	double secs;
 
+	memset(&tmpl->sess, 0, sizeof tmpl->sess);
 	for (i = 0; i < conns; i++) {
 		int r;
 
 		cl = *tmpl;
+		cl.sess = sess; /* borrowed: conn_open copies it into GnuTLS */
 		memset(&cl.q, 0, sizeof cl.q);
 		cl.q.fd = -1;
 		r = client_open(&cl, port) < 0 || client_write(&cl) < 0
 		        ? 1 : client_run(&cl);
 		answered += cl.answered;
 		ok += cl.ok;
+		resumed += cl.resumed;
+		early += cl.q.early && !cl.early_rejected;
+		if (r == 0 && cl.session_path && session_take(&cl, &sess) < 0)
+			r = 1;
 		client_free(&cl, r == 0);
 		if (r) {
 			fprintf(stderr, "h3-client: connection %d failed\n", i + 1);
@@ -449,6 +679,12 @@ static int conns_run(const struct client *tmpl, int port, int conns)
 	secs = (double)(quic_conn_now() - t0) / NGTCP2_SECONDS;
 	printf("%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n", conns,
 	       answered, ok, secs, secs > 0 ? answered / secs : 0.0);
+	if (tmpl->session_path) {
+		printf("%d resumed, %d early data accepted\n", resumed, early);
+		if (rc == 0)
+			rc = session_save(&sess, tmpl->session_path);
+	}
+	quic_session_free(&sess);
 	return rc;
 }
 
@@ -486,6 +722,12 @@ int main(int argc, char **argv)
 			conns = atoi(argv[++i]);
 			if (conns < 1)
 				return usage();
+		} else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+			cl.session_path = argv[++i];
+		} else if (strcmp(argv[i], "--early") == 0) {
+			cl.early = 1;
+		} else if (strcmp(argv[i], "--replay") == 0) {
+			cl.replay = 1;
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
@@ -510,14 +752,30 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
+	if ((cl.early && cl.session_path == NULL) ||
+	    (cl.session_path && (initial_only_ms || cl.bad_token)) ||
+	    (cl.replay && (!cl.early || conns || cl.bench_n)))
+		return usage();
+	if (cl.session_path) {
+		char why[256];
+
+		if (quic_session_load(&cl.sess, cl.session_path, why,
+		                      sizeof why) < 0) {
+			fprintf(stderr, "h3-client: %s: %s\n", cl.session_path, why);
+			return 2;
+		}
+	}
 	if (conns) {
 		if (cl.bench_n || initial_only_ms || cl.hold_ms || cl.bad_token)
 			return usage();
 		cl.bench_n = 1;
 		return conns_run(&cl, atoi(argv[1]), conns);
 	}
-	if (client_open(&cl, atoi(argv[1])) < 0 || client_write(&cl) < 0) {
-		fprintf(stderr, "h3-client: cannot start the connection\n");
+	if (client_open(&cl, atoi(argv[1])) < 0 ||
+	    (cl.replay ? client_write_recorded(&cl) : client_write(&cl)) < 0) {
+		fprintf(stderr, "h3-client: cannot start the connection%s\n",
+		            cl.sess.tls.data ? " (the saved TLS session does "
+		                               "not load)" : "");
 		return 1;
 	}
 	if (initial_only_ms > 0) {
@@ -533,17 +791,34 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (cl.retried)
 		fprintf(stderr, "h3-client: followed a Retry\n");
+	if (cl.resumed)
+		fprintf(stderr, "h3-client: resumed\n");
+	if (cl.q.early)
+		fprintf(stderr, "h3-client: early data %s\n",
+		        cl.early_rejected ? "rejected, the request sent again "
+		                            "after the handshake"
+		                          : "accepted");
+	if (rc == 0 && cl.session_path && session_take(&cl, &cl.sess) == 0)
+		rc = session_save(&cl.sess, cl.session_path);
+	quic_session_free(&cl.sess);
 	if (cl.bench_n) {
 		double secs = (double)(cl.t1 - cl.t0) / NGTCP2_SECONDS;
 		printf("%d requests, %d answered, %d 2xx in %.3f s: %.0f/s\n",
 		       cl.bench_n, cl.answered, cl.ok, secs,
 		       secs > 0 ? cl.answered / secs : 0.0);
 	}
-	if (rc == 3)
+	if (rc == 3 && cl.done)
+		fprintf(stderr, "h3-client: the answer came, but no session "
+		        "ticket within %d ms\n", H3C_DEADLINE_MS);
+	else if (rc == 3)
 		fprintf(stderr, "h3-client: no whole answer within %d ms\n",
 		        H3C_DEADLINE_MS);
 	else if (rc)
 		fprintf(stderr, "h3-client: the connection failed\n");
+	if (rc == 0 && cl.replay) {
+		client_free(&cl, 1); /* the server forgets it: the replay is new */
+		rc = replay_run(&cl, atoi(argv[1]));
+	}
 	quic_conn_close(&cl.q);
 	return rc;
 }

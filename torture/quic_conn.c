@@ -5,6 +5,8 @@
 #include "quic_conn.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -74,18 +76,35 @@ static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
 	return ((quic_conn *)ref->user_data)->quic;
 }
 
+/* GnuTLS took a NewSessionTicket: the session can be saved now. */
+static int on_ticket(gnutls_session_t tls, unsigned type, unsigned when,
+                     unsigned incoming, const gnutls_datum_t *msg)
+{
+	ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(tls);
+
+	(void)type, (void)when, (void)incoming, (void)msg;
+	((quic_conn *)ref->user_data)->ticket = 1;
+	return 0;
+}
+
 /* The TLS session: TLS 1.3, ALPN h3; with CERT, trusting it alone for
- * 127.0.0.1. */
-static int tls_open(quic_conn *c, const char *cert)
+ * 127.0.0.1; resuming S when given, offering early data when EARLY. */
+static int tls_open(quic_conn *c, const char *cert, const quic_session *s,
+                    int early)
 {
 	gnutls_datum_t alpn = {(unsigned char *)"h3", 2};
 
 	if (gnutls_certificate_allocate_credentials(&c->cred) != 0 ||
 	    (cert && gnutls_certificate_set_x509_trust_file(
 	                     c->cred, cert, GNUTLS_X509_FMT_PEM) <= 0) ||
-	    gnutls_init(&c->tls, GNUTLS_CLIENT |
-	                         GNUTLS_NO_END_OF_EARLY_DATA) != 0)
+	    gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NO_END_OF_EARLY_DATA |
+	                         (early ? GNUTLS_ENABLE_EARLY_DATA : 0)) != 0)
 		return -1;
+	if (s && gnutls_session_set_data(c->tls, s->tls.data, s->tls.size) != 0)
+		return -1;
+	gnutls_handshake_set_hook_function(c->tls,
+	                                   GNUTLS_HANDSHAKE_NEW_SESSION_TICKET,
+	                                   GNUTLS_HOOK_POST, on_ticket);
 	if (gnutls_priority_set_direct(c->tls, "NORMAL:-VERS-ALL:+VERS-TLS1.3:"
 	                               "%DISABLE_TLS13_COMPAT_MODE", NULL) != 0 ||
 	    ngtcp2_crypto_gnutls_configure_client_session(c->tls) != 0 ||
@@ -103,10 +122,12 @@ static int tls_open(quic_conn *c, const char *cert)
 	return 0;
 }
 
-int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
-                   const ngtcp2_callbacks *cb, const ngtcp2_vec *token,
-                   void *user)
+/* quic_conn_open, and quic_conn_open_resumed when S is not NULL. */
+static int conn_open(quic_conn *c, uint16_t port, const char *cert,
+                     const ngtcp2_callbacks *cb, const ngtcp2_vec *token,
+                     const quic_session *s, int early, void *user)
 {
+	ngtcp2_transport_params early_params;
 	ngtcp2_path path;
 	ngtcp2_settings settings;
 	ngtcp2_transport_params params;
@@ -136,13 +157,48 @@ int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
 	params.initial_max_stream_data_uni = 1 << 20;
 	params.initial_max_data = 4 << 20;
 	params.max_idle_timeout = 30 * NGTCP2_SECONDS;
-	if (tls_open(c, cert) < 0 ||
+	if (early && ngtcp2_decode_transport_params(
+	                 &early_params,
+	                 NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS,
+	                 s->tp, s->tplen) != 0)
+		return -1;
+	if (tls_open(c, cert, s, early) < 0 ||
 	    ngtcp2_conn_client_new(&c->quic, &dcid, &scid, &path,
 	                           NGTCP2_PROTO_VER_V1, cb, &settings,
 	                           &params, NULL, user) != 0)
 		return -1;
 	ngtcp2_conn_set_tls_native_handle(c->quic, c->tls);
+	if (early) { /* the limits the server gave last time bound 0-RTT */
+		ngtcp2_conn_set_early_remote_transport_params(c->quic,
+		                                              &early_params);
+		c->early = 1;
+	}
 	return 0;
+}
+
+int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
+                   const ngtcp2_callbacks *cb, const ngtcp2_vec *token,
+                   void *user)
+{
+	return conn_open(c, port, cert, cb, token, NULL, 0, user);
+}
+
+int quic_conn_open_resumed(quic_conn *c, uint16_t port, const char *cert,
+                           const ngtcp2_callbacks *cb, const quic_session *s,
+                           int early, void *user)
+{
+	return conn_open(c, port, cert, cb, NULL, s, early, user);
+}
+
+int quic_conn_resumed(quic_conn *c)
+{
+	return c->tls && gnutls_session_is_resumed(c->tls) ? 1 : 0;
+}
+
+int quic_conn_early_accepted(quic_conn *c)
+{
+	return c->tls && c->early &&
+	       (gnutls_session_get_flags(c->tls) & GNUTLS_SFLAGS_EARLY_DATA);
 }
 
 /* One packet's worth of what nghttp3 and ngtcp2 have: >0 bytes in BUF,
@@ -238,4 +294,151 @@ void quic_conn_close(quic_conn *c)
 		close(c->fd);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+}
+
+/* ---- saved sessions --------------------------------------------------- */
+
+int quic_conn_session_get(quic_conn *c, quic_session *s)
+{
+	const ngtcp2_transport_params *tp;
+	ngtcp2_ssize n;
+
+	memset(s, 0, sizeof(*s));
+	tp = ngtcp2_conn_get_remote_transport_params(c->quic);
+	if (!c->ticket || tp == NULL)
+		return -1;
+	n = ngtcp2_encode_transport_params(
+	    s->tp, sizeof(s->tp),
+	    NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, tp);
+	if (n <= 0 || gnutls_session_get_data2(c->tls, &s->tls) != 0) {
+		memset(s, 0, sizeof(*s));
+		return -1;
+	}
+	s->tplen = (size_t)n;
+	return 0;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+int quic_session_save(const quic_session *s, const char *path, char *why,
+                      size_t cap)
+{
+	uint8_t head[12], len[4];
+	char tmp[4096];
+	FILE *f;
+	int ok;
+
+	if (s->tls.data == NULL || s->tls.size > QUIC_SESSION_TLS_MAX) {
+		snprintf(why, cap, "no session to save");
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (f == NULL) {
+		snprintf(why, cap, "%s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	memcpy(head, QUIC_SESSION_MAGIC, 8);
+	put32(head + 8, s->tls.size);
+	put32(len, (uint32_t)s->tplen);
+	ok = fwrite(head, 1, sizeof(head), f) == sizeof(head) &&
+	     fwrite(s->tls.data, 1, s->tls.size, f) == s->tls.size &&
+	     fwrite(len, 1, sizeof(len), f) == sizeof(len) &&
+	     fwrite(s->tp, 1, s->tplen, f) == s->tplen;
+	if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+		snprintf(why, cap, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks the N bytes of a session file in BUF and fills *S from them.
+ * 0, or -1 with the reason in WHY. */
+static int session_parse(quic_session *s, const uint8_t *buf, size_t n,
+                         char *why, size_t cap)
+{
+	ngtcp2_transport_params tp;
+	size_t t, p;
+
+	if (n < 12 || memcmp(buf, QUIC_SESSION_MAGIC, 8) != 0) {
+		snprintf(why, cap, "not a saved session (no %s at its start)",
+		         QUIC_SESSION_MAGIC);
+		return -1;
+	}
+	t = get32(buf + 8);
+	if (t == 0 || t > QUIC_SESSION_TLS_MAX || n < 16 + t) {
+		snprintf(why, cap, "a TLS session of %zu bytes in %zu", t, n);
+		return -1;
+	}
+	p = get32(buf + 12 + t);
+	if (p == 0 || p > QUIC_SESSION_TP_MAX || n != 16 + t + p) {
+		snprintf(why, cap, "transport parameters of %zu bytes where "
+		         "%zu are left", p, n - 16 - t);
+		return -1;
+	}
+	if (ngtcp2_decode_transport_params(
+	        &tp, NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS,
+	        buf + 16 + t, p) != 0) {
+		snprintf(why, cap, "its transport parameters do not decode");
+		return -1;
+	}
+	s->tls.data = gnutls_malloc(t);
+	if (s->tls.data == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	memcpy(s->tls.data, buf + 12, t);
+	s->tls.size = (unsigned)t;
+	memcpy(s->tp, buf + 16 + t, p);
+	s->tplen = p;
+	return 0;
+}
+
+int quic_session_load(quic_session *s, const char *path, char *why,
+                      size_t cap)
+{
+	enum { FILE_MAX = 16 + QUIC_SESSION_TLS_MAX + QUIC_SESSION_TP_MAX };
+	uint8_t *buf;
+	size_t n;
+	FILE *f;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	f = fopen(path, "rb");
+	if (f == NULL && errno == ENOENT)
+		return 0;
+	if (f == NULL) {
+		snprintf(why, cap, "%s", strerror(errno));
+		return -1;
+	}
+	buf = malloc(FILE_MAX + 1);
+	if (buf == NULL) {
+		fclose(f);
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	n = fread(buf, 1, FILE_MAX + 1, f); /* one more: a longer file is bad */
+	rc = ferror(f) ? -1 : session_parse(s, buf, n, why, cap);
+	if (ferror(f))
+		snprintf(why, cap, "cannot read it");
+	fclose(f);
+	free(buf);
+	return rc < 0 ? -1 : 1;
+}
+
+void quic_session_free(quic_session *s)
+{
+	gnutls_free(s->tls.data);
+	memset(s, 0, sizeof(*s));
 }

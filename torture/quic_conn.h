@@ -12,6 +12,19 @@
  *         with ngtcp2_conn_read_pkt / ngtcp2_conn_handle_expiry
  *   quic_conn_close(c)         frees what was made, also after a failed open
  *
+ * RESUMPTION AND 0-RTT
+ *   quic_session_load(&s, FILE)      a session saved before (or none yet)
+ *   quic_conn_open_resumed(c, ..., &s, early, user)
+ *                              as quic_conn_open, offering the session's
+ *                              ticket; with EARLY, 0-RTT keys come with
+ *                              the first Initial and requests opened
+ *                              before the handshake go as early data
+ *   on the handshake's end: quic_conn_resumed(c), quic_conn_early_accepted(c)
+ *                              (not accepted: ngtcp2_conn_early_data_rejected
+ *                              and send the requests again)
+ *   once c->ticket: quic_conn_session_get(c, &s), quic_session_save(&s, FILE)
+ *   quic_session_free(&s)
+ *
  * ngtcp2 calls the callbacks with the USER given to quic_conn_open; once
  * the caller has bound HTTP/3 it sets c->http, and quic_conn_write then
  * sends what nghttp3 has to send as well.
@@ -38,7 +51,32 @@ typedef struct quic_conn {
 	gnutls_session_t tls;             /* its TLS 1.3 session            */
 	gnutls_certificate_credentials_t cred; /* what it trusts            */
 	ngtcp2_crypto_conn_ref ref;       /* how the crypto finds quic      */
+	int ticket;                       /* a session ticket came          */
+	int early;                        /* early data was offered         */
 } quic_conn;
+
+/* File layout of a saved session (quic_session_save), all integers
+ * big-endian:
+ *   offset  size  meaning
+ *   0       8     "KEELH3S1"
+ *   8       4     T, the TLS session's length (1..QUIC_SESSION_TLS_MAX)
+ *   12      T     the TLS session (GnuTLS's packed form, with the ticket)
+ *   12+T    4     P, the transport parameters' length (1..QUIC_SESSION_TP_MAX)
+ *   16+T    P     the server's transport parameters (RFC 9000 18.2)
+ * and nothing after. */
+#define QUIC_SESSION_MAGIC "KEELH3S1"
+#define QUIC_SESSION_TLS_MAX 16384
+#define QUIC_SESSION_TP_MAX 1024
+
+/* What a client keeps to resume a connection later: the TLS session
+ * with the server's ticket, and the server's transport parameters (RFC
+ * 9000 7.4.1: 0-RTT keeps to the limits the server gave before). */
+typedef struct quic_session {
+	gnutls_datum_t tls;  /* gnutls_session_get_data2's; NULL data: none */
+	uint8_t tp[QUIC_SESSION_TP_MAX]; /* the server's transport
+	                        parameters, encoded as it sent them          */
+	size_t tplen;        /* of tp                                       */
+} quic_session;
 
 /* CLOCK_MONOTONIC in ngtcp2's nanoseconds. */
 ngtcp2_tstamp quic_conn_now(void);
@@ -72,6 +110,40 @@ int quic_conn_write(quic_conn *c, int *rv);
  * QPACK streams.  0, or -1 (quic_conn_close frees what was made). */
 int quic_conn_http_start(quic_conn *c, const nghttp3_callbacks *cb,
                          void *user);
+
+/* As quic_conn_open, resuming S (its ticket offered; S is not kept).
+ * EARLY: 0-RTT, c->early set; S's transport parameters bound the early
+ * streams, which the caller may open (and start HTTP/3 on) right after
+ * this returns.  0, or -1 (the TLS session in S does not load, or as
+ * quic_conn_open). */
+int quic_conn_open_resumed(quic_conn *c, uint16_t port, const char *cert,
+                           const ngtcp2_callbacks *cb, const quic_session *s,
+                           int early, void *user);
+
+/* After the handshake: 1 when it resumed a session, else 0. */
+int quic_conn_resumed(quic_conn *c);
+
+/* After the handshake: 1 when the server took our early data, else 0. */
+int quic_conn_early_accepted(quic_conn *c);
+
+/* Once c->ticket: fills *S (quic_session_free frees it) with the
+ * session to resume and the server's transport parameters.  0 or -1. */
+int quic_conn_session_get(quic_conn *c, quic_session *s);
+
+/* Writes S to PATH (layout above; through a temporary file and a
+ * rename).  0, or -1 with the reason in WHY. */
+int quic_session_save(const quic_session *s, const char *path, char *why,
+                      size_t cap);
+
+/* Reads the session saved at PATH into *S.  1 when one was read, 0 when
+ * PATH does not exist (*S empty), -1 with the reason in WHY when it is
+ * not a session file (wrong magic, lengths, trailing bytes, transport
+ * parameters that do not decode) or cannot be read. */
+int quic_session_load(quic_session *s, const char *path, char *why,
+                      size_t cap);
+
+/* Frees what S holds; S is empty after. */
+void quic_session_free(quic_session *s);
 
 /* Frees the connection, the TLS session, the socket, and c->http. */
 void quic_conn_close(quic_conn *c);

@@ -9,15 +9,17 @@
 #   get1m  GET of a 1 MiB document, $BIG_N requests, one at a time
 #   put16  durable PUT of 16 bytes, $PUT_N requests, $PUT_K at a time
 #   conn   new connections: $CONN_N connections, $CONN_K at a time, each
-#          a full handshake and one GET of the 64-byte document, then
-#          closed.  1-RTT handshakes only: keel-serve issues no session
-#          tickets over either protocol's TLS here, so no resumption.
-#          HTTP/3: $CONN_K h3-client -N processes, each its share one
-#          after another; HTTP/2: h2load -c K -n K (each client one
-#          request on its own connection), run $CONN_N/$CONN_K times.
-#          The rate is connections over the wall time of the whole part
-#          (h2load's start-up per K is in it); per CPU-s is the figure to
-#          compare.
+#          a handshake and one GET of the 64-byte document, then closed.
+#          HTTP/3 twice: full 1-RTT handshakes ($CONN_K h3-client -N
+#          processes, each its share one after another), and resumed
+#          ones with the GET in 0-RTT (the same with --session --early:
+#          each connection resumes the ticket the one before it got; a
+#          first, untimed connection per process makes its session
+#          file); HTTP/2: h2load -c K -n K (each client one request on
+#          its own connection, full handshakes: h2load resumes nothing),
+#          run $CONN_N/$CONN_K times.  The rate is connections over the
+#          wall time of the whole part (h2load's start-up per K is in
+#          it); per CPU-s is the figure to compare.
 #
 # HTTP/3 through the project's client (build/h3-client -n N -c K, which
 # times from the handshake's end to the last answer), HTTP/2 through
@@ -107,6 +109,11 @@ measure() {
 	t1=$(cpu_ticks "$SPID")
 	if [ "$proto" = h3 ] || [ "$part" = conn ]; then
 		rate=$(sed -n 's/.*: \([0-9]*\)\/s$/\1/p' <<<"$out")
+		if [ "$proto" = h3r ]; then
+			sed -n 's/^/h3r: /; /resumed,/p' <<<"$out"
+			sed -n 's/^\([0-9]*\) resumed, \([0-9]*\) early.*/\1 \2/p' \
+				<<<"$out" >>"$DIR/resumed"
+		fi
 		ok=$(sed -n 's/.*answered, \([0-9]*\) 2xx.*/\1/p' <<<"$out")
 	else
 		rate=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
@@ -130,6 +137,12 @@ conns() {
 			taskset -c "$LOAD_CPU" "$H3" "$PORT" GET /doc -N "$per" &
 		done
 		wait
+	elif [ "$1" = h3r ]; then
+		for i in $(seq "$CONN_K"); do
+			taskset -c "$LOAD_CPU" "$H3" "$PORT" GET /doc -N "$per" \
+				--session "$DIR/session.$i" --early &
+		done
+		wait
 	else
 		for i in $(seq "$per"); do
 			taskset -c "$LOAD_CPU" h2load -t 1 -c "$CONN_K" -m 1 -n "$CONN_K" \
@@ -138,12 +151,26 @@ conns() {
 	fi | awk -v n=$((per * CONN_K)) -v t0="$t0" '
 		/connections,/ { a += $3; s += $5 }
 		/^[0-9]+ 2xx$/ { a += $1; s += $1 }
+		/resumed,/ { res += $1; early += $3; sess = 1 }
 		END {
 			"date +%s%N" | getline t1; t = (t1 - t0) / 1e9
 			r = t > 0 ? a / t : 0
+			if (sess)
+				printf "%d resumed, %d early data accepted\n", res, early
 			printf "%d connections, %d answered, %d 2xx in %.3f s: %.0f/s\n",
 				n, a, s, t, r
 		}'
+}
+
+# sessions -- one untimed connection per h3r client process, which saves
+# the session file that process resumes first
+sessions() {
+	local i
+	for i in $(seq "$CONN_K"); do
+		rm -f "$DIR/session.$i"
+		"$H3" "$PORT" GET /doc --session "$DIR/session.$i" >/dev/null 2>&1 ||
+			echo "h3r: no session for client $i"
+	done
 }
 
 # part PART PROTO -- one part over one protocol
@@ -155,6 +182,7 @@ part() {
 	"get1m h3") measure get1m h3 "$BIG_N" "$H3" "$PORT" GET /big -n "$BIG_N" -c 1 ;;
 	"get1m h2") measure get1m h2 "$BIG_N" h2load -t 1 -c 1 -m 1 -n "$BIG_N" "$url/big" ;;
 	"conn h3") measure conn h3 $((CONN_N / CONN_K * CONN_K)) conns h3 ;;
+	"conn h3r") sessions; measure conn h3r $((CONN_N / CONN_K * CONN_K)) conns h3r ;;
 	"conn h2") measure conn h2 $((CONN_N / CONN_K * CONN_K)) conns h2 ;;
 	"put16 h3") measure put16 h3 "$PUT_N" "$H3" "$PORT" PUT /p -d "$(cat "$DIR/v16")" \
 		-n "$PUT_N" -c "$PUT_K" ;;
@@ -171,7 +199,10 @@ for r in $(seq "$ROUNDS"); do
 	start
 	for t in $TESTS; do
 		want "$t" || continue
-		for p in $order; do part "$t" "$p"; done
+		# conn: HTTP/3 resumed beside the 1-RTT run, in the same round
+		protos=$order
+		[ "$t" = conn ] && protos="$order h3r"
+		for p in $protos; do part "$t" "$p"; done
 	done
 	stop
 done
@@ -197,6 +228,20 @@ done
 					label, r3, r2, (r2 ? r3 / r2 : 0), c3, c2, (c2 ? c3 / c2 : 0)
 			}' "$DIR/results"
 	done
+	if want conn; then
+		echo
+		echo "| new connections over HTTP/3 | 1-RTT /s | resumed, GET in 0-RTT /s | ratio | 1-RTT per CPU-s | resumed per CPU-s | ratio |"
+		echo "|---|---|---|---|---|---|---|"
+		awk -v label="$((CONN_N / CONN_K * CONN_K)) connections, $CONN_K at a time, one GET 64 B each" '
+			$1 == "conn" { n[$2]++; r[$2] += $3; c[$2] += $4 }
+			END {
+				if (!n["h3"] || !n["h3r"]) exit
+				r1 = r["h3"] / n["h3"]; rr = r["h3r"] / n["h3r"]
+				c1 = c["h3"] / n["h3"]; cr = c["h3r"] / n["h3r"]
+				printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
+					label, r1, rr, (r1 ? rr / r1 : 0), c1, cr, (c1 ? cr / c1 : 0)
+			}' "$DIR/results"
+	fi
 } | tee "$DIR/table.md"
 {
 	echo "Means over $ROUNDS round(s); one keel-serve (--threads 1, TLS, so HTTP/3 on the"
@@ -204,8 +249,17 @@ done
 	echo "h2load ($(h2load --version 2>/dev/null | head -n 1)) -c 1 -m K -n N, to CPU $LOAD_CPU;"
 	echo "per CPU-s: answers per second of the server's CPU time (utime + stime); parts: $TESTS."
 	want conn && echo "New connections: $CONN_K h3-client -N processes against h2load -c $CONN_K -n $CONN_K" \
-		"run again and again; 1-RTT handshakes only (no session tickets: no resumption);" \
-		"the rate is over the part's wall time, h2load's start-ups included."
+		"run again and again, full handshakes both; the rate is over the part's wall time," \
+		"h2load's start-ups included. HTTP/3 resumed: the same h3-client processes with" \
+		"--session --early, each connection resuming the ticket the one before got, its GET" \
+		"in 0-RTT (h3-client counts the resumed connections and the early data taken)."
+	[ -s "$DIR/resumed" ] && awk -v n=$((CONN_N / CONN_K * CONN_K)) '
+		{ r += $1; e += $2; k++ }
+		END {
+			printf "Resumed: %d of %d connections; early data taken on %d " \
+				"(GnuTLS refuses it on a ticket made before its anti-replay " \
+				"window last moved).\n", r, n * k, e
+		}' "$DIR/resumed"
 	cat "$DIR/table.md"
 } >"$DIR/section.md"
 results_write http h3 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"
