@@ -11,8 +11,8 @@
 # 1 MiB answer byte for byte in few sends (GSO; strace counts them) --
 # and that what HTTP/3 wrote is what HTTP/2 reads; and that loadgen
 # --http3 loads it (all 2xx, If-Match chains held, a new connection per
-# request, refused when nothing listens).  Loopback only; every client
-# call is bounded (the client gives up after 10 s).
+# request; a stopped server and a closed port said so).  Loopback only;
+# every client call is bounded (the client gives up after 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
 B=${1:-build}
@@ -213,8 +213,8 @@ stop "$PID"
 # loadgen --http3 (bench/http/loadgen_h3.c), the load generator
 # bench/http/h3.sh measures with: a short mixed run whose PUTs chain their
 # If-Match (a PUT that named a stale ETag would get 412), a run with a new
-# connection per request, and a port where nothing listens (refused, said
-# so, exit status 1, within the run's time)
+# connection per request, a server that does not answer and a port where
+# nothing listens (said so, exit status 1, within the run's time)
 if [ -x "$B/loadgen" ]; then
 	start lg
 	expect "loadgen: PUT the document" 201 "$(h3 PUT /doc -d 0123456789abcdef)"
@@ -239,6 +239,15 @@ if [ -x "$B/loadgen" ]; then
 	else
 		bad "loadgen --http3 --close: $(cat "$T/lg.json" "$T/lg.err")"
 	fi
+	# a server that does not answer (stopped): the handshakes never end,
+	# the run does, and says so
+	kill -STOP "$PID"
+	timeout 30 "$B/loadgen" --http3 --port "$PORT" --conns 2 --duration 1.5 \
+		--warmup 0 >"$T/lg.json" 2>"$T/lg.err"
+	expect "loadgen --http3, a stopped server: exit status 1" 1 "$?"
+	kill -CONT "$PID"
+	contains "loadgen --http3, a stopped server: no handshake, said so" \
+		"$T/lg.err" '2 of 2 HTTP/3 connections had no finished handshake'
 	stop "$PID"
 	timeout 30 "$B/loadgen" --http3 --port "$PORT" --conns 1 --duration 1 \
 		--warmup 0 >"$T/lg.json" 2>"$T/lg.err"
