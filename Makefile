@@ -119,7 +119,7 @@ SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_pars
 # HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
 H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
 H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)
-LOADGEN_SRCS = bench/http/loadgen.c
+LOADGEN_SRCS = bench/http/loadgen.c bench/http/loadgen_h3.c torture/quic_conn.c
 FSYNC_PROBE_SRCS = probe/fsync_probe.c probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 BENCH_ENGINE_SRCS = bench/engine_bench.c bench/bench_keel.c bench/bench_lmdb.c bench/bench_sqlite.c bench/bench_rocksdb.c bench/bench_leveldb.c bench/bench_plain.c
 
@@ -272,7 +272,7 @@ $(B)/h3-client: $(B)/obj/tests/h3_client.o $(B)/obj/torture/quic_conn.o
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(H3_LIBS)
 
 $(B)/loadgen: $(LOADGEN_SRCS:%.c=$(B)/obj/%.o)
-	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm $(H3_LIBS)
 
 $(B)/fsync-probe: $(FSYNC_PROBE_SRCS:%.c=$(B)/obj/%.o)
 	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL) -lm

@@ -10,13 +10,15 @@
 # closed; auto: a Retry once a half-done handshake uses up the budget),
 # session tickets and 0-RTT (a resumed connection; a GET in early data
 # answered, a PUT or DELETE in early data 425 and nothing committed; a
-# replayed 0-RTT flight draws no 1-RTT answer;
-# --no-0rtt refuses early data and the request goes after the handshake;
-# a ticket of another server process is not taken; a session file that
-# is not one is refused), a 1 MiB answer byte for byte in few sends (GSO;
-# strace counts them) -- and that what HTTP/3 wrote is what HTTP/2
-# reads.  Loopback
-# only; every client call is bounded (the client gives up after 10 s).
+# replayed 0-RTT flight draws no 1-RTT answer; --no-0rtt refuses early
+# data and the request goes after the handshake; a ticket of another
+# server process is not taken; a session file that is not one is
+# refused), a 1 MiB answer byte for byte in few sends (GSO; strace counts
+# them) -- and that what HTTP/3 wrote is what HTTP/2 reads; and that
+# loadgen --http3 loads it (all 2xx, If-Match chains held, a new
+# connection per request; a stopped server and a closed port said so).
+# Loopback only; every client call is bounded (the client gives up after
+# 10 s).
 [ -z "$BASH_VERSION" ] && exec bash "$0" "$@"
 set -u
 B=${1:-build}
@@ -285,6 +287,52 @@ else
 	fi
 fi
 stop "$PID"
+
+# loadgen --http3 (bench/http/loadgen_h3.c), the load generator
+# bench/http/h3.sh measures with: a short mixed run whose PUTs chain their
+# If-Match (a PUT that named a stale ETag would get 412), a run with a new
+# connection per request, a server that does not answer and a port where
+# nothing listens (said so, exit status 1, within the run's time)
+if [ -x "$B/loadgen" ]; then
+	start lg
+	expect "loadgen: PUT the document" 201 "$(h3 PUT /doc -d 0123456789abcdef)"
+	jnum() { grep -o "\"$2\":[0-9]*" "$1" | head -n 1 | cut -d: -f2; }
+	timeout 60 "$B/loadgen" --http3 --port "$PORT" --conns 2 --pipeline 4 \
+		--duration 1 --warmup 0.2 --put-ratio 0.3 --if-match --path /doc \
+		>"$T/lg.json" 2>"$T/lg.err"
+	a=$(jnum "$T/lg.json" answers)
+	if [ "${a:-0}" -gt 20 ] && [ "$a" = "$(jnum "$T/lg.json" 2xx)" ] &&
+		[ "$(jnum "$T/lg.json" errors)" = 0 ] && grep -q '"proto":"h3"' "$T/lg.json"; then
+		ok "loadgen --http3: $a answers, all 2xx (If-Match chains hold)"
+	else
+		bad "loadgen --http3: $(cat "$T/lg.json" "$T/lg.err")"
+	fi
+	timeout 60 "$B/loadgen" --http3 --port "$PORT" --conns 2 --close \
+		--duration 1 --warmup 0.2 --path /doc >"$T/lg.json" 2>"$T/lg.err"
+	a=$(jnum "$T/lg.json" answers)
+	if [ "${a:-0}" -gt 5 ] && [ "$a" = "$(jnum "$T/lg.json" 2xx)" ] &&
+		[ "$(jnum "$T/lg.json" errors)" = 0 ] &&
+		[ "$(jnum "$T/lg.json" reconnects)" -ge "$a" ]; then
+		ok "loadgen --http3 --close: $a answers, each on a new connection"
+	else
+		bad "loadgen --http3 --close: $(cat "$T/lg.json" "$T/lg.err")"
+	fi
+	# a server that does not answer (stopped): the handshakes never end,
+	# the run does, and says so
+	kill -STOP "$PID"
+	timeout 30 "$B/loadgen" --http3 --port "$PORT" --conns 2 --duration 1.5 \
+		--warmup 0 >"$T/lg.json" 2>"$T/lg.err"
+	expect "loadgen --http3, a stopped server: exit status 1" 1 "$?"
+	kill -CONT "$PID"
+	contains "loadgen --http3, a stopped server: no handshake, said so" \
+		"$T/lg.err" '2 of 2 HTTP/3 connections had no finished handshake'
+	stop "$PID"
+	timeout 30 "$B/loadgen" --http3 --port "$PORT" --conns 1 --duration 1 \
+		--warmup 0 >"$T/lg.json" 2>"$T/lg.err"
+	expect "loadgen --http3, nothing listening: exit status 1" 1 "$?"
+	contains "loadgen --http3, nothing listening: refused, said so" \
+		"$T/lg.err" 'refused \(nothing listens'
+fi
 
 echo "h3.sh: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]

@@ -24,13 +24,14 @@
  * exits 0: a handshake the server holds half done (its Retry budget);
  * 3 when nothing came within H3C_DEADLINE_MS.
  *
- * -n N -c K (bench/http/h3.sh): N requests over the one connection, K at
+ * -n N -c K (a quick check by hand; bench/http/h3.sh measures with
+ * loadgen --http3): N requests over the one connection, K at
  * a time (new streams as answers end), nothing printed of the answers;
  * one line at the end, "N requests, A answered, S 2xx in T s: R/s",
  * timed from the handshake's end to the last answer.  The 10 s deadline
  * then counts from the latest answer.
  *
- * -N N (bench/http/h3.sh, new connections): N connections one after
+ * -N N (bench/http/h3.sh's resumed figures, new connections): N connections one after
  * another, each a handshake and one request, closed with H3_NO_ERROR
  * once its answer is whole; one line at the end, "N connections, A
  * answered, S 2xx in T s: R/s", timed from the first connection's start

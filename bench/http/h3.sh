@@ -3,29 +3,35 @@
 # HTTP/2+TLS, the same server process (one shard: --threads 1, TCP and UDP
 # on one port), same machine, same run.  No Debian 12 server speaks
 # HTTP/3, so HTTP/2 over TLS is the yardstick (issue 30).  Each part is
-# N requests over ONE keep-alive connection with K streams at a time:
+# one keep-alive connection with K streams at a time:
 #
-#   get64  GET of a 64-byte document, $GET_N requests, $GET_K at a time
-#   get1m  GET of a 1 MiB document, $BIG_N requests, one at a time
-#   put16  durable PUT of 16 bytes, $PUT_N requests, $PUT_K at a time
-#   conn   new connections: $CONN_N connections, $CONN_K at a time, each
-#          a handshake and one GET of the 64-byte document, then closed.
-#          HTTP/3 twice: full 1-RTT handshakes ($CONN_K h3-client -N
-#          processes, each its share one after another), and resumed
-#          ones with the GET in 0-RTT (the same with --session --early:
-#          each connection resumes the ticket the one before it got; a
-#          first, untimed connection per process makes its session
-#          file); HTTP/2: h2load -c K -n K (each client one request on
-#          its own connection, full handshakes: h2load resumes nothing),
-#          run $CONN_N/$CONN_K times.  The rate is connections over the
-#          wall time of the whole part (h2load's start-up per K is in
-#          it); per CPU-s is the figure to compare.
+#   get64  GET of a 64-byte document, $GET_K at a time
+#   get1m  GET of a 1 MiB document, one at a time
+#   put16  durable PUT of 16 bytes, $PUT_K at a time
+#   conn   new connections: $CONN_K at a time, each a full handshake and
+#          one GET of the 64-byte document, then closed.  1-RTT
+#          handshakes against h2 (h2load resumes nothing).  HTTP/3:
+#          loadgen --http3 --close --conns K (one process, a new
+#          connection as each answer comes); HTTP/2: h2load -c K -n K
+#          (each client one request on its own connection), run
+#          $CONN_N/$CONN_K times.  The HTTP/2 rate is over the wall time
+#          of the whole part (h2load's start-up per K is in it); per
+#          CPU-s is the figure to compare.
+#   conn   also, over HTTP/3 through build/h3-client ($CONN_K processes,
+#          each its share of $CONN_N one after another): h3c, full 1-RTT
+#          handshakes, and h3r, resumed ones with the GET in 0-RTT (the
+#          same with --session --early: each connection resumes the ticket
+#          the one before it got; a first, untimed connection per process
+#          makes its session file).  Resumed against 1-RTT is h3r/h3c: the
+#          same client both ways.
 #
-# HTTP/3 through the project's client (build/h3-client -n N -c K, which
-# times from the handshake's end to the last answer), HTTP/2 through
-# h2load (-c 1 -m K -n N; nghttp2-client, make deps-bench).  Per run:
-# answers/s, the server's CPU time (utime + stime of all its threads,
-# /proc/PID/stat, before and after) and so answers per server CPU-second.
+# HTTP/3 through loadgen --http3 (bench/http/loadgen_h3.c, closed loop:
+# --conns 1 --pipeline K; $H3_WARMUP s of warmup, then $H3_SECS s
+# measured), HTTP/2 through h2load (-c 1 -m K -n N: $GET_N, $BIG_N,
+# $PUT_N requests; nghttp2-client, make deps-bench).  Per run: answers/s,
+# the server's CPU time (utime + stime of all its threads, /proc/PID/stat,
+# before and after) and so answers per server CPU-second (for loadgen:
+# all its answers, warmup included, as the CPU time includes it).
 # Server on CPU $SERVER_CPU, client on CPU $LOAD_CPU (taskset); each round
 # runs both protocols, the order alternating.  Prints one line per run and
 # a Markdown table of the means, which goes to docs/results/http.md
@@ -36,7 +42,7 @@ set -u
 RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
 . "$(dirname "$0")/../results.sh"
 results_begin "bash $0" "$@"
-results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K CONN_N CONN_K TESTS SERVER_CPU LOAD_CPU
+results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K CONN_N CONN_K H3_SECS H3_WARMUP TESTS SERVER_CPU LOAD_CPU
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
 GET_N=${GET_N:-50000}
@@ -46,12 +52,14 @@ PUT_N=${PUT_N:-20000}
 PUT_K=${PUT_K:-64}
 CONN_N=${CONN_N:-1000}
 CONN_K=${CONN_K:-4}
+H3_SECS=${H3_SECS:-2}
+H3_WARMUP=${H3_WARMUP:-0.5}
 TESTS=${TESTS:-get64 get1m put16 conn}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h3.XXXXXX)}
 SERVE=$B/keel-serve
-H3=$B/h3-client
+LOADGEN=$B/loadgen
 SPID=""
 
 cleanup() {
@@ -62,10 +70,10 @@ trap cleanup EXIT
 for tool in h2load openssl curl taskset; do
 	command -v $tool >/dev/null || { echo "h3.sh needs $tool (make deps-bench)"; exit 1; }
 done
-[ -x "$SERVE" ] && [ -x "$H3" ] || { echo "no $SERVE or $H3 (make all)"; exit 1; }
+[ -x "$SERVE" ] && [ -x "$LOADGEN" ] || { echo "no $SERVE or $LOADGEN (make all)"; exit 1; }
 head -c 64 /dev/urandom | base64 | head -c 64 >"$DIR/doc"
 head -c 1048576 /dev/urandom >"$DIR/big"
-head -c 16 /dev/urandom | base64 | head -c 16 >"$DIR/v16"
+head -c 16 /dev/urandom | base64 | head -c 16 >"$DIR/v16" # h2load's PUT body
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 	-days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1 \
 	-keyout "$DIR/key.pem" -out "$DIR/cert.pem" 2>/dev/null || exit 1
@@ -94,20 +102,33 @@ start() {
 
 stop() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""; }
 
+# jnum TEXT FIELD -- the first number FIELD has in loadgen's JSON TEXT
+jnum() { grep -o "\"$2\":[0-9.]*" <<<"$1" | head -n 1 | cut -d: -f2; }
+
 # measure PART PROTO N COMMAND... -- runs COMMAND on $LOAD_CPU; its rate
-# (h3-client's "R/s" or h2load's "req/s") and the server's CPU time for it
-# into $DIR/results as "PART PROTO rate per-cpu-s"
+# (loadgen's answers_per_s, conns's "R/s" or h2load's "req/s") and the
+# server's CPU time for it into $DIR/results as "PART PROTO rate
+# per-cpu-s".  N: the answers h2load must have had, all 2xx; loadgen's
+# run is timed (N unused): all its answers must be 2xx, with no error.
 measure() {
 	local part=$1 proto=$2 n=$3 t0 t1 out rate ok secs cpu_rate
 	shift 3
 	t0=$(cpu_ticks "$SPID")
-	if [ "$part" = conn ]; then # conns pins its clients itself
+	if [ "$part" = conn ] && [ "$proto" = h2 ]; then # pins its clients itself
 		out=$("$@" 2>&1)
 	else
 		out=$(taskset -c "$LOAD_CPU" "$@" 2>&1)
 	fi
 	t1=$(cpu_ticks "$SPID")
-	if [ "$proto" = h3 ] || [ "$part" = conn ]; then
+	if [ "$proto" = h3 ]; then
+		rate=$(jnum "$out" answers_per_s)
+		rate=${rate%.*}
+		n=$(jnum "$out" answers)
+		# per CPU-s over the whole run: the warmup's answers too
+		ok=$(jnum "$out" answers_total)
+		[ "$(jnum "$out" 2xx)" = "$n" ] && [ "$(jnum "$out" errors)" = 0 ] &&
+			[ "${n:-0}" -gt 0 ] || n=""
+	elif [ "$part" = conn ]; then
 		rate=$(sed -n 's/.*: \([0-9]*\)\/s$/\1/p' <<<"$out")
 		if [ "$proto" = h3r ]; then
 			sed -n 's/^/h3r: /; /resumed,/p' <<<"$out"
@@ -122,17 +143,23 @@ measure() {
 	secs=$(awk -v a="$t0" -v b="$t1" -v t="$TICK" 'BEGIN { print (b - a) / t }')
 	cpu_rate=$(awk -v n="${ok:-0}" -v s="$secs" \
 		'BEGIN { if (s > 0) printf "%.0f", n / s; else print 0 }')
-	echo "$part $proto: ${rate:-?}/s, ${ok:-?} of $n 2xx, server CPU ${secs}s, $cpu_rate per CPU-s"
-	[ "${ok:-0}" = "$n" ] || { echo "$out" | tail -3; return; }
+	if [ "$proto" = h3 ]; then
+		echo "$part $proto: ${rate:-?}/s, ${n:-not all} 2xx (${ok:-?} with the warmup's), server CPU ${secs}s, $cpu_rate per CPU-s"
+		[ -n "$n" ] || { echo "$out" | tail -3; return; }
+	else
+		echo "$part $proto: ${rate:-?}/s, ${ok:-?} of $n 2xx, server CPU ${secs}s, $cpu_rate per CPU-s"
+		[ "${ok:-0}" = "$n" ] || { echo "$out" | tail -3; return; }
+	fi
 	echo "$part $proto ${rate:-0} $cpu_rate" >>"$DIR/results"
 }
 
-# conns PROTO -- $CONN_N new connections, $CONN_K at a time, one GET each;
-# prints "N connections, A answered, S 2xx in T s: R/s" like h3-client
+# conns PROTO -- $CONN_N new connections (h2, or h3c/h3r through
+# h3-client), $CONN_K at a time, one GET each; prints "N connections, A
+# answered, S 2xx in T s: R/s" like h3-client
 conns() {
-	local per=$((CONN_N / CONN_K)) t0 t1 i
+	local per=$((CONN_N / CONN_K)) t0 i
 	t0=$(date +%s%N)
-	if [ "$1" = h3 ]; then
+	if [ "$1" = h3c ]; then
 		for i in $(seq "$CONN_K"); do
 			taskset -c "$LOAD_CPU" "$H3" "$PORT" GET /doc -N "$per" &
 		done
@@ -176,16 +203,18 @@ sessions() {
 # part PART PROTO -- one part over one protocol
 part() {
 	local url="https://127.0.0.1:$PORT"
+	local lg="$LOADGEN --http3 --port $PORT --duration $H3_SECS --warmup $H3_WARMUP --label $1"
 	case "$1 $2" in
-	"get64 h3") measure get64 h3 "$GET_N" "$H3" "$PORT" GET /doc -n "$GET_N" -c "$GET_K" ;;
+	"get64 h3") measure get64 h3 0 $lg --conns 1 --pipeline "$GET_K" --path /doc ;;
 	"get64 h2") measure get64 h2 "$GET_N" h2load -t 1 -c 1 -m "$GET_K" -n "$GET_N" "$url/doc" ;;
-	"get1m h3") measure get1m h3 "$BIG_N" "$H3" "$PORT" GET /big -n "$BIG_N" -c 1 ;;
+	"get1m h3") measure get1m h3 0 $lg --conns 1 --pipeline 1 --path /big ;;
 	"get1m h2") measure get1m h2 "$BIG_N" h2load -t 1 -c 1 -m 1 -n "$BIG_N" "$url/big" ;;
-	"conn h3") measure conn h3 $((CONN_N / CONN_K * CONN_K)) conns h3 ;;
+	"conn h3") measure conn h3 0 $lg --conns "$CONN_K" --close --path /doc ;;
+	"conn h3c") measure conn h3c $((CONN_N / CONN_K * CONN_K)) conns h3c ;;
 	"conn h3r") sessions; measure conn h3r $((CONN_N / CONN_K * CONN_K)) conns h3r ;;
 	"conn h2") measure conn h2 $((CONN_N / CONN_K * CONN_K)) conns h2 ;;
-	"put16 h3") measure put16 h3 "$PUT_N" "$H3" "$PORT" PUT /p -d "$(cat "$DIR/v16")" \
-		-n "$PUT_N" -c "$PUT_K" ;;
+	"put16 h3") measure put16 h3 0 $lg --conns 1 --pipeline "$PUT_K" --put-ratio 1 \
+		--value-size 16 ;;
 	"put16 h2") measure put16 h2 "$PUT_N" h2load -t 1 -c 1 -m "$PUT_K" -n "$PUT_N" \
 		-d "$DIR/v16" -H ':method: PUT' "$url/p" ;;
 	esac
@@ -201,7 +230,7 @@ for r in $(seq "$ROUNDS"); do
 		want "$t" || continue
 		# conn: HTTP/3 resumed beside the 1-RTT run, in the same round
 		protos=$order
-		[ "$t" = conn ] && protos="$order h3r"
+		[ "$t" = conn ] && protos="$order h3c h3r"
 		for p in $protos; do part "$t" "$p"; done
 	done
 	stop
@@ -213,10 +242,10 @@ done
 	echo "|---|---|---|---|---|---|---|"
 	for t in $TESTS; do
 		case $t in
-		get64) label="GET 64 B, $GET_N requests, $GET_K streams at a time" ;;
-		get1m) label="GET 1 MiB, $BIG_N requests, 1 stream at a time" ;;
-		put16) label="durable PUT 16 B, $PUT_N requests, $PUT_K streams at a time" ;;
-		conn) label="new connections (1-RTT, one GET 64 B each), $((CONN_N / CONN_K * CONN_K)) connections, $CONN_K at a time" ;;
+		get64) label="GET 64 B, $GET_K streams at a time" ;;
+		get1m) label="GET 1 MiB, 1 stream at a time" ;;
+		put16) label="durable PUT 16 B, $PUT_K streams at a time" ;;
+		conn) label="new connections (1-RTT, one GET 64 B each), $CONN_K at a time" ;;
 		esac
 		awk -v t="$t" -v label="$label" '
 			$1 == t { n[$2]++; r[$2] += $3; c[$2] += $4 }
@@ -235,9 +264,9 @@ done
 		awk -v label="$((CONN_N / CONN_K * CONN_K)) connections, $CONN_K at a time, one GET 64 B each" '
 			$1 == "conn" { n[$2]++; r[$2] += $3; c[$2] += $4 }
 			END {
-				if (!n["h3"] || !n["h3r"]) exit
-				r1 = r["h3"] / n["h3"]; rr = r["h3r"] / n["h3r"]
-				c1 = c["h3"] / n["h3"]; cr = c["h3r"] / n["h3r"]
+				if (!n["h3c"] || !n["h3r"]) exit
+				r1 = r["h3c"] / n["h3c"]; rr = r["h3r"] / n["h3r"]
+				c1 = c["h3c"] / n["h3c"]; cr = c["h3r"] / n["h3r"]
 				printf "| %s | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx |\n",
 					label, r1, rr, (r1 ? rr / r1 : 0), c1, cr, (c1 ? cr / c1 : 0)
 			}' "$DIR/results"
@@ -245,14 +274,17 @@ done
 } | tee "$DIR/table.md"
 {
 	echo "Means over $ROUNDS round(s); one keel-serve (--threads 1, TLS, so HTTP/3 on the"
-	echo "same port) pinned to CPU $SERVER_CPU; the clients, build/h3-client -n N -c K and"
-	echo "h2load ($(h2load --version 2>/dev/null | head -n 1)) -c 1 -m K -n N, to CPU $LOAD_CPU;"
-	echo "per CPU-s: answers per second of the server's CPU time (utime + stime); parts: $TESTS."
-	want conn && echo "New connections: $CONN_K h3-client -N processes against h2load -c $CONN_K -n $CONN_K" \
-		"run again and again, full handshakes both; the rate is over the part's wall time," \
-		"h2load's start-ups included. HTTP/3 resumed: the same h3-client processes with" \
-		"--session --early, each connection resuming the ticket the one before got, its GET" \
-		"in 0-RTT (h3-client counts the resumed connections and the early data taken)."
+	echo "same port) pinned to CPU $SERVER_CPU; the clients, build/loadgen --http3 --conns 1"
+	echo "--pipeline K ($H3_WARMUP s warmup, $H3_SECS s measured) and h2load"
+	echo "($(h2load --version 2>/dev/null | head -n 1)) -c 1 -m K -n N (GET 64 B: $GET_N, GET 1 MiB:"
+	echo "$BIG_N, PUT: $PUT_N requests), to CPU $LOAD_CPU; per CPU-s: answers per second of the"
+	echo "server's CPU time (utime + stime); parts: $TESTS."
+	want conn && echo "New connections: loadgen --http3 --close --conns $CONN_K (a new connection as each" \
+		"answer comes) against h2load -c $CONN_K -n $CONN_K run $((CONN_N / CONN_K)) times (the rate over the" \
+		"part's wall time, h2load's start-ups included), full handshakes both. Resumed against" \
+		"1-RTT over HTTP/3: build/h3-client -N, $CONN_K processes, h3c with full handshakes and" \
+		"h3r with --session --early, each connection resuming the ticket the one before got, its" \
+		"GET in 0-RTT (h3-client counts the resumed connections and the early data taken)."
 	[ -s "$DIR/resumed" ] && awk -v n=$((CONN_N / CONN_K * CONN_K)) '
 		{ r += $1; e += $2; k++ }
 		END {

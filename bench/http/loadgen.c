@@ -1,10 +1,11 @@
 /*
- * loadgen.c -- an HTTP/1.1 load generator for keel-serve and its peers.
+ * loadgen.c -- an HTTP/1.1 (and, with --http3, HTTP/3) load generator
+ * for keel-serve and its peers.
  *
  *   loadgen --port P [--host 127.0.0.1] [--conns 64] [--duration 5]
  *           [--pipeline 1] [--close] [--path /doc] [--put-ratio 0.0]
  *           [--value-size 16] [--if-match] [--rate R] [--warmup 1]
- *           [--label NAME]
+ *           [--label NAME] [--http3]
  *
  * One thread, one epoll set, N connections.  Closed loop by default: each
  * connection keeps --pipeline requests outstanding.  With --rate R the
@@ -16,6 +17,11 @@
  * answer gave, the way a careful client chains its updates, so a PUT waits
  * for the one before it.  --close sends "Connection: close" and reconnects
  * for every request.
+ *
+ * --http3 runs the same closed loop over QUIC (loadgen_h3.c): each of the
+ * --conns connections keeps --pipeline requests in flight, each on its
+ * own stream; --close makes a new connection (a full handshake) for every
+ * request.  The JSON is the same, "proto" says which.
  *
  * Output: one JSON object on stdout (answers, answers/s, status classes,
  * latency p50/p99/p99.9/max in microseconds from a log-linear histogram
@@ -46,6 +52,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "loadgen.h"
 
 /* ---- log-linear histogram ------------------------------------------------- */
 
@@ -107,13 +115,6 @@ static uint64_t hist_pct(const struct hist *h, double p)
 
 /* ---- options and state ----------------------------------------------------- */
 
-struct opts {
-	const char *host, *path, *label, *hostile;
-	int port, conns, pipeline, close_each, if_match;
-	double duration, warmup, put_ratio, rate, idle_hold;
-	size_t value_size, send_bytes;
-};
-
 #define RING 1024 /* requests a connection may have scheduled or in flight */
 
 struct conn {
@@ -138,7 +139,7 @@ struct conn {
 	size_t out_len, out_cap;
 };
 
-static struct opts O = {
+static struct loadgen_opts O = {
 	.host = "127.0.0.1", .path = "/doc", .conns = 64, .pipeline = 1,
 	.duration = 5, .warmup = 1, .value_size = 16,
 };
@@ -146,6 +147,9 @@ static struct hist H;
 static uint64_t answers, answers_total, status_class[6], errors, reconnects,
 	dropped;
 static int measuring, epfd;
+/* the warmup's end (then: when measuring began), the window's end, and
+ * when the run saw it had ended */
+static uint64_t t_measure, t_end, t_stop;
 static struct sockaddr_in addr;
 static char *value;
 static unsigned rng = 12345;
@@ -162,6 +166,56 @@ static double rnd(void)
 {
 	rng = rng * 1103515245u + 12345u;
 	return (double)(rng >> 8) / (double)(1u << 24);
+}
+
+uint64_t loadgen_now(void)
+{
+	return now_ns();
+}
+
+double loadgen_random(void)
+{
+	return rnd();
+}
+
+void loadgen_window_start(uint64_t now)
+{
+	t_measure = now + (uint64_t)(O.warmup * 1e9);
+	t_end = t_measure + (uint64_t)(O.duration * 1e9);
+}
+
+int loadgen_window(uint64_t now)
+{
+	if (!measuring && now >= t_measure) {
+		measuring = 1;
+		t_measure = now;
+	}
+	if (now < t_end)
+		return 0;
+	if (t_stop == 0)
+		t_stop = now;
+	return 1;
+}
+
+void loadgen_answer(uint64_t t0, int status)
+{
+	answers_total++;
+	if (!measuring)
+		return;
+	hist_add(&H, loadgen_now() - t0);
+	answers++;
+	status_class[status / 100 < 6 ? status / 100 : 0]++;
+}
+
+void loadgen_error(uint64_t n)
+{
+	if (measuring)
+		errors += n;
+}
+
+void loadgen_reconnect(void)
+{
+	reconnects++;
 }
 
 static void out_put(struct conn *c, const char *s, size_t n)
@@ -309,19 +363,13 @@ static const char *header(const char *h, size_t n, const char *name)
 /* One answer finished. */
 static void answered(struct conn *c, int status, int closing)
 {
-	uint64_t t = now_ns();
 	unsigned slot = c->head % RING;
 
 	if (status == 100)
 		return; /* interim: the final answer follows */
 	if (c->inflight == 0)
 		return;
-	answers_total++;
-	if (measuring) {
-		hist_add(&H, t - c->sent_at[slot]);
-		answers++;
-		status_class[status / 100 < 6 ? status / 100 : 0]++;
-	}
+	loadgen_answer(c->sent_at[slot], status);
 	if (c->is_put[slot]) {
 		/* chain from this PUT's tag; after a 412 start a new chain */
 		c->put_inflight = 0;
@@ -432,6 +480,12 @@ static void usage(FILE *f)
 	      "               [--pipeline 1] [--close] [--path /doc]"
 	      " [--put-ratio 0] [--value-size 16]\n"
 	      "               [--if-match] [--rate R] [--label NAME]\n"
+	      "       loadgen --http3 --port P [the flags above, --host and --rate"
+	      " aside]\n"
+	      "  the same load over QUIC (HTTP/3) to 127.0.0.1: --pipeline K"
+	      " streams\n"
+	      "  in flight per connection; --close: a new connection per"
+	      " request\n"
 	      "       loadgen --port P --conns N --idle-hold SECS [--path /doc]\n"
 	      "  opens N connections, prints READY on stderr, holds them idle,\n"
 	      "  then sends one GET on each and counts the 2xx answers.\n"
@@ -457,6 +511,7 @@ static void parse_opts(int argc, char **argv)
 		{"label", 1, NULL, 'l'},     {"help", 0, NULL, 'h'},
 		{"idle-hold", 1, NULL, 'I'},
 		{"hostile", 1, NULL, 'X'},   {"send-bytes", 1, NULL, 'S'},
+		{"http3", 0, NULL, '3'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -479,6 +534,7 @@ static void parse_opts(int argc, char **argv)
 		case 'I': O.idle_hold = atof(optarg); break;
 		case 'X': O.hostile = optarg; break;
 		case 'S': O.send_bytes = (size_t)atol(optarg); break;
+		case '3': O.http3 = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -487,6 +543,12 @@ static void parse_opts(int argc, char **argv)
 	    strcmp(O.hostile, "body") != 0 && strcmp(O.hostile, "pipeline") != 0) {
 		fprintf(stderr, "loadgen: --hostile '%s': expected head, body or "
 		                "pipeline\n", O.hostile);
+		exit(2);
+	}
+	if (O.http3 && (O.hostile || O.idle_hold > 0 || O.rate > 0 ||
+	                strcmp(O.host, "127.0.0.1") != 0)) {
+		fprintf(stderr, "loadgen: --http3 runs closed loop to 127.0.0.1"
+		                " only (no --rate, --idle-hold, --hostile, --host)\n");
 		exit(2);
 	}
 	if (O.port <= 0 || O.conns < 1 || O.pipeline < 1 ||
@@ -547,7 +609,7 @@ static void report(double secs)
 	       "\"status\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,"
 	       "\"5xx\":%llu,\"other\":%llu},\"errors\":%llu,\"dropped\":%llu,"
 	       "\"reconnects\":%llu,\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,"
-	       "\"p999\":%.1f,\"max\":%.1f,\"mean\":%.1f}}\n",
+	       "\"p999\":%.1f,\"max\":%.1f,\"mean\":%.1f},\"proto\":\"%s\"}\n",
 	       O.label ? O.label : "", O.conns, O.pipeline,
 	       O.close_each ? "true" : "false", O.path, O.put_ratio,
 	       O.value_size, O.if_match ? "true" : "false", O.rate, secs,
@@ -562,7 +624,8 @@ static void report(double secs)
 	       (unsigned long long)dropped, (unsigned long long)reconnects,
 	       hist_pct(&H, 50) / 1e3, hist_pct(&H, 99) / 1e3,
 	       hist_pct(&H, 99.9) / 1e3, H.max / 1e3,
-	       H.count ? (double)H.sum / (double)H.count / 1e3 : 0.0);
+	       H.count ? (double)H.sum / (double)H.count / 1e3 : 0.0,
+	       O.http3 ? "h3" : "http/1.1");
 }
 
 /*
@@ -769,12 +832,56 @@ static int hostile_main(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The HTTP/1.1 run: --conns connections, closed loop or --rate, until
+ * the measured window ends. */
+static void tcp_main(struct conn *cs)
 {
 	struct epoll_event evs[512];
-	struct conn *cs;
-	uint64_t t0, t_measure, t_end, seq = 0, now;
+	uint64_t t0, seq = 0, now;
 	int i;
+
+	for (i = 0; i < O.conns; i++) {
+		cs[i].id = i;
+		if (conn_open(&cs[i]) < 0) {
+			perror("loadgen: connect");
+			exit(1);
+		}
+	}
+	t0 = now_ns();
+	loadgen_window_start(t0);
+	for (;;) {
+		struct timespec wait = {0, 100000000};
+		int n;
+
+		if (O.rate > 0) {
+			/* sleep exactly until the next request is due: a coarse tick
+			 * would add up to its length to every latency */
+			uint64_t next = t0 + (uint64_t)((double)seq * 1e9 / O.rate);
+			now = now_ns();
+			wait.tv_nsec = next > now ? (long)(next - now) : 0;
+			if (wait.tv_nsec > 100000000)
+				wait.tv_nsec = 100000000;
+		}
+		n = epoll_pwait2(epfd, evs, 512, &wait, NULL);
+
+		now = now_ns();
+		if (loadgen_window(now))
+			break;
+		for (i = 0; i < n; i++)
+			event(evs[i].data.ptr, evs[i].events, now);
+		if (O.rate > 0)
+			schedule(cs, t0, now, &seq);
+	}
+	for (i = 0; i < O.conns; i++) {
+		close(cs[i].fd);
+		free(cs[i].out);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct conn *cs;
+	int i, rc = 0;
 
 	parse_opts(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
@@ -802,50 +909,17 @@ int main(int argc, char **argv)
 	}
 	if (O.idle_hold > 0)
 		return idle_main(cs);
-	for (i = 0; i < O.conns; i++) {
-		cs[i].id = i;
-		if (conn_open(&cs[i]) < 0) {
-			perror("loadgen: connect");
-			return 1;
-		}
+	if (O.http3)
+		rc = loadgen_h3_run(&O, value);
+	else
+		tcp_main(cs);
+	if (O.http3 && rc == 0 && answers_total == 0) {
+		fprintf(stderr, "loadgen: no answer over HTTP/3\n");
+		rc = 1;
 	}
-	t0 = now_ns();
-	t_measure = t0 + (uint64_t)(O.warmup * 1e9);
-	t_end = t_measure + (uint64_t)(O.duration * 1e9);
-	for (;;) {
-		struct timespec wait = {0, 100000000};
-		int n;
-
-		if (O.rate > 0) {
-			/* sleep exactly until the next request is due: a coarse tick
-			 * would add up to its length to every latency */
-			uint64_t next = t0 + (uint64_t)((double)seq * 1e9 / O.rate);
-			now = now_ns();
-			wait.tv_nsec = next > now ? (long)(next - now) : 0;
-			if (wait.tv_nsec > 100000000)
-				wait.tv_nsec = 100000000;
-		}
-		n = epoll_pwait2(epfd, evs, 512, &wait, NULL);
-
-		now = now_ns();
-		if (!measuring && now >= t_measure) {
-			measuring = 1;
-			t_measure = now;
-		}
-		if (now >= t_end)
-			break;
-		for (i = 0; i < n; i++)
-			event(evs[i].data.ptr, evs[i].events, now);
-		if (O.rate > 0)
-			schedule(cs, t0, now, &seq);
-	}
-	report((double)(now - t_measure) / 1e9);
-	for (i = 0; i < O.conns; i++) {
-		close(cs[i].fd);
-		free(cs[i].out);
-	}
+	report(t_stop > t_measure ? (double)(t_stop - t_measure) / 1e9 : 1e-9);
 	free(cs);
 	free(value);
 	close(epfd);
-	return 0;
+	return rc;
 }
