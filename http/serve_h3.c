@@ -24,6 +24,7 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,12 @@ struct h3_conn {
 	struct h3_cid cids[H3_CIDS_MAX];
 };
 
+/* Bytes and blocks one library holds (mem_malloc and the others). */
+struct h3_mem {
+	size_t live;    /* bytes held now, as malloc_usable_size counts  */
+	size_t blocks;  /* blocks held now                               */
+};
+
 struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
 	int handshaking;                /* connections not past handshake   */
@@ -113,6 +120,11 @@ struct h3_shard {
 	uint8_t tx[H3_GSO_SEGS * H3_PKT_MAX]; /* conn_write's datagrams    */
 	struct h3_conn *conns;
 	struct h3_cid *buckets[H3_BUCKETS];
+	struct h3_mem quic_mem, http_mem; /* what ngtcp2, nghttp3 hold    */
+	ngtcp2_mem quic_alloc;          /* counts into quic_mem             */
+	nghttp3_mem http_alloc;         /* counts into http_mem             */
+	int memstat;                    /* KEEL_H3_MEMSTAT: print figures   */
+	size_t memstat_last;            /* the live bytes last printed      */
 };
 
 static ngtcp2_tstamp now_ns(void)
@@ -132,6 +144,92 @@ static void random_fill(uint8_t *p, size_t n)
 		p += r;
 		n -= (size_t)r;
 	}
+}
+
+/* ---- what the libraries hold ------------------------------------------ */
+
+/*
+ * ngtcp2 and nghttp3 allocate through these (ngtcp2_mem, nghttp3_mem),
+ * so that a shard knows what each holds: the bytes malloc really gave
+ * (malloc_usable_size, not what was asked) and the blocks.  With
+ * KEEL_H3_MEMSTAT set in the environment the sweep prints the figures
+ * when they change (docs/http.md, "Memory"; bench/http/h3.sh, idle).
+ * A shard's connections are made and freed on its thread only.
+ */
+static void *mem_took(struct h3_mem *m, void *p)
+{
+	if (p) {
+		m->live += malloc_usable_size(p);
+		m->blocks++;
+	}
+	return p;
+}
+
+static void mem_gives(struct h3_mem *m, void *p)
+{
+	if (p) {
+		m->live -= malloc_usable_size(p);
+		m->blocks--;
+	}
+}
+
+static void *mem_malloc(size_t n, void *arg)
+{
+	return mem_took(arg, malloc(n));
+}
+
+static void mem_free(void *p, void *arg)
+{
+	mem_gives(arg, p);
+	free(p);
+}
+
+static void *mem_calloc(size_t k, size_t n, void *arg)
+{
+	return mem_took(arg, calloc(k, n));
+}
+
+static void *mem_realloc(void *p, size_t n, void *arg)
+{
+	struct h3_mem *m = arg;
+	size_t was = p ? malloc_usable_size(p) : 0;
+	void *q = realloc(p, n);
+
+	if (q == NULL && n > 0)
+		return NULL; /* P is held still, as it was */
+	m->live -= was;
+	m->blocks -= p != NULL;
+	return mem_took(m, q);
+}
+
+/* KEEL_H3_MEMSTAT: SH's figures on stderr when they changed.  "ours" is
+ * each connection's serve_conn and h3_conn and its streams (their
+ * bodies and answers not counted: an idle connection has none). */
+static void mem_report(struct serve_shard *sh)
+{
+	struct h3_shard *hs = sh->h3;
+	struct h3_conn *hc;
+	size_t ours = 0;
+	int n = 0, tls = 0, http = 0, streams = 0;
+
+	if (!hs->memstat || hs->quic_mem.live + hs->http_mem.live == hs->memstat_last)
+		return;
+	hs->memstat_last = hs->quic_mem.live + hs->http_mem.live;
+	for (hc = hs->conns; hc; hc = hc->next) {
+		struct h3_stream *st;
+
+		n++;
+		tls += hc->tls != NULL;
+		http += hc->http != NULL;
+		ours += malloc_usable_size(hc) + malloc_usable_size(hc->c);
+		for (st = hc->streams; st; st = st->next, streams++)
+			ours += malloc_usable_size(st);
+	}
+	fprintf(stderr, "keel-serve: h3 memory, shard %d: %d connections "
+	        "(%d with a TLS session, %d with HTTP/3, %d streams); ngtcp2 "
+	        "%zu bytes in %zu blocks, nghttp3 %zu bytes in %zu blocks, ours "
+	        "%zu bytes\n", sh->id, n, tls, http, streams, hs->quic_mem.live,
+	        hs->quic_mem.blocks, hs->http_mem.live, hs->http_mem.blocks, ours);
 }
 
 /* ---- credentials ------------------------------------------------------ */
@@ -668,8 +766,8 @@ static int http_start(struct h3_conn *hc)
 	settings.qpack_encoder_max_dtable_capacity = 0;
 	settings.qpack_max_dtable_capacity = 0;
 	settings.qpack_blocked_streams = 0;
-	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings, NULL,
-	                             hc);
+	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings,
+	                             &hc->c->shard->h3->http_alloc, hc);
 	if (rc != 0)
 		return fail_http(hc, rc);
 	nghttp3_conn_set_max_client_streams_bidi(hc->http, H3_MAX_STREAMS);
@@ -1326,8 +1424,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 		settings.token = hd.token;
 	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
 	if (ngtcp2_conn_server_new(&hc->quic, &hd.scid, &scid, path, hd.version,
-	                           &quic_callbacks, &settings, &params, NULL,
-	                           hc) != 0)
+	                           &quic_callbacks, &settings, &params,
+	                           &sh->h3->quic_alloc, hc) != 0)
 		goto out_uncount;
 	if (conn_tls(hc, srv->h3) < 0 || cid_add(hc, &hd.dcid) < 0 ||
 	    cid_add(hc, &scid) < 0)
@@ -1551,6 +1649,13 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	if (fd < 0)
 		return -1;
 	sh->h3 = calloc(1, sizeof *sh->h3);
+	if (sh->h3) {
+		sh->h3->quic_alloc = (ngtcp2_mem){&sh->h3->quic_mem, mem_malloc,
+		                                  mem_free, mem_calloc, mem_realloc};
+		sh->h3->http_alloc = (nghttp3_mem){&sh->h3->http_mem, mem_malloc,
+		                                   mem_free, mem_calloc, mem_realloc};
+		sh->h3->memstat = getenv("KEEL_H3_MEMSTAT") != NULL;
+	}
 	/* IP_PKTINFO: which of our addresses a datagram came to, to answer
 	 * from it when bound to 0.0.0.0 */
 	if (sh->h3 == NULL ||
@@ -1637,6 +1742,7 @@ void h3_sweep(struct serve_shard *sh)
 	if (sh->h3 == NULL)
 		return;
 	sh->h3->resets = 0;
+	mem_report(sh);
 	for (hc = sh->h3->conns; hc; hc = after) {
 		after = hc->next; /* HC may close */
 		conn_limits(hc, sh->now_ms);

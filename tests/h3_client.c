@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -35,12 +35,19 @@
  * answer is whole; one line at the end, "N connections, A answered, S
  * 2xx in T s: R/s", timed from the first connection's start to the last
  * one's close.  Each connection has its own 10 s deadline.
+ *
+ * -I N (bench/http/h3.sh, idle): N connections held at once, made one
+ * after another, each with its one request answered (nothing printed of
+ * it); then "open N" and every one stays connected, idle, for -k MS
+ * (acknowledgements and timers still served), then each is closed with
+ * H3_NO_ERROR.  Exits 0 when all N were answered 2xx.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -392,7 +399,8 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N | -I N] "
+	                "[-i MS]\n");
 	return 2;
 }
 
@@ -452,6 +460,91 @@ static int conns_run(const struct client *tmpl, int port, int conns)
 	return rc;
 }
 
+/* -I: one pass over the held connections CL[0..N): reads what came
+ * (PFD says), runs the timers that are due, sends.  A connection that
+ * fails is closed and left out from then on (fd -1). */
+static void idle_serve(struct client *cl, struct pollfd *pfd, int n)
+{
+	uint8_t buf[65536];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		quic_conn *q = &cl[i].q;
+		ngtcp2_path path = {
+			{(ngtcp2_sockaddr *)&q->local, sizeof q->local},
+			{(ngtcp2_sockaddr *)&q->remote, sizeof q->remote}, NULL};
+		ngtcp2_pkt_info pi = {0};
+		ssize_t got;
+		int rv = 0;
+
+		if (q->fd < 0)
+			continue;
+		while (pfd[i].revents &&
+		       (got = recv(q->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0 && rv == 0)
+			rv = ngtcp2_conn_read_pkt(q->quic, &path, &pi, buf, (size_t)got,
+			                          quic_conn_now());
+		if (rv == 0 && ngtcp2_conn_get_expiry(q->quic) <= quic_conn_now())
+			rv = ngtcp2_conn_handle_expiry(q->quic, quic_conn_now());
+		if (rv != 0 || client_write(&cl[i]) < 0) {
+			fprintf(stderr, "h3-client: held connection %d failed\n", i + 1);
+			quic_conn_close(q);
+			pfd[i].fd = -1;
+		}
+	}
+}
+
+/* -I: N connections with TMPL's request, held for TMPL->hold_ms.
+ * Returns 0 when all were answered 2xx, else 1. */
+static int idle_run(const struct client *tmpl, int port, int n)
+{
+	struct client *cl = calloc((size_t)n, sizeof *cl);
+	struct pollfd *pfd = calloc((size_t)n, sizeof *pfd);
+	ngtcp2_tstamp until;
+	struct rlimit rl;
+	int i, held = 0, ok = 0;
+
+	if (cl == NULL || pfd == NULL)
+		goto out;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max; /* one socket a connection */
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < n; i++, held++) {
+		cl[i] = *tmpl;
+		cl[i].hold_ms = 0;
+		memset(&cl[i].q, 0, sizeof cl[i].q);
+		cl[i].q.fd = -1;
+		if (client_open(&cl[i], port) < 0 || client_write(&cl[i]) < 0 ||
+		    client_run(&cl[i]) != 0) {
+			fprintf(stderr, "h3-client: connection %d failed\n", i + 1);
+			quic_conn_close(&cl[i].q);
+			break;
+		}
+		ok += cl[i].ok;
+		pfd[i] = (struct pollfd){cl[i].q.fd, POLLIN, 0};
+	}
+	printf("open %d\n", held);
+	fflush(stdout);
+	until = quic_conn_now() + (ngtcp2_tstamp)tmpl->hold_ms * NGTCP2_MILLISECONDS;
+	while (held == n && quic_conn_now() < until) {
+		ngtcp2_tstamp due = until;
+
+		for (i = 0; i < n; i++)
+			if (pfd[i].fd >= 0 && ngtcp2_conn_get_expiry(cl[i].q.quic) < due)
+				due = ngtcp2_conn_get_expiry(cl[i].q.quic);
+		poll(pfd, (nfds_t)n, due > quic_conn_now()
+		                         ? (int)((due - quic_conn_now()) / NGTCP2_MILLISECONDS) + 1
+		                         : 0);
+		idle_serve(cl, pfd, n);
+	}
+	for (i = 0; i < held; i++)
+		client_free(&cl[i], pfd[i].fd >= 0);
+out:
+	free(cl);
+	free(pfd);
+	return held == n && ok == n ? 0 : 1;
+}
+
 static void field(struct client *cl, const char *n, size_t nl, const char *v,
                   size_t vl)
 {
@@ -463,7 +556,7 @@ int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
-	int i, rc, initial_only_ms = 0, conns = 0;
+	int i, rc, initial_only_ms = 0, conns = 0, idle = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -485,6 +578,10 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "-N") == 0 && i + 1 < argc) {
 			conns = atoi(argv[++i]);
 			if (conns < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-I") == 0 && i + 1 < argc) {
+			idle = atoi(argv[++i]);
+			if (idle < 1)
 				return usage();
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
@@ -509,6 +606,12 @@ int main(int argc, char **argv)
 		} else {
 			return usage();
 		}
+	}
+	if (idle) {
+		if (conns || cl.bench_n || initial_only_ms || cl.bad_token)
+			return usage();
+		cl.bench_n = 1;
+		return idle_run(&cl, atoi(argv[1]), idle);
 	}
 	if (conns) {
 		if (cl.bench_n || initial_only_ms || cl.hold_ms || cl.bad_token)
