@@ -1485,6 +1485,32 @@ static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
 		send_datagram(sh, path, buf, (size_t)n);
 }
 
+/*
+ * A long-header packet in a version we do not speak, of 1200 bytes or
+ * more (a client's first Initial is; ngtcp2_pkt_decode_version_cid
+ * checks): a Version Negotiation packet listing v1 (RFC 9000 6,
+ * 17.2.1), the client's connection IDs swapped.  At most 7 + 2 x 255 + 4
+ * bytes, under half the packet, so no amplification; counted with the
+ * stateless resets (H3_RESETS_MAX a sweep per shard).
+ */
+static void version_negotiate(struct serve_shard *sh, const ngtcp2_path *path,
+                              const ngtcp2_version_cid *vc)
+{
+	static const uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
+	uint8_t buf[7 + 2 * 255 + sizeof versions], unused;
+	ngtcp2_ssize n;
+
+	if (sh->h3->resets >= H3_RESETS_MAX)
+		return;
+	sh->h3->resets++;
+	random_fill(&unused, 1);
+	n = ngtcp2_pkt_write_version_negotiation(
+	    buf, sizeof buf, unused, vc->scid, vc->scidlen, vc->dcid, vc->dcidlen,
+	    versions, sizeof versions / sizeof versions[0]);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
 /* HC's handshake is over: its GnuTLS session (about 9 KB, and what it
  * kept of the handshake) goes.  QUIC's keys are ngtcp2's, key updates
  * derive from them, and no 0-RTT or resumption needs the session. */
@@ -1528,9 +1554,15 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	int rv;
 
 	/* ngtcp2 asserts on an empty datagram rather than refusing it */
-	if (len == 0 ||
-	    ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
-		return; /* not QUIC, or a version we do not speak */
+	if (len == 0)
+		return;
+	rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN);
+	if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+		version_negotiate(sh, &path, &vc);
+		return;
+	}
+	if (rv != 0)
+		return; /* not QUIC, or cut short */
 	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
 	if (*pending && *pending != hc) {
 		conn_flush(*pending);
