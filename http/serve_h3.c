@@ -14,8 +14,10 @@
  *   callbacks build the requests (on_begin_headers .. on_end_stream).
  *   After each datagram, timer and completion, conn_write sends what
  *   there is.  A failure (ngtcp2's, or one a callback flagged in ccerr)
- *   sends one CONNECTION_CLOSE and ends the connection (conn_fail);
- *   idle, handshake timeout and draining end it without one.
+ *   sends one CONNECTION_CLOSE and ends the connection (conn_fail),
+ *   but for a closing record that sends the close again to packets that
+ *   still come for it (closing_begin); idle, handshake timeout and
+ *   draining end it without one.
  *
  * Callbacks never free the connection (ngtcp2 and nghttp3 are on the
  * stack): they fail with NGTCP2_ERR_CALLBACK_FAILURE, ccerr set, and
@@ -50,6 +52,11 @@
  * under the 65507 bytes of one UDP send and the kernel's 64 segments */
 #define H3_GSO_SEGS 40
 #define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
+#define H3_CLOSING_MAX 4096 /* connections a shard holds closing          */
+/* the least closing period: 3 PTO are a few ms on a LAN, under the
+ * sweep's own 250 ms, and a reordered or delayed packet deserves the
+ * close as much as a prompt one */
+#define H3_CLOSING_MIN_MS 1000
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
@@ -60,10 +67,12 @@ struct h3_creds {
 	uint8_t retry_secret[32]; /* Retry tokens' key, this process only */
 };
 
-/* One connection ID a connection answers to, in a bucket chain. */
+/* One connection ID a connection answers to, in a bucket chain: a
+ * live connection's, or one in its closing period's. */
 struct h3_cid {
 	struct h3_cid *next;
-	struct h3_conn *conn;
+	struct h3_conn *conn;       /* the connection, or NULL: closing   */
+	struct h3_closing *closing; /* the closed connection, or NULL     */
 	uint8_t used;
 	uint8_t len;
 	uint8_t data[NGTCP2_MAX_CIDLEN];
@@ -113,12 +122,30 @@ struct h3_mem {
 	size_t blocks;  /* blocks held now                               */
 };
 
+/*
+ * A connection we closed with a CONNECTION_CLOSE, in its closing period
+ * (RFC 9000 10.2.1): the datagram that carried the close, sent again
+ * to packets that still come for its connection IDs, until UNTIL_MS
+ * (3 PTO, 1 s at least: then the sweep frees it, and such a packet gets
+ * a stateless reset).  Its own copy of the IDs, in the shard's table.
+ */
+struct h3_closing {
+	struct h3_closing *next;        /* the shard's                      */
+	int64_t until_ms;               /* the closing period's end         */
+	uint32_t packets;               /* packets that came for it since   */
+	uint16_t len;                   /* of the datagram                  */
+	struct h3_cid cids[H3_CIDS_MAX];
+	uint8_t pkt[];                  /* the CONNECTION_CLOSE datagram    */
+};
+
 struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
 	int handshaking;                /* connections not past handshake   */
 	int no_gso;                     /* the kernel refused UDP_SEGMENT   */
 	uint8_t tx[H3_GSO_SEGS * H3_PKT_MAX]; /* conn_write's datagrams    */
 	struct h3_conn *conns;
+	struct h3_closing *closing;     /* connections in closing periods   */
+	int nclosing;
 	struct h3_cid *buckets[H3_BUCKETS];
 	struct h3_mem quic_mem, http_mem; /* what ngtcp2, nghttp3 hold    */
 	ngtcp2_mem quic_alloc;          /* counts into quic_mem             */
@@ -288,15 +315,26 @@ static unsigned cid_hash(const uint8_t *p, size_t n)
 	return h & (H3_BUCKETS - 1);
 }
 
-static struct h3_conn *cid_find(struct h3_shard *hs, const uint8_t *p,
-                                size_t n)
+/* The table's entry for the connection ID P of N bytes, or NULL. */
+static struct h3_cid *cid_find(struct h3_shard *hs, const uint8_t *p,
+                               size_t n)
 {
 	struct h3_cid *e;
 
 	for (e = hs->buckets[cid_hash(p, n)]; e; e = e->next)
 		if (e->len == n && memcmp(e->data, p, n) == 0)
-			return e->conn;
+			return e;
 	return NULL;
+}
+
+/* E (its ID filled in) goes in HS's table. */
+static void cid_link(struct h3_shard *hs, struct h3_cid *e)
+{
+	unsigned b = cid_hash(e->data, e->len);
+
+	e->used = 1;
+	e->next = hs->buckets[b];
+	hs->buckets[b] = e;
 }
 
 /* HC answers to CID from now on.  Returns 0, or -1 when it has
@@ -305,7 +343,6 @@ static int cid_add(struct h3_conn *hc, const ngtcp2_cid *cid)
 {
 	struct h3_shard *hs = hc->c->shard->h3;
 	struct h3_cid *e = NULL;
-	unsigned b;
 	int i;
 
 	for (i = 0; i < H3_CIDS_MAX && e == NULL; i++)
@@ -313,13 +350,11 @@ static int cid_add(struct h3_conn *hc, const ngtcp2_cid *cid)
 			e = &hc->cids[i];
 	if (e == NULL || cid->datalen > NGTCP2_MAX_CIDLEN)
 		return -1;
-	e->used = 1;
 	e->conn = hc;
+	e->closing = NULL;
 	e->len = (uint8_t)cid->datalen;
 	memcpy(e->data, cid->data, cid->datalen);
-	b = cid_hash(e->data, e->len);
-	e->next = hs->buckets[b];
-	hs->buckets[b] = e;
+	cid_link(hs, e);
 	return 0;
 }
 
@@ -1085,8 +1120,90 @@ one_by_one:
 		send_datagram(sh, path, buf + off, len - off < seg ? len - off : seg);
 }
 
+/* ---- the closing period ------------------------------------------------ */
+
+/*
+ * HC was just closed with the CONNECTION_CLOSE datagram PKT of LEN
+ * bytes: its connection IDs go to a closing record that answers for
+ * them for 3 PTO (RFC 9000 10.2.1: "at least three times the current
+ * PTO"), H3_CLOSING_MIN_MS at least, so that a client whose copy of the close was lost learns of it
+ * rather than taking a stateless reset.  Without memory, or with
+ * H3_CLOSING_MAX closing already, there is none (a stateless reset
+ * then, as for any ID we do not know).
+ */
+static void closing_begin(struct h3_conn *hc, const uint8_t *pkt, size_t len)
+{
+	struct serve_shard *sh = hc->c->shard;
+	struct h3_shard *hs = sh->h3;
+	ngtcp2_duration pto = ngtcp2_conn_get_pto(hc->quic);
+	struct h3_closing *cl;
+	int i, n = 0;
+
+	if (hs->nclosing >= H3_CLOSING_MAX || len > UINT16_MAX)
+		return;
+	cl = calloc(1, sizeof *cl + len);
+	if (cl == NULL)
+		return;
+	cl->until_ms = (int64_t)((3 * pto + NGTCP2_MILLISECONDS - 1) /
+	                         NGTCP2_MILLISECONDS);
+	if (cl->until_ms < H3_CLOSING_MIN_MS)
+		cl->until_ms = H3_CLOSING_MIN_MS;
+	cl->until_ms += sh->now_ms;
+	cl->len = (uint16_t)len;
+	memcpy(cl->pkt, pkt, len);
+	for (i = 0; i < H3_CIDS_MAX; i++) {
+		struct h3_cid *e = &hc->cids[i];
+
+		if (!e->used)
+			continue;
+		cid_unlink(hs, e);
+		cl->cids[n] = *e;
+		cl->cids[n].conn = NULL;
+		cl->cids[n].closing = cl;
+		cid_link(hs, &cl->cids[n++]);
+	}
+	cl->next = hs->closing;
+	hs->closing = cl;
+	hs->nclosing++;
+}
+
+/* A packet of LEN bytes from PATH for CL's connection: its close again,
+ * to the 1st, 2nd, 4th, 8th... such packet (the rate limit RFC 9000
+ * 10.2.1 asks for), and only when it is at most 3 times what came (the
+ * client's address may be unproven: RFC 9000 8). */
+static void closing_answer(struct serve_shard *sh, const ngtcp2_path *path,
+                           struct h3_closing *cl, size_t len)
+{
+	uint32_t k = ++cl->packets;
+
+	if ((k & (k - 1)) == 0 && cl->len <= 3 * len)
+		send_datagram(sh, path, cl->pkt, cl->len);
+}
+
+/* Frees HS's closing records whose period is over at NOW_MS; all of
+ * them when ALL (the shard closes). */
+static void closing_expire(struct h3_shard *hs, int64_t now_ms, int all)
+{
+	struct h3_closing **pp = &hs->closing, *cl;
+	int i;
+
+	while ((cl = *pp) != NULL) {
+		if (!all && cl->until_ms > now_ms) {
+			pp = &cl->next;
+			continue;
+		}
+		*pp = cl->next;
+		for (i = 0; i < H3_CIDS_MAX; i++)
+			if (cl->cids[i].used)
+				cid_unlink(hs, &cl->cids[i]);
+		hs->nclosing--;
+		free(cl);
+	}
+}
+
 /* The connection ends: one CONNECTION_CLOSE unless SILENT (idle,
- * draining, a handshake that never finished), then its state goes. */
+ * draining, a handshake that never finished), then its state goes, but
+ * for its closing period's (closing_begin). */
 static void conn_fail(struct h3_conn *hc, int rv)
 {
 	struct serve_conn *c = hc->c;
@@ -1109,8 +1226,10 @@ static void conn_fail(struct h3_conn *hc, int rv)
 	ngtcp2_path_storage_zero(&ps);
 	n = ngtcp2_conn_write_connection_close(hc->quic, &ps.path, &pi, buf,
 	                                       sizeof buf, &hc->ccerr, now_ns());
-	if (n > 0)
+	if (n > 0) {
 		send_datagram(c->shard, &ps.path, buf, (size_t)n);
+		closing_begin(hc, buf, (size_t)n);
+	}
 out_close:
 	serve_conn_close(c); /* h3_free */
 }
@@ -1551,6 +1670,7 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	ngtcp2_pkt_info pi = {0};
 	ngtcp2_version_cid vc;
 	struct h3_conn *hc;
+	struct h3_cid *e;
 	int rv;
 
 	/* ngtcp2 asserts on an empty datagram rather than refusing it */
@@ -1563,10 +1683,15 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	}
 	if (rv != 0)
 		return; /* not QUIC, or cut short */
-	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	e = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	hc = e ? e->conn : NULL;
 	if (*pending && *pending != hc) {
 		conn_flush(*pending);
 		*pending = NULL;
+	}
+	if (e && e->closing) {
+		closing_answer(sh, &path, e->closing, len);
+		return;
 	}
 	if (hc == NULL) {
 		if (!(pkt[0] & 0x80)) { /* a short header: not ours (now) */
@@ -1724,6 +1849,8 @@ void h3_shard_close(struct serve_shard *sh)
 		close(sh->ufd);
 		sh->ufd = -1;
 	}
+	if (sh->h3)
+		closing_expire(sh->h3, 0, 1);
 	free(sh->h3); /* its connections were closed (shard_stop) */
 	sh->h3 = NULL;
 }
@@ -1774,6 +1901,7 @@ void h3_sweep(struct serve_shard *sh)
 	if (sh->h3 == NULL)
 		return;
 	sh->h3->resets = 0;
+	closing_expire(sh->h3, sh->now_ms, 0);
 	mem_report(sh);
 	for (hc = sh->h3->conns; hc; hc = after) {
 		after = hc->next; /* HC may close */

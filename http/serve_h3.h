@@ -40,8 +40,10 @@
  * MEMORY
  *   A connection's GnuTLS session is freed once the handshake is over
  *   (QUIC's keys are ngtcp2's; CRYPTO data after it is a protocol
- *   violation), and QPACK's dynamic tables are off both ways.
- *   docs/http.md "HTTP/3" has the figures.
+ *   violation), and QPACK's dynamic tables are off both ways.  ngtcp2
+ *   and nghttp3 allocate through counting allocators (a shard's live
+ *   bytes per library; KEEL_H3_MEMSTAT prints them).  docs/http.md
+ *   "HTTP/3" has the figures.
  *
  * 0-RTT
  *   Not offered: no session tickets are issued, so no early data can
@@ -63,10 +65,24 @@
  *   gets a stateless INVALID_TOKEN close.
  *
  * UNKNOWN PACKETS
- *   A datagram that is not QUIC v1 is dropped; an unknown long-header
- *   packet makes a connection only when ngtcp2_accept takes it as an
- *   Initial; an unknown short-header packet gets a stateless reset
- *   (stateless_reset: smaller than it, H3_RESETS_MAX a sweep per shard).
+ *   A datagram that is not QUIC is dropped; a long-header packet of 1200
+ *   bytes or more in another version than v1 gets a Version Negotiation
+ *   packet listing v1 (version_negotiate, counted with the stateless
+ *   resets); an unknown long-header packet makes a connection only when
+ *   ngtcp2_accept takes it as an Initial; an unknown short-header packet
+ *   gets a stateless reset (stateless_reset: smaller than it,
+ *   H3_RESETS_MAX a sweep per shard).
+ *
+ * CLOSING (RFC 9000 10.2.1)
+ *   A connection the server closes with a CONNECTION_CLOSE (an error, a
+ *   limit, SIGTERM) keeps, for 3 PTO and at least 1 s, a closing record:
+ *   its connection IDs and that datagram, sent again to packets that
+ *   still come for it (to the 1st, 2nd, 4th, 8th... and never more than
+ *   3 times their bytes), not a stateless reset; everything else of it
+ *   is freed at once.  Idle and handshake timeouts close silently, and a
+ *   connection the client closed drains silently (RFC 9000 10.1, 10.2.2).
+ *   At SIGTERM the process ends once its connections are closed, and
+ *   the closing records with it.
  *
  * SENDING
  *   A connection writes once per batch of datagrams read (h3_input: a
@@ -82,10 +98,8 @@
  *   Pacing starts once the handshake is done (ngtcp2 0.12 would pace
  *   the first flight at its 333 ms RTT guess: ~23 ms a new connection).
  *
- * NOT YET (issue 30): the closing
- * period (one CONNECTION_CLOSE is sent, then the state is freed), version
- * negotiation (other versions are dropped), reloading the
- * certificate on SIGHUP (QUIC keeps the startup pair).
+ * NOT YET (issue 30): reloading the certificate on SIGHUP (QUIC keeps
+ * the startup pair).
  */
 #ifndef SERVE_H3_H
 #define SERVE_H3_H

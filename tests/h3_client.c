@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS]
+ *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS] [-x]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
  * a blank line, and the body; exits 0 when a whole answer came, 1 when
@@ -41,6 +41,18 @@
  * it); then "open N" and every one stays connected, idle, for -k MS
  * (acknowledgements and timers still served), then each is closed with
  * H3_NO_ERROR.  Exits 0 when all N were answered 2xx.
+ *
+ * -x (tests/h3.sh, the closing period): once the answer is whole, a
+ * SETTINGS frame on a new request stream, which HTTP/3 forbids there
+ * (RFC 9114 7.2.4: H3_FRAME_UNEXPECTED, a connection error), makes the
+ * server close the connection; its CONNECTION_CLOSE datagram is kept.
+ * Then a short-header packet for the connection, as a client that
+ * missed the close would send one: "close again" when the same datagram
+ * comes back, "reply N" for another, "no reply" within 2 s.  Then such a
+ * packet every 250 ms, up to 10 s, until one is answered with something
+ * else than the close: "then a stateless reset" (a short header that is
+ * not the close: the closing period is over) or "no stateless reset".
+ * Exits 0 when both came.
  */
 #include <errno.h>
 #include <poll.h>
@@ -400,7 +412,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
 	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N | -I N] "
-	                "[-i MS]\n");
+	                "[-i MS] [-x]\n");
 	return 2;
 }
 
@@ -545,6 +557,89 @@ out:
 	return held == n && ok == n ? 0 : 1;
 }
 
+/* -x: waits up to MS for a datagram on CL's socket, into BUF.  Returns
+ * its length, or 0 when none came. */
+static size_t wait_datagram(struct client *cl, uint8_t *buf, size_t cap,
+                            int ms)
+{
+	struct pollfd pfd = {cl->q.fd, POLLIN, 0};
+	ssize_t n;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return 0;
+	n = recv(cl->q.fd, buf, cap, MSG_DONTWAIT);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* -x: sends a 1200-byte short-header packet for CL's connection (its
+ * current destination ID, the rest random). */
+static void send_late_packet(struct client *cl)
+{
+	const ngtcp2_cid *dcid = ngtcp2_conn_get_dcid(cl->q.quic);
+	uint8_t p[1200];
+
+	quic_conn_random(p, sizeof p);
+	p[0] = (uint8_t)(0x40 | (p[0] & 0x3f));
+	memcpy(p + 1, dcid->data, dcid->datalen);
+	send(cl->q.fd, p, sizeof p, 0);
+}
+
+/* -x: the server closes the connection for a frame HTTP/3 forbids; then
+ * it must answer a late packet with the same close, and later ones,
+ * once its closing period is over, with a stateless reset.  Returns 0
+ * when both were seen. */
+static int closing_check(struct client *cl)
+{
+	static const uint8_t settings[] = {0x04, 0x00}; /* SETTINGS, empty */
+	ngtcp2_vec vec = {(uint8_t *)settings, sizeof settings};
+	ngtcp2_path path = {
+		{(ngtcp2_sockaddr *)&cl->q.local, sizeof cl->q.local},
+		{(ngtcp2_sockaddr *)&cl->q.remote, sizeof cl->q.remote}, NULL};
+	static uint8_t buf[65536], closed[65536];
+	size_t len, closed_len = 0;
+	ngtcp2_pkt_info pi = {0};
+	ngtcp2_ssize n, taken;
+	int64_t id;
+	int i, again, reset = 0;
+
+	if (ngtcp2_conn_open_bidi_stream(cl->q.quic, &id, NULL) != 0)
+		return 1;
+	n = ngtcp2_conn_writev_stream(cl->q.quic, NULL, &pi, buf, QUIC_CONN_PKT,
+	                              &taken, NGTCP2_WRITE_STREAM_FLAG_FIN, id,
+	                              &vec, 1, quic_conn_now());
+	if (n <= 0 || send(cl->q.fd, buf, (size_t)n, 0) < 0)
+		return 1;
+	while (closed_len == 0) { /* what came before the close is read */
+		len = wait_datagram(cl, buf, sizeof buf, H3C_DEADLINE_MS);
+		if (len == 0) {
+			printf("no close\n");
+			return 1;
+		}
+		if (ngtcp2_conn_read_pkt(cl->q.quic, &path, &pi, buf, len,
+		                         quic_conn_now()) == NGTCP2_ERR_DRAINING) {
+			memcpy(closed, buf, len);
+			closed_len = len;
+		}
+	}
+	send_late_packet(cl);
+	len = wait_datagram(cl, buf, sizeof buf, 2000);
+	again = len == closed_len && memcmp(buf, closed, len) == 0;
+	if (again)
+		printf("close again\n");
+	else if (len)
+		printf("reply %zu\n", len);
+	else
+		printf("no reply\n");
+	for (i = 0; i < 40 && !reset; i++) {
+		send_late_packet(cl);
+		len = wait_datagram(cl, buf, sizeof buf, 250);
+		reset = len > 0 && !(buf[0] & 0x80) &&
+		        !(len == closed_len && memcmp(buf, closed, len) == 0);
+	}
+	printf(reset ? "then a stateless reset\n" : "no stateless reset\n");
+	return again && reset ? 0 : 1;
+}
+
 static void field(struct client *cl, const char *n, size_t nl, const char *v,
                   size_t vl)
 {
@@ -556,7 +651,7 @@ int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
-	int i, rc, initial_only_ms = 0, conns = 0, idle = 0;
+	int i, rc, initial_only_ms = 0, conns = 0, idle = 0, close_check = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -567,6 +662,8 @@ int main(int argc, char **argv)
 	for (i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0) {
 			cl.stall = 1;
+		} else if (strcmp(argv[i], "-x") == 0) {
+			close_check = 1;
 		} else if (strcmp(argv[i], "-b") == 0) {
 			cl.bad_token = 1;
 		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
@@ -607,6 +704,8 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
+	if (close_check && (idle || conns || cl.bench_n || initial_only_ms))
+		return usage();
 	if (idle) {
 		if (conns || cl.bench_n || initial_only_ms || cl.bad_token)
 			return usage();
@@ -633,6 +732,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = client_run(&cl);
+	if (rc == 0 && close_check)
+		rc = closing_check(&cl);
 	fflush(stdout);
 	if (cl.retried)
 		fprintf(stderr, "h3-client: followed a Retry\n");
