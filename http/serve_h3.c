@@ -147,7 +147,8 @@ struct h3_shard {
 	struct h3_closing *closing;     /* connections in closing periods   */
 	int nclosing;
 	struct h3_cid *buckets[H3_BUCKETS];
-	struct h3_mem quic_mem, http_mem; /* what ngtcp2, nghttp3 hold    */
+	struct h3_mem quic_mem, http_mem; /* what ngtcp2, nghttp3 hold
+	                                   (KEEL_H3_MEMSTAT only)          */
 	ngtcp2_mem quic_alloc;          /* counts into quic_mem             */
 	nghttp3_mem http_alloc;         /* counts into http_mem             */
 	int memstat;                    /* KEEL_H3_MEMSTAT: print figures   */
@@ -176,12 +177,14 @@ static void random_fill(uint8_t *p, size_t n)
 /* ---- what the libraries hold ------------------------------------------ */
 
 /*
- * ngtcp2 and nghttp3 allocate through these (ngtcp2_mem, nghttp3_mem),
- * so that a shard knows what each holds: the bytes malloc really gave
- * (malloc_usable_size, not what was asked) and the blocks.  With
- * KEEL_H3_MEMSTAT set in the environment the sweep prints the figures
- * when they change (docs/http.md, "Memory"; bench/http/h3.sh, idle).
- * A shard's connections are made and freed on its thread only.
+ * With KEEL_H3_MEMSTAT set in the environment, ngtcp2 and nghttp3
+ * allocate through these (ngtcp2_mem, nghttp3_mem), so that a shard
+ * knows what each holds: the bytes malloc really gave
+ * (malloc_usable_size, not what was asked) and the blocks; the sweep
+ * prints them when they change (docs/http.md, "Memory"; bench/http/h3.sh,
+ * idle).  Without it the libraries use malloc itself: nothing is
+ * counted, nothing is paid.  A shard's connections are made and freed
+ * on its thread only.
  */
 static void *mem_took(struct h3_mem *m, void *p)
 {
@@ -802,7 +805,10 @@ static int http_start(struct h3_conn *hc)
 	settings.qpack_max_dtable_capacity = 0;
 	settings.qpack_blocked_streams = 0;
 	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings,
-	                             &hc->c->shard->h3->http_alloc, hc);
+	                             hc->c->shard->h3->memstat
+	                                 ? &hc->c->shard->h3->http_alloc
+	                                 : NULL,
+	                             hc);
 	if (rc != 0)
 		return fail_http(hc, rc);
 	nghttp3_conn_set_max_client_streams_bidi(hc->http, H3_MAX_STREAMS);
@@ -1544,7 +1550,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
 	if (ngtcp2_conn_server_new(&hc->quic, &hd.scid, &scid, path, hd.version,
 	                           &quic_callbacks, &settings, &params,
-	                           &sh->h3->quic_alloc, hc) != 0)
+	                           sh->h3->memstat ? &sh->h3->quic_alloc : NULL,
+	                           hc) != 0)
 		goto out_uncount;
 	if (conn_tls(hc, srv->h3) < 0 || cid_add(hc, &hd.dcid) < 0 ||
 	    cid_add(hc, &scid) < 0)

@@ -40,10 +40,11 @@
  * MEMORY
  *   A connection's GnuTLS session is freed once the handshake is over
  *   (QUIC's keys are ngtcp2's; CRYPTO data after it is a protocol
- *   violation), and QPACK's dynamic tables are off both ways.  ngtcp2
- *   and nghttp3 allocate through counting allocators (a shard's live
- *   bytes per library; KEEL_H3_MEMSTAT prints them).  docs/http.md
- *   "HTTP/3" has the figures.
+ *   violation), and QPACK's dynamic tables are off both ways.  With
+ *   KEEL_H3_MEMSTAT in the environment ngtcp2 and nghttp3 allocate
+ *   through counting allocators and each shard prints what they hold.
+ *   docs/http.md "HTTP/3" has the figures, and why they stay above an
+ *   HTTP/2 connection's.
  *
  * 0-RTT
  *   Not offered: no session tickets are issued, so no early data can
