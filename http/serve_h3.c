@@ -1132,10 +1132,10 @@ one_by_one:
  * HC was just closed with the CONNECTION_CLOSE datagram PKT of LEN
  * bytes: its connection IDs go to a closing record that answers for
  * them for 3 PTO (RFC 9000 10.2.1: "at least three times the current
- * PTO"), H3_CLOSING_MIN_MS at least, so that a client whose copy of the close was lost learns of it
- * rather than taking a stateless reset.  Without memory, or with
- * H3_CLOSING_MAX closing already, there is none (a stateless reset
- * then, as for any ID we do not know).
+ * PTO"), H3_CLOSING_MIN_MS at least, so that a client whose copy of the
+ * close was lost learns of it rather than taking a stateless reset.
+ * Without memory, or with H3_CLOSING_MAX closing already, there is none
+ * (a stateless reset then, as for any ID we do not know).
  */
 static void closing_begin(struct h3_conn *hc, const uint8_t *pkt, size_t len)
 {

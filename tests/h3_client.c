@@ -539,14 +539,14 @@ static int idle_run(const struct client *tmpl, int port, int n)
 	fflush(stdout);
 	until = quic_conn_now() + (ngtcp2_tstamp)tmpl->hold_ms * NGTCP2_MILLISECONDS;
 	while (held == n && quic_conn_now() < until) {
-		ngtcp2_tstamp due = until;
+		ngtcp2_tstamp due = until, now;
 
 		for (i = 0; i < n; i++)
 			if (pfd[i].fd >= 0 && ngtcp2_conn_get_expiry(cl[i].q.quic) < due)
 				due = ngtcp2_conn_get_expiry(cl[i].q.quic);
-		poll(pfd, (nfds_t)n, due > quic_conn_now()
-		                         ? (int)((due - quic_conn_now()) / NGTCP2_MILLISECONDS) + 1
-		                         : 0);
+		now = quic_conn_now();
+		poll(pfd, (nfds_t)n,
+		     due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0);
 		idle_serve(cl, pfd, n);
 	}
 	for (i = 0; i < held; i++)
