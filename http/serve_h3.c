@@ -14,8 +14,10 @@
  *   callbacks build the requests (on_begin_headers .. on_end_stream).
  *   After each datagram, timer and completion, conn_write sends what
  *   there is.  A failure (ngtcp2's, or one a callback flagged in ccerr)
- *   sends one CONNECTION_CLOSE and ends the connection (conn_fail);
- *   idle, handshake timeout and draining end it without one.
+ *   sends one CONNECTION_CLOSE and ends the connection (conn_fail),
+ *   but for a closing record that sends the close again to packets that
+ *   still come for it (closing_begin); idle, handshake timeout and
+ *   draining end it without one.
  *
  * Callbacks never free the connection (ngtcp2 and nghttp3 are on the
  * stack): they fail with NGTCP2_ERR_CALLBACK_FAILURE, ccerr set, and
@@ -24,6 +26,7 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,11 @@
  * that is in whole seconds from a truncated clock, and must not end
  * before the ticket-age check (within the window) refuses a replay */
 #define H3_REPLAY_SLACK_S 2
+#define H3_CLOSING_MAX 4096 /* connections a shard holds closing          */
+/* the least closing period: 3 PTO are a few ms on a LAN, under the
+ * sweep's own 250 ms, and a reordered or delayed packet deserves the
+ * close as much as a prompt one */
+#define H3_CLOSING_MIN_MS 1000
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
@@ -86,10 +94,12 @@ struct h3_replay {
 	struct h3_replay_slot slot[H3_REPLAY_SLOTS];
 };
 
-/* One connection ID a connection answers to, in a bucket chain. */
+/* One connection ID a connection answers to, in a bucket chain: a
+ * live connection's, or one in its closing period's. */
 struct h3_cid {
 	struct h3_cid *next;
-	struct h3_conn *conn;
+	struct h3_conn *conn;       /* the connection, or NULL: closing   */
+	struct h3_closing *closing; /* the closed connection, or NULL     */
 	uint8_t used;
 	uint8_t len;
 	uint8_t data[NGTCP2_MAX_CIDLEN];
@@ -133,6 +143,28 @@ struct h3_conn {
 	struct h3_cid cids[H3_CIDS_MAX];
 };
 
+/* Bytes and blocks one library holds (mem_malloc and the others). */
+struct h3_mem {
+	size_t live;    /* bytes held now, as malloc_usable_size counts  */
+	size_t blocks;  /* blocks held now                               */
+};
+
+/*
+ * A connection we closed with a CONNECTION_CLOSE, in its closing period
+ * (RFC 9000 10.2.1): the datagram that carried the close, sent again
+ * to packets that still come for its connection IDs, until UNTIL_MS
+ * (3 PTO, 1 s at least: then the sweep frees it, and such a packet gets
+ * a stateless reset).  Its own copy of the IDs, in the shard's table.
+ */
+struct h3_closing {
+	struct h3_closing *next;        /* the shard's                      */
+	int64_t until_ms;               /* the closing period's end         */
+	uint32_t packets;               /* packets that came for it since   */
+	uint16_t len;                   /* of the datagram                  */
+	struct h3_cid cids[H3_CIDS_MAX];
+	uint8_t pkt[];                  /* the CONNECTION_CLOSE datagram    */
+};
+
 struct h3_shard {
 	int resets;                     /* stateless resets since the sweep */
 	int handshaking;                /* connections not past handshake   */
@@ -142,7 +174,15 @@ struct h3_shard {
 	gnutls_anti_replay_t anti_replay;
 	uint8_t tx[H3_GSO_SEGS * H3_PKT_MAX]; /* conn_write's datagrams    */
 	struct h3_conn *conns;
+	struct h3_closing *closing;     /* connections in closing periods   */
+	int nclosing;
 	struct h3_cid *buckets[H3_BUCKETS];
+	struct h3_mem quic_mem, http_mem; /* what ngtcp2, nghttp3 hold
+	                                   (KEEL_H3_MEMSTAT only)          */
+	ngtcp2_mem quic_alloc;          /* counts into quic_mem             */
+	nghttp3_mem http_alloc;         /* counts into http_mem             */
+	int memstat;                    /* KEEL_H3_MEMSTAT: print figures   */
+	size_t memstat_last;            /* the live bytes last printed      */
 };
 
 static ngtcp2_tstamp now_ns(void)
@@ -243,6 +283,94 @@ out_unlock:
 	return rc;
 }
 
+/* ---- what the libraries hold ------------------------------------------ */
+
+/*
+ * With KEEL_H3_MEMSTAT set in the environment, ngtcp2 and nghttp3
+ * allocate through these (ngtcp2_mem, nghttp3_mem), so that a shard
+ * knows what each holds: the bytes malloc really gave
+ * (malloc_usable_size, not what was asked) and the blocks; the sweep
+ * prints them when they change (docs/http.md, "Memory"; bench/http/h3.sh,
+ * idle).  Without it the libraries use malloc itself: nothing is
+ * counted, nothing is paid.  A shard's connections are made and freed
+ * on its thread only.
+ */
+static void *mem_took(struct h3_mem *m, void *p)
+{
+	if (p) {
+		m->live += malloc_usable_size(p);
+		m->blocks++;
+	}
+	return p;
+}
+
+static void mem_gives(struct h3_mem *m, void *p)
+{
+	if (p) {
+		m->live -= malloc_usable_size(p);
+		m->blocks--;
+	}
+}
+
+static void *mem_malloc(size_t n, void *arg)
+{
+	return mem_took(arg, malloc(n));
+}
+
+static void mem_free(void *p, void *arg)
+{
+	mem_gives(arg, p);
+	free(p);
+}
+
+static void *mem_calloc(size_t k, size_t n, void *arg)
+{
+	return mem_took(arg, calloc(k, n));
+}
+
+static void *mem_realloc(void *p, size_t n, void *arg)
+{
+	struct h3_mem *m = arg;
+	size_t was = p ? malloc_usable_size(p) : 0;
+	void *q = realloc(p, n);
+
+	if (q == NULL && n > 0)
+		return NULL; /* P is held still, as it was */
+	m->live -= was;
+	m->blocks -= p != NULL;
+	return mem_took(m, q);
+}
+
+/* KEEL_H3_MEMSTAT: SH's figures on stderr when they changed.  "ours" is
+ * each connection's serve_conn and h3_conn and its streams (their
+ * bodies and answers not counted: an idle connection has none). */
+static void mem_report(struct serve_shard *sh)
+{
+	struct h3_shard *hs = sh->h3;
+	struct h3_conn *hc;
+	size_t ours = 0;
+	int n = 0, tls = 0, http = 0, streams = 0;
+
+	if (!hs->memstat || hs->quic_mem.live + hs->http_mem.live == hs->memstat_last)
+		return;
+	hs->memstat_last = hs->quic_mem.live + hs->http_mem.live;
+	for (hc = hs->conns; hc; hc = hc->next) {
+		struct h3_stream *st;
+
+		n++;
+		tls += hc->tls != NULL;
+		http += hc->http != NULL;
+		ours += malloc_usable_size(hc) + malloc_usable_size(hc->c);
+		for (st = hc->streams; st; st = st->next, streams++)
+			ours += malloc_usable_size(st);
+	}
+	fprintf(stderr, "keel-serve: h3 memory, shard %d: %d connections "
+	        "(%d with a TLS session, %d with HTTP/3, %d streams); ngtcp2 "
+	        "%zu bytes in %zu blocks, nghttp3 %zu bytes in %zu blocks, ours "
+	        "%zu bytes\n", sh->id, n, tls, http, streams, hs->quic_mem.live,
+	        hs->quic_mem.blocks, hs->http_mem.live, hs->http_mem.blocks, ours);
+}
+
 /* ---- credentials ------------------------------------------------------ */
 
 int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
@@ -307,15 +435,26 @@ static unsigned cid_hash(const uint8_t *p, size_t n)
 	return h & (H3_BUCKETS - 1);
 }
 
-static struct h3_conn *cid_find(struct h3_shard *hs, const uint8_t *p,
-                                size_t n)
+/* The table's entry for the connection ID P of N bytes, or NULL. */
+static struct h3_cid *cid_find(struct h3_shard *hs, const uint8_t *p,
+                               size_t n)
 {
 	struct h3_cid *e;
 
 	for (e = hs->buckets[cid_hash(p, n)]; e; e = e->next)
 		if (e->len == n && memcmp(e->data, p, n) == 0)
-			return e->conn;
+			return e;
 	return NULL;
+}
+
+/* E (its ID filled in) goes in HS's table. */
+static void cid_link(struct h3_shard *hs, struct h3_cid *e)
+{
+	unsigned b = cid_hash(e->data, e->len);
+
+	e->used = 1;
+	e->next = hs->buckets[b];
+	hs->buckets[b] = e;
 }
 
 /* HC answers to CID from now on.  Returns 0, or -1 when it has
@@ -324,7 +463,6 @@ static int cid_add(struct h3_conn *hc, const ngtcp2_cid *cid)
 {
 	struct h3_shard *hs = hc->c->shard->h3;
 	struct h3_cid *e = NULL;
-	unsigned b;
 	int i;
 
 	for (i = 0; i < H3_CIDS_MAX && e == NULL; i++)
@@ -332,13 +470,11 @@ static int cid_add(struct h3_conn *hc, const ngtcp2_cid *cid)
 			e = &hc->cids[i];
 	if (e == NULL || cid->datalen > NGTCP2_MAX_CIDLEN)
 		return -1;
-	e->used = 1;
 	e->conn = hc;
+	e->closing = NULL;
 	e->len = (uint8_t)cid->datalen;
 	memcpy(e->data, cid->data, cid->datalen);
-	b = cid_hash(e->data, e->len);
-	e->next = hs->buckets[b];
-	hs->buckets[b] = e;
+	cid_link(hs, e);
 	return 0;
 }
 
@@ -788,7 +924,10 @@ static int http_start(struct h3_conn *hc)
 	settings.qpack_encoder_max_dtable_capacity = 0;
 	settings.qpack_max_dtable_capacity = 0;
 	settings.qpack_blocked_streams = 0;
-	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings, NULL,
+	rc = nghttp3_conn_server_new(&hc->http, &http_callbacks, &settings,
+	                             hc->c->shard->h3->memstat
+	                                 ? &hc->c->shard->h3->http_alloc
+	                                 : NULL,
 	                             hc);
 	if (rc != 0)
 		return fail_http(hc, rc);
@@ -1107,8 +1246,90 @@ one_by_one:
 		send_datagram(sh, path, buf + off, len - off < seg ? len - off : seg);
 }
 
+/* ---- the closing period ------------------------------------------------ */
+
+/*
+ * HC was just closed with the CONNECTION_CLOSE datagram PKT of LEN
+ * bytes: its connection IDs go to a closing record that answers for
+ * them for 3 PTO (RFC 9000 10.2.1: "at least three times the current
+ * PTO"), H3_CLOSING_MIN_MS at least, so that a client whose copy of the
+ * close was lost learns of it rather than taking a stateless reset.
+ * Without memory, or with H3_CLOSING_MAX closing already, there is none
+ * (a stateless reset then, as for any ID we do not know).
+ */
+static void closing_begin(struct h3_conn *hc, const uint8_t *pkt, size_t len)
+{
+	struct serve_shard *sh = hc->c->shard;
+	struct h3_shard *hs = sh->h3;
+	ngtcp2_duration pto = ngtcp2_conn_get_pto(hc->quic);
+	struct h3_closing *cl;
+	int i, n = 0;
+
+	if (hs->nclosing >= H3_CLOSING_MAX || len > UINT16_MAX)
+		return;
+	cl = calloc(1, sizeof *cl + len);
+	if (cl == NULL)
+		return;
+	cl->until_ms = (int64_t)((3 * pto + NGTCP2_MILLISECONDS - 1) /
+	                         NGTCP2_MILLISECONDS);
+	if (cl->until_ms < H3_CLOSING_MIN_MS)
+		cl->until_ms = H3_CLOSING_MIN_MS;
+	cl->until_ms += sh->now_ms;
+	cl->len = (uint16_t)len;
+	memcpy(cl->pkt, pkt, len);
+	for (i = 0; i < H3_CIDS_MAX; i++) {
+		struct h3_cid *e = &hc->cids[i];
+
+		if (!e->used)
+			continue;
+		cid_unlink(hs, e);
+		cl->cids[n] = *e;
+		cl->cids[n].conn = NULL;
+		cl->cids[n].closing = cl;
+		cid_link(hs, &cl->cids[n++]);
+	}
+	cl->next = hs->closing;
+	hs->closing = cl;
+	hs->nclosing++;
+}
+
+/* A packet of LEN bytes from PATH for CL's connection: its close again,
+ * to the 1st, 2nd, 4th, 8th... such packet (the rate limit RFC 9000
+ * 10.2.1 asks for), and only when it is at most 3 times what came (the
+ * client's address may be unproven: RFC 9000 8). */
+static void closing_answer(struct serve_shard *sh, const ngtcp2_path *path,
+                           struct h3_closing *cl, size_t len)
+{
+	uint32_t k = ++cl->packets;
+
+	if ((k & (k - 1)) == 0 && cl->len <= 3 * len)
+		send_datagram(sh, path, cl->pkt, cl->len);
+}
+
+/* Frees HS's closing records whose period is over at NOW_MS; all of
+ * them when ALL (the shard closes). */
+static void closing_expire(struct h3_shard *hs, int64_t now_ms, int all)
+{
+	struct h3_closing **pp = &hs->closing, *cl;
+	int i;
+
+	while ((cl = *pp) != NULL) {
+		if (!all && cl->until_ms > now_ms) {
+			pp = &cl->next;
+			continue;
+		}
+		*pp = cl->next;
+		for (i = 0; i < H3_CIDS_MAX; i++)
+			if (cl->cids[i].used)
+				cid_unlink(hs, &cl->cids[i]);
+		hs->nclosing--;
+		free(cl);
+	}
+}
+
 /* The connection ends: one CONNECTION_CLOSE unless SILENT (idle,
- * draining, a handshake that never finished), then its state goes. */
+ * draining, a handshake that never finished), then its state goes, but
+ * for its closing period's (closing_begin). */
 static void conn_fail(struct h3_conn *hc, int rv)
 {
 	struct serve_conn *c = hc->c;
@@ -1131,8 +1352,10 @@ static void conn_fail(struct h3_conn *hc, int rv)
 	ngtcp2_path_storage_zero(&ps);
 	n = ngtcp2_conn_write_connection_close(hc->quic, &ps.path, &pi, buf,
 	                                       sizeof buf, &hc->ccerr, now_ns());
-	if (n > 0)
+	if (n > 0) {
 		send_datagram(c->shard, &ps.path, buf, (size_t)n);
+		closing_begin(hc, buf, (size_t)n);
+	}
 out_close:
 	serve_conn_close(c); /* h3_free */
 }
@@ -1457,7 +1680,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 		settings.token = hd.token;
 	conn_params(srv, &odcid, validated ? &hd.dcid : NULL, &scid, &params);
 	if (ngtcp2_conn_server_new(&hc->quic, &hd.scid, &scid, path, hd.version,
-	                           &quic_callbacks, &settings, &params, NULL,
+	                           &quic_callbacks, &settings, &params,
+	                           sh->h3->memstat ? &sh->h3->quic_alloc : NULL,
 	                           hc) != 0)
 		goto out_uncount;
 	if (conn_tls(hc, srv->h3) < 0 || cid_add(hc, &hd.dcid) < 0 ||
@@ -1518,6 +1742,32 @@ static void stateless_reset(struct serve_shard *sh, const ngtcp2_path *path,
 		send_datagram(sh, path, buf, (size_t)n);
 }
 
+/*
+ * A long-header packet in a version we do not speak, of 1200 bytes or
+ * more (a client's first Initial is; ngtcp2_pkt_decode_version_cid
+ * checks): a Version Negotiation packet listing v1 (RFC 9000 6,
+ * 17.2.1), the client's connection IDs swapped.  At most 7 + 2 x 255 + 4
+ * bytes, under half the packet, so no amplification; counted with the
+ * stateless resets (H3_RESETS_MAX a sweep per shard).
+ */
+static void version_negotiate(struct serve_shard *sh, const ngtcp2_path *path,
+                              const ngtcp2_version_cid *vc)
+{
+	static const uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
+	uint8_t buf[7 + 2 * 255 + sizeof versions], unused;
+	ngtcp2_ssize n;
+
+	if (sh->h3->resets >= H3_RESETS_MAX)
+		return;
+	sh->h3->resets++;
+	random_fill(&unused, 1);
+	n = ngtcp2_pkt_write_version_negotiation(
+	    buf, sizeof buf, unused, vc->scid, vc->scidlen, vc->dcid, vc->dcidlen,
+	    versions, sizeof versions / sizeof versions[0]);
+	if (n > 0)
+		send_datagram(sh, path, buf, (size_t)n);
+}
+
 /* HC's handshake is over: one session ticket goes out (GnuTLS seals it
  * and hands it to ngtcp2, which copies it into the CRYPTO stream: about
  * 4 KB it keeps to the end, serve_h3.h MEMORY), then the GnuTLS session
@@ -1563,16 +1813,28 @@ static void datagram(struct serve_shard *sh, struct sockaddr_in *local,
 	ngtcp2_pkt_info pi = {0};
 	ngtcp2_version_cid vc;
 	struct h3_conn *hc;
+	struct h3_cid *e;
 	int rv;
 
 	/* ngtcp2 asserts on an empty datagram rather than refusing it */
-	if (len == 0 ||
-	    ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN) != 0)
-		return; /* not QUIC, or a version we do not speak */
-	hc = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	if (len == 0)
+		return;
+	rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, H3_CIDLEN);
+	if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+		version_negotiate(sh, &path, &vc);
+		return;
+	}
+	if (rv != 0)
+		return; /* not QUIC, or cut short */
+	e = cid_find(sh->h3, vc.dcid, vc.dcidlen);
+	hc = e ? e->conn : NULL;
 	if (*pending && *pending != hc) {
 		conn_flush(*pending);
 		*pending = NULL;
+	}
+	if (e && e->closing) {
+		closing_answer(sh, &path, e->closing, len);
+		return;
 	}
 	if (hc == NULL) {
 		if (!(pkt[0] & 0x80)) { /* a short header: not ours (now) */
@@ -1701,6 +1963,13 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	if (fd < 0)
 		return -1;
 	sh->h3 = calloc(1, sizeof *sh->h3);
+	if (sh->h3) {
+		sh->h3->quic_alloc = (ngtcp2_mem){&sh->h3->quic_mem, mem_malloc,
+		                                  mem_free, mem_calloc, mem_realloc};
+		sh->h3->http_alloc = (nghttp3_mem){&sh->h3->http_mem, mem_malloc,
+		                                   mem_free, mem_calloc, mem_realloc};
+		sh->h3->memstat = getenv("KEEL_H3_MEMSTAT") != NULL;
+	}
 	/* IP_PKTINFO: which of our addresses a datagram came to, to answer
 	 * from it when bound to 0.0.0.0 */
 	if (sh->h3 == NULL || replay_window_open(sh) < 0 ||
@@ -1741,6 +2010,8 @@ void h3_shard_close(struct serve_shard *sh)
 	}
 	if (sh->h3 && sh->h3->anti_replay)
 		gnutls_anti_replay_deinit(sh->h3->anti_replay);
+	if (sh->h3)
+		closing_expire(sh->h3, 0, 1);
 	free(sh->h3); /* its connections were closed (shard_stop) */
 	sh->h3 = NULL;
 }
@@ -1791,6 +2062,8 @@ void h3_sweep(struct serve_shard *sh)
 	if (sh->h3 == NULL)
 		return;
 	sh->h3->resets = 0;
+	closing_expire(sh->h3, sh->now_ms, 0);
+	mem_report(sh);
 	for (hc = sh->h3->conns; hc; hc = after) {
 		after = hc->next; /* HC may close */
 		conn_limits(hc, sh->now_ms);

@@ -42,8 +42,11 @@
  *   and its session ticket sent (QUIC's keys are ngtcp2's; CRYPTO data
  *   after it is a protocol violation), and QPACK's dynamic tables are
  *   off both ways.  The ticket costs about 4 KB a connection that
- *   ngtcp2 allocates for it and keeps to the end.  docs/http.md
- *   "HTTP/3" has the figures.
+ *   ngtcp2 allocates for it and keeps to the end.  With KEEL_H3_MEMSTAT
+ *   in the environment ngtcp2 and nghttp3 allocate through counting
+ *   allocators and each shard prints what they hold.  docs/http.md
+ *   "HTTP/3" has the figures, and why they stay above an HTTP/2
+ *   connection's.
  *
  * SESSION TICKETS AND 0-RTT
  *   Each connection gets one session ticket as its handshake completes
@@ -80,10 +83,24 @@
  *   gets a stateless INVALID_TOKEN close.
  *
  * UNKNOWN PACKETS
- *   A datagram that is not QUIC v1 is dropped; an unknown long-header
- *   packet makes a connection only when ngtcp2_accept takes it as an
- *   Initial; an unknown short-header packet gets a stateless reset
- *   (stateless_reset: smaller than it, H3_RESETS_MAX a sweep per shard).
+ *   A datagram that is not QUIC is dropped; a long-header packet of 1200
+ *   bytes or more in another version than v1 gets a Version Negotiation
+ *   packet listing v1 (version_negotiate, counted with the stateless
+ *   resets); an unknown long-header packet makes a connection only when
+ *   ngtcp2_accept takes it as an Initial; an unknown short-header packet
+ *   gets a stateless reset (stateless_reset: smaller than it,
+ *   H3_RESETS_MAX a sweep per shard).
+ *
+ * CLOSING (RFC 9000 10.2.1)
+ *   A connection the server closes with a CONNECTION_CLOSE (an error, a
+ *   limit, SIGTERM) keeps, for 3 PTO and at least 1 s, a closing record:
+ *   its connection IDs and that datagram, sent again to packets that
+ *   still come for it (to the 1st, 2nd, 4th, 8th... and never more than
+ *   3 times their bytes), not a stateless reset; everything else of it
+ *   is freed at once.  Idle and handshake timeouts close silently, and a
+ *   connection the client closed drains silently (RFC 9000 10.1, 10.2.2).
+ *   At SIGTERM the process ends once its connections are closed, and
+ *   the closing records with it.
  *
  * SENDING
  *   A connection writes once per batch of datagrams read (h3_input: a
@@ -99,10 +116,8 @@
  *   Pacing starts once the handshake is done (ngtcp2 0.12 would pace
  *   the first flight at its 333 ms RTT guess: ~23 ms a new connection).
  *
- * NOT YET (issue 30): the closing
- * period (one CONNECTION_CLOSE is sent, then the state is freed), version
- * negotiation (other versions are dropped), reloading the
- * certificate on SIGHUP (QUIC keeps the startup pair).
+ * NOT YET (issue 30): reloading the certificate on SIGHUP (QUIC keeps
+ * the startup pair).
  */
 #ifndef SERVE_H3_H
 #define SERVE_H3_H

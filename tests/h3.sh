@@ -13,7 +13,8 @@
 # replayed 0-RTT flight draws no 1-RTT answer; --no-0rtt refuses early
 # data and the request goes after the handshake; a ticket of another
 # server process is not taken; a session file that is not one is
-# refused), a 1 MiB answer byte for byte in few sends (GSO; strace counts
+# refused), the closing period (a late packet gets the CONNECTION_CLOSE
+# again), a 1 MiB answer byte for byte in few sends (GSO; strace counts
 # them) -- and that what HTTP/3 wrote is what HTTP/2 reads; and that
 # loadgen --http3 loads it (all 2xx, If-Match chains held, a new
 # connection per request; a stopped server and a closed port said so).
@@ -128,6 +129,19 @@ contains "a body that never comes: reset with H3_REQUEST_CANCELLED" \
 	"$T/a.err" 'stream reset, code 0x10c'
 expect "the server answers on" 404 "$(h3 GET /slow)"
 stop "$PID"
+
+# the closing period (RFC 9000 10.2.1): the server closes a connection
+# for a frame HTTP/3 forbids on a request stream; a late packet for it
+# gets the same CONNECTION_CLOSE datagram again (not a stateless reset),
+# and once the period is over (3 PTO, 1 s at least) a stateless reset
+# (h3-client -x sends one every 250 ms, 10 s at most)
+start closing
+"$H3" "$PORT" HEAD /none -x >"$T/a" 2>"$T/a.err"
+expect "closing period: the close again, then a stateless reset" \
+	"close again|then a stateless reset" "$(tail -n 2 "$T/a" | paste -sd'|')"
+expect "the server answers on" 404 "$(h3 GET /none)"
+stop "$PID"
+expect "closing: exit status after SIGTERM" 0 "$STATUS"
 
 RT=read-token-h3-0123456789
 WT=write-token-h3-0123456789

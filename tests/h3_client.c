@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K] [-i MS]
+ *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS] [-x]
  *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
@@ -31,8 +31,8 @@
  * timed from the handshake's end to the last answer.  The 10 s deadline
  * then counts from the latest answer.
  *
- * -N N (bench/http/h3.sh's resumed figures, new connections): N connections one after
- * another, each a handshake and one request, closed with H3_NO_ERROR
+ * -N N (bench/http/h3.sh's resumed figures, new connections): N
+ * connections one after another, each a handshake and one request, closed with H3_NO_ERROR
  * once its answer is whole; one line at the end, "N connections, A
  * answered, S 2xx in T s: R/s", timed from the first connection's start
  * to the last one's close.  Each connection has its own 10 s deadline.
@@ -62,12 +62,31 @@
  * and "replay: no 1-RTT packet" or "replay: a 1-RTT packet" (only early
  * data the server took can draw one before a handshake that never
  * completes).  Exit status 3 when the reset does not come.
+ *
+ * -I N (bench/http/h3.sh, idle): N connections held at once, made one
+ * after another, each with its one request answered (nothing printed of
+ * it); then "open N" and every one stays connected, idle, for -k MS
+ * (acknowledgements and timers still served), then each is closed with
+ * H3_NO_ERROR.  Exits 0 when all N were answered 2xx.
+ *
+ * -x (tests/h3.sh, the closing period): once the answer is whole, a
+ * SETTINGS frame on a new request stream, which HTTP/3 forbids there
+ * (RFC 9114 7.2.4: H3_FRAME_UNEXPECTED, a connection error), makes the
+ * server close the connection; its CONNECTION_CLOSE datagram is kept.
+ * Then a short-header packet for the connection, as a client that
+ * missed the close would send one: "close again" when the same datagram
+ * comes back, "reply N" for another, "no reply" within 2 s.  Then such a
+ * packet every 250 ms, up to 10 s, until one is answered with something
+ * else than the close: "then a stateless reset" (a short header that is
+ * not the close: the closing period is over) or "no stateless reset".
+ * Exits 0 when both came.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -589,8 +608,8 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N] [-i MS] "
-	                "[--session FILE [--early [--replay]]]\n");
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N | -I N] "
+	                "[-i MS] [-x] [--session FILE [--early [--replay]]]\n");
 	return 2;
 }
 
@@ -689,6 +708,174 @@ static int conns_run(struct client *tmpl, int port, int conns)
 	return rc;
 }
 
+/* -I: one pass over the held connections CL[0..N): reads what came
+ * (PFD says), runs the timers that are due, sends.  A connection that
+ * fails is closed and left out from then on (fd -1). */
+static void idle_serve(struct client *cl, struct pollfd *pfd, int n)
+{
+	uint8_t buf[65536];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		quic_conn *q = &cl[i].q;
+		ngtcp2_path path = {
+			{(ngtcp2_sockaddr *)&q->local, sizeof q->local},
+			{(ngtcp2_sockaddr *)&q->remote, sizeof q->remote}, NULL};
+		ngtcp2_pkt_info pi = {0};
+		ssize_t got;
+		int rv = 0;
+
+		if (q->fd < 0)
+			continue;
+		while (pfd[i].revents &&
+		       (got = recv(q->fd, buf, sizeof buf, MSG_DONTWAIT)) > 0 && rv == 0)
+			rv = ngtcp2_conn_read_pkt(q->quic, &path, &pi, buf, (size_t)got,
+			                          quic_conn_now());
+		if (rv == 0 && ngtcp2_conn_get_expiry(q->quic) <= quic_conn_now())
+			rv = ngtcp2_conn_handle_expiry(q->quic, quic_conn_now());
+		if (rv != 0 || client_write(&cl[i]) < 0) {
+			fprintf(stderr, "h3-client: held connection %d failed\n", i + 1);
+			quic_conn_close(q);
+			pfd[i].fd = -1;
+		}
+	}
+}
+
+/* -I: N connections with TMPL's request, held for TMPL->hold_ms.
+ * Returns 0 when all were answered 2xx, else 1. */
+static int idle_run(const struct client *tmpl, int port, int n)
+{
+	struct client *cl = calloc((size_t)n, sizeof *cl);
+	struct pollfd *pfd = calloc((size_t)n, sizeof *pfd);
+	ngtcp2_tstamp until;
+	struct rlimit rl;
+	int i, held = 0, ok = 0;
+
+	if (cl == NULL || pfd == NULL)
+		goto out;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max; /* one socket a connection */
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < n; i++, held++) {
+		cl[i] = *tmpl;
+		cl[i].hold_ms = 0;
+		memset(&cl[i].q, 0, sizeof cl[i].q);
+		cl[i].q.fd = -1;
+		if (client_open(&cl[i], port) < 0 || client_write(&cl[i]) < 0 ||
+		    client_run(&cl[i]) != 0) {
+			fprintf(stderr, "h3-client: connection %d failed\n", i + 1);
+			quic_conn_close(&cl[i].q);
+			break;
+		}
+		ok += cl[i].ok;
+		pfd[i] = (struct pollfd){cl[i].q.fd, POLLIN, 0};
+	}
+	printf("open %d\n", held);
+	fflush(stdout);
+	until = quic_conn_now() + (ngtcp2_tstamp)tmpl->hold_ms * NGTCP2_MILLISECONDS;
+	while (held == n && quic_conn_now() < until) {
+		ngtcp2_tstamp due = until, now;
+
+		for (i = 0; i < n; i++)
+			if (pfd[i].fd >= 0 && ngtcp2_conn_get_expiry(cl[i].q.quic) < due)
+				due = ngtcp2_conn_get_expiry(cl[i].q.quic);
+		now = quic_conn_now();
+		poll(pfd, (nfds_t)n,
+		     due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1 : 0);
+		idle_serve(cl, pfd, n);
+	}
+	for (i = 0; i < held; i++)
+		client_free(&cl[i], pfd[i].fd >= 0);
+out:
+	free(cl);
+	free(pfd);
+	return held == n && ok == n ? 0 : 1;
+}
+
+/* -x: waits up to MS for a datagram on CL's socket, into BUF.  Returns
+ * its length, or 0 when none came. */
+static size_t wait_datagram(struct client *cl, uint8_t *buf, size_t cap,
+                            int ms)
+{
+	struct pollfd pfd = {cl->q.fd, POLLIN, 0};
+	ssize_t n;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return 0;
+	n = recv(cl->q.fd, buf, cap, MSG_DONTWAIT);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* -x: sends a 1200-byte short-header packet for CL's connection (its
+ * current destination ID, the rest random). */
+static void send_late_packet(struct client *cl)
+{
+	const ngtcp2_cid *dcid = ngtcp2_conn_get_dcid(cl->q.quic);
+	uint8_t p[1200];
+
+	quic_conn_random(p, sizeof p);
+	p[0] = (uint8_t)(0x40 | (p[0] & 0x3f));
+	memcpy(p + 1, dcid->data, dcid->datalen);
+	send(cl->q.fd, p, sizeof p, 0);
+}
+
+/* -x: the server closes the connection for a frame HTTP/3 forbids; then
+ * it must answer a late packet with the same close, and later ones,
+ * once its closing period is over, with a stateless reset.  Returns 0
+ * when both were seen. */
+static int closing_check(struct client *cl)
+{
+	static const uint8_t settings[] = {0x04, 0x00}; /* SETTINGS, empty */
+	ngtcp2_vec vec = {(uint8_t *)settings, sizeof settings};
+	ngtcp2_path path = {
+		{(ngtcp2_sockaddr *)&cl->q.local, sizeof cl->q.local},
+		{(ngtcp2_sockaddr *)&cl->q.remote, sizeof cl->q.remote}, NULL};
+	static uint8_t buf[65536], closed[65536];
+	size_t len, closed_len = 0;
+	ngtcp2_pkt_info pi = {0};
+	ngtcp2_ssize n, taken;
+	int64_t id;
+	int i, again, reset = 0;
+
+	if (ngtcp2_conn_open_bidi_stream(cl->q.quic, &id, NULL) != 0)
+		return 1;
+	n = ngtcp2_conn_writev_stream(cl->q.quic, NULL, &pi, buf, QUIC_CONN_PKT,
+	                              &taken, NGTCP2_WRITE_STREAM_FLAG_FIN, id,
+	                              &vec, 1, quic_conn_now());
+	if (n <= 0 || send(cl->q.fd, buf, (size_t)n, 0) < 0)
+		return 1;
+	while (closed_len == 0) { /* what came before the close is read */
+		len = wait_datagram(cl, buf, sizeof buf, H3C_DEADLINE_MS);
+		if (len == 0) {
+			printf("no close\n");
+			return 1;
+		}
+		if (ngtcp2_conn_read_pkt(cl->q.quic, &path, &pi, buf, len,
+		                         quic_conn_now()) == NGTCP2_ERR_DRAINING) {
+			memcpy(closed, buf, len);
+			closed_len = len;
+		}
+	}
+	send_late_packet(cl);
+	len = wait_datagram(cl, buf, sizeof buf, 2000);
+	again = len == closed_len && memcmp(buf, closed, len) == 0;
+	if (again)
+		printf("close again\n");
+	else if (len)
+		printf("reply %zu\n", len);
+	else
+		printf("no reply\n");
+	for (i = 0; i < 40 && !reset; i++) {
+		send_late_packet(cl);
+		len = wait_datagram(cl, buf, sizeof buf, 250);
+		reset = len > 0 && !(buf[0] & 0x80) &&
+		        !(len == closed_len && memcmp(buf, closed, len) == 0);
+	}
+	printf(reset ? "then a stateless reset\n" : "no stateless reset\n");
+	return again && reset ? 0 : 1;
+}
+
 static void field(struct client *cl, const char *n, size_t nl, const char *v,
                   size_t vl)
 {
@@ -700,7 +887,7 @@ int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
-	int i, rc, initial_only_ms = 0, conns = 0;
+	int i, rc, initial_only_ms = 0, conns = 0, idle = 0, close_check = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -711,6 +898,8 @@ int main(int argc, char **argv)
 	for (i = 4; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0) {
 			cl.stall = 1;
+		} else if (strcmp(argv[i], "-x") == 0) {
+			close_check = 1;
 		} else if (strcmp(argv[i], "-b") == 0) {
 			cl.bad_token = 1;
 		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
@@ -729,6 +918,10 @@ int main(int argc, char **argv)
 			cl.early = 1;
 		} else if (strcmp(argv[i], "--replay") == 0) {
 			cl.replay = 1;
+		} else if (strcmp(argv[i], "-I") == 0 && i + 1 < argc) {
+			idle = atoi(argv[++i]);
+			if (idle < 1)
+				return usage();
 		} else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
 			cl.bench_c = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
@@ -757,6 +950,16 @@ int main(int argc, char **argv)
 	    (cl.session_path && (initial_only_ms || cl.bad_token)) ||
 	    (cl.replay && (!cl.early || conns || cl.bench_n)))
 		return usage();
+	if (close_check &&
+	    (idle || conns || cl.bench_n || initial_only_ms || cl.session_path))
+		return usage();
+	if (idle) {
+		if (conns || cl.bench_n || initial_only_ms || cl.bad_token ||
+		    cl.session_path)
+			return usage();
+		cl.bench_n = 1;
+		return idle_run(&cl, atoi(argv[1]), idle);
+	}
 	if (cl.session_path) {
 		char why[256];
 
@@ -789,6 +992,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = client_run(&cl);
+	if (rc == 0 && close_check)
+		rc = closing_check(&cl);
 	fflush(stdout);
 	if (cl.retried)
 		fprintf(stderr, "h3-client: followed a Retry\n");

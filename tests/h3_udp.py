@@ -14,12 +14,20 @@ socket on 127.0.0.1:PORT (tests/h3_udp.sh).  KIND:
             "replies N", the stateless resets that came within 2 s of
             the last, one for each packet the server told apart; "no
             gso" where the kernel refuses UDP_SEGMENT
+  vn        one 1200-byte long-header packet in a version we do not
+            speak (0x1a2a3a4a, reserved for exercising negotiation),
+            sent up to 8 times a second apart until answered, then one
+            of 1199 bytes: prints "vn VERSIONS" for a Version
+            Negotiation packet (version 0, our connection IDs swapped
+            back, VERSIONS the ones listed, hex, comma-separated), "bad
+            reply N" for another, "no reply" when none came (RFC 9000 6:
+            none for a datagram under 1200 bytes)
   reset     one 60-byte and one 21-byte short-header packet for no
             connection, each waited on (up to 8 s, 2 s): prints "reply N
             0xFIRSTBYTE" or "no reply" for each (a stateless reset: 42
             bytes, short-header form, for the first; none for the second)
 
-Deterministic (seeded); only "reset" waits for answers.
+Deterministic (seeded); only "reset" and "vn" wait for answers.
 """
 import random
 import socket
@@ -69,6 +77,42 @@ def resets(s, port, rng):
     return 0
 
 
+def vn_reply(r, dcid, scid):
+    # RFC 9000 17.2.1: the form bit, version 0, the client's SCID as DCID
+    # and its DCID as SCID, then the versions
+    if len(r) < 7 or not r[0] & 0x80 or r[1:5] != bytes(4):
+        return "bad reply %d" % len(r)
+    n = r[5]
+    got_dcid = r[6:6 + n]
+    m = r[6 + n]
+    got_scid = r[7 + n:7 + n + m]
+    rest = r[7 + n + m:]
+    if got_dcid != scid or got_scid != dcid or len(rest) % 4 or not rest:
+        return "bad reply %d" % len(r)
+    return "vn " + ",".join("%08x" % int.from_bytes(rest[i:i + 4], "big")
+                            for i in range(0, len(rest), 4))
+
+
+def negotiation(s, port, rng):
+    for size, tries in ((1200, 8), (1199, 1)):
+        dcid = bytes(rng.getrandbits(8) for _ in range(8))
+        scid = bytes(rng.getrandbits(8) for _ in range(8))
+        p = (bytes([0xC0]) + (0x1A2A3A4A).to_bytes(4, "big") + bytes([8]) +
+             dcid + bytes([8]) + scid)
+        p += bytes(rng.getrandbits(8) for _ in range(size - len(p)))
+        s.settimeout(2.0 if tries == 1 else 1.0)
+        for _ in range(tries):
+            s.sendto(p, ("127.0.0.1", port))
+            try:
+                print(vn_reply(s.recv(2048), dcid, scid))
+                break
+            except socket.timeout:
+                pass
+        else:
+            print("no reply")
+    return 0
+
+
 def gro(s, port, count, rng):
     s.connect(("127.0.0.1", port))
     train = b"".join(bytes([0x40 | rng.getrandbits(6)]) + bytes(
@@ -97,6 +141,8 @@ def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     if kind == "reset":
         return resets(s, port, rng)
+    if kind == "vn":
+        return negotiation(s, port, rng)
     if kind == "gro":
         return gro(s, port, count, rng)
     for _ in range(count):

@@ -2,7 +2,8 @@
 # h3_udp.sh BUILD_DIR -- keel-serve's HTTP/3 socket under hostile datagrams
 # (docs/http.md "HTTP/3", "Hostile datagrams"): garbage, short headers for
 # no connection, broken long headers (cut short, absurd lengths, 255-byte
-# connection IDs, unknown versions), then well-formed Initials whose
+# connection IDs, unknown versions), Version Negotiation for an Initial
+# in a version we do not speak, then well-formed Initials whose
 # payload does not decrypt, more of them than --max-conns; a stateless
 # reset for an unknown short header, and one for each of 8 that come
 # joined (UDP_GRO).  Checked: the
@@ -91,6 +92,13 @@ done
 python3 "$HERE/h3_udp.py" "$PORT" reset 1 >"$T/resets"
 expect "stateless reset for an unknown short header; none for 21 bytes" \
 	"reply 42 0x40|no reply" "$(paste -sd'|' "$T/resets")"
+
+# an Initial in a version we do not speak gets a Version Negotiation
+# packet listing QUIC v1 (RFC 9000 6, 17.2.1); one under 1200 bytes, the
+# least a client's Initial may be, gets nothing
+python3 "$HERE/h3_udp.py" "$PORT" vn 1 >"$T/vn"
+expect "Version Negotiation (v1) for an unknown version; none under 1200 bytes" \
+	"vn 00000001|no reply" "$(paste -sd'|' "$T/vn")"
 
 # 64 well-formed Initials whose payload does not decrypt, against
 # --max-conns 16 and a 60 s handshake deadline: each connection is

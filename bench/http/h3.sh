@@ -24,6 +24,16 @@
 #          the one before it got; a first, untimed connection per process
 #          makes its session file).  Resumed against 1-RTT is h3r/h3c: the
 #          same client both ways.
+#   idle   once, after the rounds: $IDLE idle connections of each
+#          protocol held at once, each against a fresh keel-serve
+#          (--max-conns 2*IDLE+1000, --idle-timeout 600s): HTTP/3 through
+#          h3-client -I $IDLE (a handshake and one GET of the 64-byte
+#          document each, then idle), HTTP/2+TLS through
+#          bench/http/h2idle.py (TLS, preface and SETTINGS, no request).
+#          The server's VmRSS before and 2 s after all are open, per
+#          connection; for HTTP/3 also what ngtcp2 and nghttp3 hold per
+#          connection (live bytes through their counting allocators, the
+#          server's KEEL_H3_MEMSTAT line) and ours.
 #
 # HTTP/3 through loadgen --http3 (bench/http/loadgen_h3.c, closed loop:
 # --conns 1 --pipeline K; $H3_WARMUP s of warmup, then $H3_SECS s
@@ -42,7 +52,7 @@ set -u
 RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
 . "$(dirname "$0")/../results.sh"
 results_begin "bash $0" "$@"
-results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K CONN_N CONN_K H3_SECS H3_WARMUP TESTS SERVER_CPU LOAD_CPU
+results_env ROUNDS GET_N GET_K BIG_N PUT_N PUT_K CONN_N CONN_K H3_SECS H3_WARMUP IDLE TESTS SERVER_CPU LOAD_CPU
 B=${1:-build}
 ROUNDS=${ROUNDS:-3}
 GET_N=${GET_N:-50000}
@@ -54,7 +64,8 @@ CONN_N=${CONN_N:-1000}
 CONN_K=${CONN_K:-4}
 H3_SECS=${H3_SECS:-2}
 H3_WARMUP=${H3_WARMUP:-0.5}
-TESTS=${TESTS:-get64 get1m put16 conn}
+IDLE=${IDLE:-2000}
+TESTS=${TESTS:-get64 get1m put16 conn idle}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h3.XXXXXX)}
@@ -83,12 +94,13 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK=$(getconf CLK_TCK)
 want() { case " $TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# start: one keel-serve with TLS (so HTTP/3 too) on PORT, the documents in
+# start [ARGS...]: one keel-serve with TLS (so HTTP/3 too) on PORT, ARGS
+# added, the documents in
 start() {
 	local i
 	rm -f "$DIR/s.keel"
 	taskset -c "$SERVER_CPU" "$SERVE" --db "$DIR/s.keel" --listen 127.0.0.1:0 \
-		--tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" >"$DIR/s.out" 2>&1 &
+		--tls-cert "$DIR/cert.pem" --tls-key "$DIR/key.pem" "$@" >"$DIR/s.out" 2>&1 &
 	SPID=$!
 	for i in $(seq 200); do
 		PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$DIR/s.out")
@@ -200,6 +212,42 @@ sessions() {
 	done
 }
 
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# idle PROTO -- $IDLE idle connections of PROTO held at once against a
+# fresh server: its VmRSS growth per connection into $DIR/results as
+# "idle PROTO KB" (HTTP/3: then ngtcp2's, nghttp3's and our live KB per
+# connection, from the server's last KEEL_H3_MEMSTAT line)
+idle() {
+	local proto=$1 before after line mem per
+	KEEL_H3_MEMSTAT=1 start --max-conns $((2 * IDLE + 1000)) --idle-timeout 600s
+	sleep 1
+	before=$(rss_kb "$SPID")
+	if [ "$proto" = h3 ]; then
+		coproc IDLER { taskset -c "$LOAD_CPU" "$H3" "$PORT" GET /doc \
+			-I "$IDLE" -k 600000 2>&1; }
+	else
+		coproc IDLER { taskset -c "$LOAD_CPU" python3 "$(dirname "$0")/h2idle.py" \
+			"$PORT" "$DIR/cert.pem" "$IDLE" /doc 2>&1; }
+	fi
+	read -r line <&"${IDLER[0]}"
+	sleep 2 # settled; the sweep (every 250 ms) has printed the figures
+	after=$(rss_kb "$SPID")
+	mem=$(grep 'h3 memory' "$DIR/s.out" | tail -n 1)
+	kill "$IDLER_PID" 2>/dev/null
+	wait "$IDLER_PID" 2>/dev/null
+	stop
+	per=$(awk -v a="$before" -v b="$after" -v n="$IDLE" 'BEGIN { printf "%.1f", (b - a) / n }')
+	echo "idle $proto: $line, RSS $before -> $after KB, $per KB a connection"
+	[ "$line" = "open $IDLE" ] || return
+	if [ "$proto" = h3 ]; then
+		echo "  $mem"
+		per="$per $(sed -n 's/.*: \([0-9]*\) connections .*ngtcp2 \([0-9]*\) bytes.*nghttp3 \([0-9]*\) bytes.*ours \([0-9]*\) bytes.*/\1 \2 \3 \4/p' <<<"$mem" |
+			awk '{ printf "%.1f %.1f %.1f", $2 / $1 / 1024, $3 / $1 / 1024, $4 / $1 / 1024 }')"
+	fi
+	echo "idle $proto $per" >>"$DIR/results"
+}
+
 # part PART PROTO -- one part over one protocol
 part() {
 	local url="https://127.0.0.1:$PORT"
@@ -235,13 +283,20 @@ for r in $(seq "$ROUNDS"); do
 	done
 	stop
 done
+if want idle; then
+	idle h3
+	idle h2
+fi
 
 {
-	echo
-	echo "| part | HTTP/3 /s | h2+TLS /s | ratio | HTTP/3 per CPU-s | h2+TLS per CPU-s | ratio |"
-	echo "|---|---|---|---|---|---|---|"
+	if [ -n "$(echo " $TESTS " | sed 's/ idle / /g' | tr -d ' ')" ]; then
+		echo
+		echo "| part | HTTP/3 /s | h2+TLS /s | ratio | HTTP/3 per CPU-s | h2+TLS per CPU-s | ratio |"
+		echo "|---|---|---|---|---|---|---|"
+	fi
 	for t in $TESTS; do
 		case $t in
+		idle) continue ;;
 		get64) label="GET 64 B, $GET_K streams at a time" ;;
 		get1m) label="GET 1 MiB, 1 stream at a time" ;;
 		put16) label="durable PUT 16 B, $PUT_K streams at a time" ;;
@@ -271,6 +326,16 @@ done
 					label, r1, rr, (r1 ? rr / r1 : 0), c1, cr, (c1 ? cr / c1 : 0)
 			}' "$DIR/results"
 	fi
+	want idle && awk -v n="$IDLE" '
+		$1 == "idle" { kb[$2] = $3; if ($2 == "h3") { q = $4; h = $5; o = $6 } }
+		END {
+			if (!("h3" in kb) || !("h2" in kb)) exit
+			print ""
+			print "| idle connections, " n " held at once | HTTP/3 KB each | h2+TLS KB each | ratio | HTTP/3 live KB each: ngtcp2, nghttp3, ours |"
+			print "|---|---|---|---|---|"
+			printf "| server VmRSS growth / %d | %.1f | %.1f | %.2fx | %s, %s, %s |\n",
+				n, kb["h3"], kb["h2"], (kb["h2"] ? kb["h3"] / kb["h2"] : 0), q, h, o
+		}' "$DIR/results"
 } | tee "$DIR/table.md"
 {
 	echo "Means over $ROUNDS round(s); one keel-serve (--threads 1, TLS, so HTTP/3 on the"
@@ -285,6 +350,11 @@ done
 		"1-RTT over HTTP/3: build/h3-client -N, $CONN_K processes, h3c with full handshakes and" \
 		"h3r with --session --early, each connection resuming the ticket the one before got, its" \
 		"GET in 0-RTT (h3-client counts the resumed connections and the early data taken)."
+	want idle && echo "Idle connections: a fresh keel-serve for each protocol; HTTP/3" \
+		"through h3-client -I (a handshake and one GET each, then idle), HTTP/2+TLS through" \
+		"bench/http/h2idle.py (TLS, preface and SETTINGS, no request); VmRSS 2 s after all are" \
+		"open; live KB: what ngtcp2 and nghttp3 hold through their counting allocators" \
+		"(KEEL_H3_MEMSTAT), touched or not, and our own structures."
 	[ -s "$DIR/resumed" ] && awk -v n=$((CONN_N / CONN_K * CONN_K)) '
 		{ r += $1; e += $2; k++ }
 		END {
