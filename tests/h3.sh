@@ -113,6 +113,9 @@ expect "a listing: 200" 200 "$(h3 GET '/?prefix=k')"
 contains "the listing names the key" "$T/a" '"key":"k"'
 expect "a body past --max-body: 413" 413 \
 	"$(h3 PUT /big -d "$(head -c 2000 /dev/zero | tr '\0' x)")"
+expect "a header section past 16 KiB: 431" 431 \
+	"$(h3 GET /k -H "x-pad: $(head -c 17000 /dev/zero | tr '\0' p)")"
+expect "after the 431 a GET on a new connection: 200" 200 "$(h3 GET /k)"
 expect "DELETE: 204" 204 "$(h3 DELETE /k)"
 expect "GET after DELETE: 404" 404 "$(h3 GET /k)"
 expect "DELETE again: 404" 404 "$(h3 DELETE /k)"
