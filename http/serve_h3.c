@@ -26,6 +26,7 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +68,19 @@
 /* TLS 1.3 only, without the middlebox compatibility mode QUIC forbids */
 #define H3_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:%DISABLE_TLS13_COMPAT_MODE"
 
-struct h3_creds {
+/* The certificate and key in force, or one a SIGHUP replaced: held by
+ * the server while in force, and by each GnuTLS session made with it
+ * (GnuTLS keeps a pointer, no count), so it is freed by whichever lets go
+ * last.  The server lets go only once every shard is past the swap
+ * (serve_main.c, retired_sweep): none can then be between loading the
+ * pointer and counting itself in. */
+struct h3_cert {
 	gnutls_certificate_credentials_t cred;
+	atomic_int refs;
+};
+
+struct h3_creds {
+	struct h3_cert *_Atomic cert; /* the one new handshakes take        */
 	gnutls_priority_t prio;
 	uint8_t secret[32]; /* stateless reset tokens (HKDF of the CID) */
 	uint8_t retry_secret[32]; /* Retry tokens' key, this process only */
@@ -131,6 +143,7 @@ struct h3_conn {
 	ngtcp2_conn *quic;
 	nghttp3_conn *http;             /* from http_start on               */
 	gnutls_session_t tls;
+	struct h3_cert *cert;           /* what tls was made with (counted) */
 	ngtcp2_crypto_conn_ref ref;     /* GnuTLS's way back to quic        */
 	ngtcp2_connection_close_error ccerr; /* set by a failing callback   */
 	uint8_t ccerr_set;
@@ -373,24 +386,70 @@ static void mem_report(struct serve_shard *sh)
 
 /* ---- credentials ------------------------------------------------------ */
 
+/* CERT and KEY (PEM) into a new h3_cert, counted once (the caller's).
+ * Returns it, or NULL with a message in WHY. */
+static struct h3_cert *cert_load(const char *cert, const char *key, char *why,
+                                 size_t cap)
+{
+	struct h3_cert *ct = calloc(1, sizeof *ct);
+	int rc;
+
+	if (ct == NULL) {
+		snprintf(why, cap, "out of memory");
+		return NULL;
+	}
+	rc = gnutls_certificate_allocate_credentials(&ct->cred);
+	if (rc == 0)
+		rc = gnutls_certificate_set_x509_key_file(ct->cred, cert, key,
+		                                          GNUTLS_X509_FMT_PEM);
+	if (rc < 0) {
+		snprintf(why, cap, "%s, %s: %s", cert, key, gnutls_strerror(rc));
+		if (ct->cred)
+			gnutls_certificate_free_credentials(ct->cred);
+		free(ct);
+		return NULL;
+	}
+	atomic_init(&ct->refs, 1);
+	return ct;
+}
+
+static struct h3_cert *cert_get(struct h3_cert *ct)
+{
+	atomic_fetch_add(&ct->refs, 1);
+	return ct;
+}
+
+void h3_cert_put(struct h3_cert *ct)
+{
+	if (ct && atomic_fetch_sub(&ct->refs, 1) == 1) {
+		gnutls_certificate_free_credentials(ct->cred);
+		free(ct);
+	}
+}
+
+struct h3_cert *h3_cert_reload(struct h3_creds *cr, const char *cert,
+                               const char *key, char *why, size_t cap)
+{
+	struct h3_cert *ct = cert_load(cert, key, why, cap);
+
+	return ct ? atomic_exchange(&cr->cert, ct) : NULL;
+}
+
 int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
                   char *why, size_t cap)
 {
 	struct h3_creds *cr = calloc(1, sizeof *cr);
+	struct h3_cert *ct;
 	int rc;
 
 	if (cr == NULL) {
 		snprintf(why, cap, "out of memory");
 		return -1;
 	}
-	rc = gnutls_certificate_allocate_credentials(&cr->cred);
-	if (rc == 0)
-		rc = gnutls_certificate_set_x509_key_file(cr->cred, cert, key,
-		                                          GNUTLS_X509_FMT_PEM);
-	if (rc < 0) {
-		snprintf(why, cap, "%s, %s: %s", cert, key, gnutls_strerror(rc));
+	ct = cert_load(cert, key, why, cap);
+	if (ct == NULL)
 		goto out_free;
-	}
+	atomic_init(&cr->cert, ct);
 	rc = gnutls_priority_init(&cr->prio, H3_PRIORITY, NULL);
 	if (rc < 0) {
 		snprintf(why, cap, "TLS priorities: %s", gnutls_strerror(rc));
@@ -406,8 +465,7 @@ int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
 	*out = cr;
 	return 0;
 out_free:
-	if (cr->cred)
-		gnutls_certificate_free_credentials(cr->cred);
+	h3_cert_put(atomic_load(&cr->cert));
 	free(cr);
 	return -1;
 }
@@ -420,7 +478,7 @@ void h3_creds_free(struct h3_creds *cr)
 	free(cr->replay);
 	explicit_bzero(cr->ticket_key, sizeof cr->ticket_key);
 	gnutls_priority_deinit(cr->prio);
-	gnutls_certificate_free_credentials(cr->cred);
+	h3_cert_put(atomic_load(&cr->cert));
 	free(cr);
 }
 
@@ -1497,6 +1555,16 @@ static ngtcp2_conn *ref_get_conn(ngtcp2_crypto_conn_ref *ref)
 	return ((struct h3_conn *)ref->user_data)->quic;
 }
 
+/* Frees HC's GnuTLS session, if any, and lets go of its certificate. */
+static void tls_free(struct h3_conn *hc)
+{
+	if (hc->tls)
+		gnutls_deinit(hc->tls);
+	hc->tls = NULL;
+	h3_cert_put(hc->cert);
+	hc->cert = NULL;
+}
+
 /* HC's GnuTLS session: the certificate, TLS 1.3, ALPN "h3" only,
  * session tickets with the server's key (sent by tls_release, not by
  * GnuTLS), early data unless --no-0rtt (QUIC lifts TLS's size limit,
@@ -1514,10 +1582,12 @@ static int conn_tls(struct h3_conn *hc, struct h3_creds *cr)
 		hc->tls = NULL;
 		return -1;
 	}
+	hc->cert = cert_get(atomic_load(&cr->cert)); /* tls_free lets go */
 	if (gnutls_priority_set(hc->tls, cr->prio) != 0 ||
 	    gnutls_session_ticket_enable_server(hc->tls, &cr->ticket) != 0 ||
 	    ngtcp2_crypto_gnutls_configure_server_session(hc->tls) != 0 ||
-	    gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE, cr->cred) != 0 ||
+	    gnutls_credentials_set(hc->tls, GNUTLS_CRD_CERTIFICATE,
+	                           hc->cert->cred) != 0 ||
 	    gnutls_alpn_set_protocols(hc->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY) != 0)
 		return -1;
 	if (early) {
@@ -1699,8 +1769,7 @@ out_free:
 	for (int i = 0; i < H3_CIDS_MAX; i++)
 		if (hc->cids[i].used)
 			cid_unlink(sh->h3, &hc->cids[i]);
-	if (hc->tls)
-		gnutls_deinit(hc->tls);
+	tls_free(hc);
 	ngtcp2_conn_del(hc->quic);
 out_uncount:
 	atomic_fetch_sub(&srv->conns, 1);
@@ -1781,8 +1850,7 @@ static void tls_release(struct h3_conn *hc)
 		return;
 	(void)gnutls_session_ticket_send(hc->tls, 1, 0);
 	ngtcp2_conn_set_tls_native_handle(hc->quic, NULL);
-	gnutls_deinit(hc->tls);
-	hc->tls = NULL;
+	tls_free(hc);
 }
 
 /* HC read datagrams: what it has to send goes, and its requests move. */
@@ -2121,8 +2189,7 @@ void h3_free(struct serve_conn *c)
 		nghttp3_conn_del(hc->http);
 	hc->http = NULL;
 	ngtcp2_conn_del(hc->quic);
-	if (hc->tls)
-		gnutls_deinit(hc->tls);
+	tls_free(hc);
 	while (hc->streams)
 		stream_free(hc, hc->streams);
 	for (i = 0; i < H3_CIDS_MAX; i++)

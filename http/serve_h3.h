@@ -149,6 +149,16 @@ int h3_creds_load(const char *cert, const char *key, struct h3_creds **out,
                   char *why, size_t cap);
 void h3_creds_free(struct h3_creds *cr);
 
+/* SIGHUP: loads CERT and KEY (PEM) again for new QUIC handshakes.
+ * Returns the certificate it replaced, for the caller to h3_cert_put once
+ * every shard is past the swap (handshakes already under way keep theirs
+ * and let go of it themselves), or NULL with a message in WHY and the one
+ * in force kept. */
+struct h3_cert;
+struct h3_cert *h3_cert_reload(struct h3_creds *cr, const char *cert,
+                               const char *key, char *why, size_t cap);
+void h3_cert_put(struct h3_cert *ct);
+
 /* Opens SH's UDP socket at ADDR (the TCP listener's, port resolved) and
  * puts it on SH's epoll (data.ptr = &sh->ufd).  Returns 0, or -1 with
  * errno. */

@@ -19,8 +19,8 @@
  * that does not load leaves the tokens in force as they were.  With
  * --tls-cert, SIGHUP also loads the certificate and key again into a new
  * context for new connections (serve.h, TLS); a pair that does not load
- * leaves the old one in force.  HTTP/3 (QUIC, serve_h3.h) keeps the pair
- * it loaded at startup.
+ * leaves the old one in force; HTTP/3 (QUIC, serve_h3.h) takes the new
+ * pair for its new handshakes too.
  */
 #include "serve.h"
 
@@ -40,12 +40,13 @@
 #define RETIRED_MAX 16 /* replaced token tables and TLS contexts not
                           yet freed */
 
-/* A token table or TLS context replaced by a SIGHUP, freed once every
- * shard has seen generation GEN (serve.h, TOKENS).  One of the two is
- * set. */
+/* A token table or TLS context (with QUIC's certificate) replaced by a
+ * SIGHUP, freed once every shard has seen generation GEN (serve.h,
+ * TOKENS).  The table or the TLS context is set. */
 struct retired {
 	tokens_table *table;
 	SSL_CTX *tls;
+	struct h3_cert *h3; /* QUIC's, with tls; NULL: none           */
 	uint64_t gen;
 };
 
@@ -568,6 +569,7 @@ static int retired_sweep(struct serve_server *srv, struct retired *r, int n)
 		if (r[i].gen <= seen) {
 			tokens_free(r[i].table);
 			serve_tls_ctx_free(r[i].tls); /* connections keep theirs */
+			h3_cert_put(r[i].h3);         /* handshakes keep theirs */
 		} else
 			r[kept++] = r[i];
 	}
@@ -598,6 +600,7 @@ static int tokens_reload(struct serve_server *srv, struct retired *r, int n)
 	atomic_store(&srv->tokens, t);
 	r[n].table = old;
 	r[n].tls = NULL;
+	r[n].h3 = NULL;
 	r[n++].gen = atomic_fetch_add(&srv->tokens_gen, 1) + 1;
 	fprintf(stderr, "keel-serve: SIGHUP: %s: %zu tokens\n",
 	        srv->cfg.tokens_path, tokens_count(t));
@@ -629,6 +632,13 @@ static int tls_reload(struct serve_server *srv, struct retired *r, int n)
 	}
 	r[n].table = NULL;
 	r[n].tls = atomic_exchange(&srv->tls, ctx);
+	/* QUIC's TLS is GnuTLS's: the same files loaded again for it */
+	r[n].h3 = srv->h3 ? h3_cert_reload(srv->h3, srv->cfg.tls_cert,
+	                                   srv->cfg.tls_key, why, sizeof why)
+	                  : NULL;
+	if (srv->h3 && r[n].h3 == NULL)
+		fprintf(stderr, "keel-serve: SIGHUP: HTTP/3: %s; QUIC keeps the "
+		        "certificate loaded before\n", why);
 	r[n++].gen = atomic_fetch_add(&srv->tokens_gen, 1) + 1;
 	serve_tls_describe(ctx, what, sizeof what);
 	fprintf(stderr, "keel-serve: SIGHUP: %s: certificate %s\n",
@@ -802,6 +812,7 @@ out_close:
 		nretired--;
 		tokens_free(retired[nretired].table);
 		serve_tls_ctx_free(retired[nretired].tls);
+		h3_cert_put(retired[nretired].h3);
 	}
 	tokens_free(atomic_load(&srv.tokens));
 	serve_tls_ctx_free(atomic_load(&srv.tls));

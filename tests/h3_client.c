@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS] [-x]
+ *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS] [-x] [-F]
  *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
@@ -12,7 +12,9 @@
  * the connection failed or the server reset the stream (its code on
  * stderr), 2 on bad arguments, 3 when nothing came within
  * H3C_DEADLINE_MS.  The server's certificate is not checked (the tests
- * make their own).  -s stalls: the request's fields go out, its body
+ * make their own); -F says which it was, "h3-client: certificate HEX" on
+ * stderr (its SHA-256, lower-case hex, as openssl x509 -fingerprint has
+ * it without the colons).  -s stalls: the request's fields go out, its body
  * never comes (the server's --body-min-rate must cut it).  -k MS keeps
  * the connection open, idle, for MS after the answer (memory figures).
  * A Retry from the server is followed (ngtcp2 does it) and said on
@@ -541,6 +543,26 @@ out_close:
 	return 1;
 }
 
+/* -F: the server's certificate's SHA-256 on stderr. */
+static void cert_print(quic_conn *q)
+{
+	const gnutls_datum_t *der;
+	unsigned int n = 0;
+	unsigned char fp[32];
+	size_t len = sizeof fp;
+
+	der = q->tls ? gnutls_certificate_get_peers(q->tls, &n) : NULL;
+	if (der == NULL || n == 0 ||
+	    gnutls_fingerprint(GNUTLS_DIG_SHA256, &der[0], fp, &len) < 0) {
+		fprintf(stderr, "h3-client: no certificate\n");
+		return;
+	}
+	fprintf(stderr, "h3-client: certificate ");
+	for (size_t i = 0; i < len; i++)
+		fprintf(stderr, "%02x", fp[i]);
+	fprintf(stderr, "\n");
+}
+
 /* The answer is whole, and the session ticket came if one is to be
  * saved (the server sends it as the handshake ends, but nothing orders
  * it before the answer). */
@@ -609,7 +631,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
 	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N | -I N] "
-	                "[-i MS] [-x] [--session FILE [--early [--replay]]]\n");
+	                "[-i MS] [-x] [-F] [--session FILE [--early [--replay]]]\n");
 	return 2;
 }
 
@@ -888,6 +910,7 @@ int main(int argc, char **argv)
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
 	int i, rc, initial_only_ms = 0, conns = 0, idle = 0, close_check = 0;
+	int print_cert = 0;
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -900,6 +923,8 @@ int main(int argc, char **argv)
 			cl.stall = 1;
 		} else if (strcmp(argv[i], "-x") == 0) {
 			close_check = 1;
+		} else if (strcmp(argv[i], "-F") == 0) {
+			print_cert = 1;
 		} else if (strcmp(argv[i], "-b") == 0) {
 			cl.bad_token = 1;
 		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
@@ -999,6 +1024,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "h3-client: followed a Retry\n");
 	if (cl.resumed)
 		fprintf(stderr, "h3-client: resumed\n");
+	if (print_cert)
+		cert_print(&cl.q);
 	if (cl.q.early)
 		fprintf(stderr, "h3-client: early data %s\n",
 		        cl.early_rejected ? "rejected, the request sent again "
