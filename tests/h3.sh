@@ -116,6 +116,7 @@ expect "a body past --max-body: 413" 413 \
 expect "a header section past 16 KiB: 431" 431 \
 	"$(h3 GET /k -H "x-pad: $(head -c 17000 /dev/zero | tr '\0' p)")"
 expect "after the 431 a GET on a new connection: 200" 200 "$(h3 GET /k)"
+expect "a target past 4 KiB: 414" 414 "$(h3 GET "/$(head -c 5000 /dev/zero | tr '\0' a)")"
 expect "DELETE: 204" 204 "$(h3 DELETE /k)"
 expect "GET after DELETE: 404" 404 "$(h3 GET /k)"
 expect "DELETE again: 404" 404 "$(h3 DELETE /k)"
