@@ -169,8 +169,7 @@ static int on_data(nghttp3_conn *h, int64_t id, const uint8_t *data,
 	(void)h, (void)sarg;
 	if (cl->bench_n == 0)
 		fwrite(data, 1, len, stdout);
-	ngtcp2_conn_extend_max_stream_offset(cl->q.quic, id, len);
-	ngtcp2_conn_extend_max_offset(cl->q.quic, len);
+	quic_conn_credit(&cl->q, id, len);
 	return 0;
 }
 
@@ -180,8 +179,7 @@ static int on_consume(nghttp3_conn *h, int64_t id, size_t n, void *arg,
 	struct client *cl = arg;
 
 	(void)h, (void)sarg;
-	ngtcp2_conn_extend_max_stream_offset(cl->q.quic, id, n);
-	ngtcp2_conn_extend_max_offset(cl->q.quic, n);
+	quic_conn_credit(&cl->q, id, n);
 	return 0;
 }
 
@@ -301,18 +299,12 @@ static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
                           void *arg, void *sarg)
 {
 	struct client *cl = arg;
-	nghttp3_ssize n;
 
-	(void)off, (void)sarg;
-	if (cl->q.http == NULL)
-		return 0;
-	n = nghttp3_conn_read_stream(cl->q.http, id, data, len,
-	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
-	if (n < 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	ngtcp2_conn_extend_max_stream_offset(q, id, (uint64_t)n);
-	ngtcp2_conn_extend_max_offset(q, (uint64_t)n);
-	return 0;
+	(void)q, (void)off, (void)sarg;
+	return quic_conn_stream_data(&cl->q, id, data, len,
+	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0) < 0
+	           ? NGTCP2_ERR_CALLBACK_FAILURE
+	           : 0;
 }
 
 static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
@@ -321,9 +313,8 @@ static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
 	struct client *cl = arg;
 
 	(void)q, (void)off, (void)sarg;
-	return cl->q.http && nghttp3_conn_add_ack_offset(cl->q.http, id, len) != 0
-	           ? NGTCP2_ERR_CALLBACK_FAILURE
-	           : 0;
+	return quic_conn_acked(&cl->q, id, len) < 0 ? NGTCP2_ERR_CALLBACK_FAILURE
+	                                            : 0;
 }
 
 static int on_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,

@@ -102,8 +102,7 @@ static int on_data(nghttp3_conn *hc, int64_t id, const uint8_t *data,
 	(void)hc, (void)data;
 	if (sl && (sl->body += len) > H3_BODY_MAX)
 		sl->why = "answer body over 64 KiB";
-	ngtcp2_conn_extend_max_stream_offset(c->q.quic, id, len);
-	ngtcp2_conn_extend_max_offset(c->q.quic, len);
+	quic_conn_credit(&c->q, id, len);
 	return 0;
 }
 
@@ -113,8 +112,7 @@ static int on_consume(nghttp3_conn *hc, int64_t id, size_t n, void *arg,
 	h3conn *c = arg;
 
 	(void)hc, (void)sarg;
-	ngtcp2_conn_extend_max_stream_offset(c->q.quic, id, n);
-	ngtcp2_conn_extend_max_offset(c->q.quic, n);
+	quic_conn_credit(&c->q, id, n);
 	return 0;
 }
 
@@ -200,19 +198,15 @@ static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
                           void *arg, void *sarg)
 {
 	h3conn *c = arg;
-	nghttp3_ssize n;
+	int rv;
 
-	(void)off, (void)sarg;
-	if (!c->q.http)
-		return 0;
-	n = nghttp3_conn_read_stream(c->q.http, id, data, len,
-	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
-	if (n < 0) {
-		c->broken = nghttp3_strerror((int)n);
+	(void)q, (void)off, (void)sarg;
+	rv = quic_conn_stream_data(&c->q, id, data, len,
+	                           (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+	if (rv < 0) {
+		c->broken = nghttp3_strerror(rv);
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	}
-	ngtcp2_conn_extend_max_stream_offset(q, id, (uint64_t)n);
-	ngtcp2_conn_extend_max_offset(q, (uint64_t)n);
 	return 0;
 }
 
@@ -222,8 +216,8 @@ static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
 	h3conn *c = arg;
 
 	(void)q, (void)off, (void)sarg;
-	return c->q.http && nghttp3_conn_add_ack_offset(c->q.http, id, len) != 0 ?
-	       NGTCP2_ERR_CALLBACK_FAILURE : 0;
+	return quic_conn_acked(&c->q, id, len) < 0 ? NGTCP2_ERR_CALLBACK_FAILURE
+	                                           : 0;
 }
 
 static int on_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,

@@ -280,6 +280,32 @@ int quic_conn_http_start(quic_conn *c, const nghttp3_callbacks *cb,
 	return 0;
 }
 
+int quic_conn_stream_data(quic_conn *c, int64_t id, const uint8_t *data,
+                          size_t len, int fin)
+{
+	nghttp3_ssize n;
+
+	if (c->http == NULL)
+		return 0;
+	n = nghttp3_conn_read_stream(c->http, id, data, len, fin);
+	if (n < 0)
+		return (int)n;
+	quic_conn_credit(c, id, (uint64_t)n);
+	return 0;
+}
+
+void quic_conn_credit(quic_conn *c, int64_t id, uint64_t n)
+{
+	ngtcp2_conn_extend_max_stream_offset(c->quic, id, n);
+	ngtcp2_conn_extend_max_offset(c->quic, n);
+}
+
+int quic_conn_acked(quic_conn *c, int64_t id, uint64_t len)
+{
+	return c->http && nghttp3_conn_add_ack_offset(c->http, id, len) != 0 ?
+	       -1 : 0;
+}
+
 void quic_conn_close(quic_conn *c)
 {
 	if (c->http)

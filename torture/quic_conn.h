@@ -111,6 +111,18 @@ int quic_conn_write(quic_conn *c, int *rv);
 int quic_conn_http_start(quic_conn *c, const nghttp3_callbacks *cb,
                          void *user);
 
+/* The glue every client's callbacks share.  quic_conn_stream_data: the
+ * stream data ngtcp2 received (FIN: its end) to HTTP/3, and what nghttp3
+ * took credited to QUIC's flow control; 0, or nghttp3's negative error
+ * (nothing is read before c->http is made: 0).  quic_conn_credit: N
+ * bytes of stream ID consumed (a body read, or one nghttp3 let go of).
+ * quic_conn_acked: LEN more bytes of stream ID acknowledged, to nghttp3;
+ * 0 or -1. */
+int quic_conn_stream_data(quic_conn *c, int64_t id, const uint8_t *data,
+                          size_t len, int fin);
+void quic_conn_credit(quic_conn *c, int64_t id, uint64_t n);
+int quic_conn_acked(quic_conn *c, int64_t id, uint64_t len);
+
 /* As quic_conn_open, resuming S (its ticket offered; S is not kept).
  * EARLY: 0-RTT, c->early set; S's transport parameters bound the early
  * streams, which the caller may open (and start HTTP/3 on) right after

@@ -281,8 +281,7 @@ static int on_consumed(nghttp3_conn *h, int64_t id, size_t n, void *arg,
 	struct h3_conn *c = arg;
 
 	(void)h, (void)sarg;
-	ngtcp2_conn_extend_max_stream_offset(c->q.quic, id, n);
-	ngtcp2_conn_extend_max_offset(c->q.quic, n);
+	quic_conn_credit(&c->q, id, n);
 	return 0;
 }
 
@@ -320,21 +319,17 @@ static int on_stream_data(ngtcp2_conn *q, uint32_t flags, int64_t id,
                           void *arg, void *sarg)
 {
 	struct h3_conn *c = arg;
-	nghttp3_ssize n;
+	int rv;
 
-	(void)off, (void)sarg;
-	if (c->q.http == NULL)
-		return 0;
-	n = nghttp3_conn_read_stream(c->q.http, id, data, len,
-	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
-	if (n < 0) {
+	(void)q, (void)off, (void)sarg;
+	rv = quic_conn_stream_data(&c->q, id, data, len,
+	                           (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+	if (rv < 0) {
 		snprintf(errtext, sizeof errtext, "HTTP/3 error: %s",
-		         nghttp3_strerror((int)n));
+		         nghttp3_strerror(rv));
 		c->failed = errtext;
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	}
-	ngtcp2_conn_extend_max_stream_offset(q, id, (uint64_t)n);
-	ngtcp2_conn_extend_max_offset(q, (uint64_t)n);
 	return 0;
 }
 
@@ -344,9 +339,8 @@ static int on_acked(ngtcp2_conn *q, int64_t id, uint64_t off, uint64_t len,
 	struct h3_conn *c = arg;
 
 	(void)q, (void)off, (void)sarg;
-	if (c->q.http && nghttp3_conn_add_ack_offset(c->q.http, id, len) != 0)
-		return NGTCP2_ERR_CALLBACK_FAILURE;
-	return 0;
+	return quic_conn_acked(&c->q, id, len) < 0 ? NGTCP2_ERR_CALLBACK_FAILURE
+	                                           : 0;
 }
 
 static int on_quic_stream_close(ngtcp2_conn *q, uint32_t flags, int64_t id,
