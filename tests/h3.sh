@@ -376,6 +376,19 @@ if [ -x "$B/loadgen" ]; then
 	else
 		bad "loadgen --http3 --close: $(cat "$T/lg.json" "$T/lg.err")"
 	fi
+	# --rate: at most the requests scheduled (200 a second for 1 s;
+	# closed loop this server answers thousands), none dropped
+	timeout 60 "$B/loadgen" --http3 --port "$PORT" --conns 4 --rate 200 \
+		--duration 1 --warmup 0.3 --path /doc >"$T/lg.json" 2>"$T/lg.err"
+	a=$(jnum "$T/lg.json" answers)
+	if [ "${a:-0}" -gt 0 ] && [ "$a" -le 201 ] &&
+		[ "$a" = "$(jnum "$T/lg.json" 2xx)" ] &&
+		[ "$(jnum "$T/lg.json" errors)" = 0 ] &&
+		[ "$(jnum "$T/lg.json" dropped)" = 0 ]; then
+		ok "loadgen --http3 --rate 200: $a answers in 1 s, all 2xx"
+	else
+		bad "loadgen --http3 --rate 200: $(cat "$T/lg.json" "$T/lg.err")"
+	fi
 	# a server that does not answer (stopped): the handshakes never end,
 	# the run does, and says so
 	kill -STOP "$PID"

@@ -21,7 +21,8 @@
  * --http3 runs the same closed loop over QUIC (loadgen_h3.c): each of the
  * --conns connections keeps --pipeline requests in flight, each on its
  * own stream; --close makes a new connection (a full handshake) for every
- * request.  The JSON is the same, "proto" says which.
+ * request; --rate R as over TCP, at most --pipeline due requests in
+ * flight on a connection.  The JSON is the same, "proto" says which.
  *
  * Output: one JSON object on stdout (answers, answers/s, status classes,
  * latency p50/p99/p99.9/max in microseconds from a log-linear histogram
@@ -211,6 +212,12 @@ void loadgen_error(uint64_t n)
 {
 	if (measuring)
 		errors += n;
+}
+
+void loadgen_dropped(void)
+{
+	if (measuring)
+		dropped++;
 }
 
 void loadgen_reconnect(void)
@@ -480,8 +487,8 @@ static void usage(FILE *f)
 	      "               [--pipeline 1] [--close] [--path /doc]"
 	      " [--put-ratio 0] [--value-size 16]\n"
 	      "               [--if-match] [--rate R] [--label NAME]\n"
-	      "       loadgen --http3 --port P [the flags above, --host and --rate"
-	      " aside]\n"
+	      "       loadgen --http3 --port P [the flags above, --host aside;"
+	      " --rate not with --close]\n"
 	      "  the same load over QUIC (HTTP/3) to 127.0.0.1: --pipeline K"
 	      " streams\n"
 	      "  in flight per connection; --close: a new connection per"
@@ -545,10 +552,12 @@ static void parse_opts(int argc, char **argv)
 		                "pipeline\n", O.hostile);
 		exit(2);
 	}
-	if (O.http3 && (O.hostile || O.idle_hold > 0 || O.rate > 0 ||
-	                strcmp(O.host, "127.0.0.1") != 0)) {
-		fprintf(stderr, "loadgen: --http3 runs closed loop to 127.0.0.1"
-		                " only (no --rate, --idle-hold, --hostile, --host)\n");
+	if (O.http3 && (O.hostile || O.idle_hold > 0 ||
+	                strcmp(O.host, "127.0.0.1") != 0 ||
+	                (O.rate > 0 && O.close_each))) {
+		fprintf(stderr, "loadgen: --http3 runs to 127.0.0.1 only (no "
+		                "--idle-hold, --hostile, --host; --rate without "
+		                "--close)\n");
 		exit(2);
 	}
 	if (O.port <= 0 || O.conns < 1 || O.pipeline < 1 ||

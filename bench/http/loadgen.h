@@ -47,6 +47,10 @@ void loadgen_answer(uint64_t t0, int status);
 /* N requests lost with their connection (counted while measuring). */
 void loadgen_error(uint64_t n);
 
+/* --rate: a request due while its connection already had H3_DUE_MAX (or
+ * RING) waiting was not sent ("dropped" in the JSON, while measuring). */
+void loadgen_dropped(void);
+
 /* A connection opened again ("reconnects" in the JSON). */
 void loadgen_reconnect(void);
 

@@ -40,6 +40,7 @@
 #define H3_REOPEN_MS 100      /* after a failure: no spinning on it     */
 #define H3_SAY_MAX 5          /* failures told on stderr                */
 #define H3_ETAG 64            /* an ETag we keep for If-Match           */
+#define H3_DUE_MAX 1024       /* --rate: requests due, not yet sent     */
 
 struct h3_conn;
 
@@ -71,6 +72,9 @@ struct h3_conn {
 	char etag[H3_ETAG];   /* the latest 2xx PUT's ETag (If-Match)     */
 	struct h3_req *reqs;  /* 2 x --pipeline slots                     */
 	struct h3_req *free;  /* those not on a stream                    */
+	/* --rate: when each request handed to it was meant to go (a ring) */
+	uint64_t due_at[H3_DUE_MAX];
+	unsigned due_head, due;
 };
 
 static const struct loadgen_opts *O;
@@ -150,7 +154,7 @@ static nghttp3_ssize on_read_body(nghttp3_conn *h, int64_t id,
 
 /* Sends one request on a new stream.  Returns 1 when it went, 0 when it
  * must wait (the server's stream limit, no free slot), -1 on an error. */
-static int request_send(struct h3_conn *c, uint64_t now)
+static int request_send(struct h3_conn *c, uint64_t t0)
 {
 	static const nghttp3_data_reader body = {on_read_body};
 	struct h3_req *r = c->free;
@@ -168,7 +172,7 @@ static int request_send(struct h3_conn *c, uint64_t now)
 		return -1;
 	c->free = r->next;
 	r->put = O->put_ratio > 0 && loadgen_random() < O->put_ratio;
-	r->t0 = O->close_each ? c->opened : now;
+	r->t0 = O->close_each ? c->opened : t0;
 	r->status = 0;
 	r->ended = 0;
 	r->etag[0] = 0;
@@ -191,18 +195,48 @@ static int request_send(struct h3_conn *c, uint64_t now)
 	return 1;
 }
 
-/* Keeps --pipeline requests in flight (--close: one, once). */
+/* Keeps --pipeline requests in flight (--close: one, once); with --rate,
+ * sends those due, up to --pipeline at once, each timed from when it was
+ * due (a late send counts against the server, as over TCP). */
 static int requests_top_up(struct h3_conn *c, uint64_t now)
 {
 	int want = O->close_each ? 1 : O->pipeline, rv;
 
 	while (c->ready && !c->put_inflight && c->inflight < want &&
-	       !(O->close_each && c->sent)) {
-		rv = request_send(c, now);
+	       !(O->close_each && c->sent) && (O->rate <= 0 || c->due)) {
+		rv = request_send(c, O->rate > 0 ? c->due_at[c->due_head %
+		                                             H3_DUE_MAX]
+		                                 : now);
 		if (rv <= 0)
 			return rv;
+		if (O->rate > 0) {
+			c->due_head++;
+			c->due--;
+		}
 	}
 	return 0;
+}
+
+/* --rate: hands every request whose time has come to a connection, round
+ * robin, with the time it was meant to go out.  *SEQ counts them from T0;
+ * returns when the next one is due. */
+static uint64_t schedule(struct h3_conn *cs, uint64_t t0, uint64_t now,
+                         uint64_t *seq)
+{
+	double gap = 1e9 / O->rate;
+
+	for (;;) {
+		uint64_t at = t0 + (uint64_t)((double)*seq * gap);
+		struct h3_conn *c = &cs[*seq % (uint64_t)O->conns];
+
+		if (at > now)
+			return at;
+		if (c->due < H3_DUE_MAX)
+			c->due_at[(c->due_head + c->due++) % H3_DUE_MAX] = at;
+		else
+			loadgen_dropped();
+		(*seq)++;
+	}
 }
 
 static int on_header(nghttp3_conn *h, int64_t id, int32_t token,
@@ -568,18 +602,25 @@ static struct timespec next_wait(struct h3_conn *cs, uint64_t now)
 static int run_loop(struct h3_conn *cs)
 {
 	struct epoll_event evs[512];
-	uint64_t now = loadgen_now();
+	uint64_t now = loadgen_now(), t0 = now, seq = 0, due = UINT64_MAX;
 	int i, n;
 
 	for (;;) {
 		struct timespec wait = next_wait(cs, now);
 
+		/* --rate: wake exactly when the next request is due */
+		if (due != UINT64_MAX &&
+		    (uint64_t)wait.tv_sec * 1000000000ull + (uint64_t)wait.tv_nsec >
+		        (due > now ? due - now : 0))
+			wait = (struct timespec){0, due > now ? (long)(due - now) : 0};
 		n = epoll_pwait2(epfd, evs, 512, &wait, NULL);
 		for (i = 0; i < n; i++)
 			conn_read(evs[i].data.ptr);
 		now = loadgen_now();
 		if (loadgen_window(now))
 			return 0;
+		if (O->rate > 0)
+			due = schedule(cs, t0, now, &seq);
 		/* all of them: the timers are theirs to check, and a read may
 		 * have ended answers that free a stream for the next request */
 		for (i = 0; i < O->conns; i++)
