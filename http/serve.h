@@ -211,9 +211,9 @@ struct serve_rx {
 #define CONN_PROTO_KNOWN 0x100 /* HTTP/1.1 or HTTP/2 decided (h2 set or not) */
 #define CONN_TLS 0x200      /* a --tls-cert connection: its ssl is made
                                once its first record is whole         */
-#define CONN_RX_EMPTY 0x400 /* set only while the bytes of a short plain
-                               read are processed: the socket held no
-                               more, so an answer that closes the
+#define CONN_RX_EMPTY 0x400 /* the last plain read was short (the socket
+                               held no more) and no edge came since
+                               unread: an answer that closes the
                                connection needs no look for more      */
 
 /* The timer lists (TIMERS in the comment at the top) */

@@ -276,9 +276,10 @@ static void end_connection(struct serve_conn *c, int how)
 	ssize_t n;
 
 	if (how == SERVE_CLOSE_CLEAN && c->rx == NULL) {
-		/* answered inside the short read that emptied the socket: a
-		 * byte sent after "Connection: close" is the client's fault,
-		 * as for nginx; one read a closed connection fewer */
+		/* the last read emptied the socket and no edge came since
+		 * unread (CONN_RX_EMPTY): a byte sent after "Connection:
+		 * close" would be the client's fault, as for nginx; one read a
+		 * closed connection fewer */
 		if (c->flags & CONN_RX_EMPTY) {
 			conn_close(c);
 			return;
@@ -774,8 +775,9 @@ static int conn_protocol_plain(struct serve_conn *c, const char *buf,
 static void conn_input(struct serve_conn *c)
 {
 	struct serve_shard *sh = c->shard;
+	int first = 1;
 
-	for (;;) {
+	for (;; first = 0) {
 		size_t asked;
 		ssize_t n;
 
@@ -796,8 +798,11 @@ static void conn_input(struct serve_conn *c)
 		}
 		if (input_blocked(c)) {
 			c->flags |= CONN_RX_HELD;
+			if (first) /* an edge not read: bytes may wait behind it */
+				c->flags &= (uint16_t)~CONN_RX_EMPTY;
 			return;
 		}
+		c->flags &= (uint16_t)~CONN_RX_EMPTY;
 		if (c->rx == NULL) {
 			asked = SERVE_SCRATCH;
 			n = conn_read(c, sh->scratch, asked);
@@ -811,7 +816,6 @@ static void conn_input(struct serve_conn *c)
 				    !(c->flags & CONN_PEER_SHUT))
 					c->flags |= CONN_RX_EMPTY;
 				used = conn_process(c, sh->scratch, &len, 0);
-				c->flags &= (uint16_t)~CONN_RX_EMPTY;
 				if (used < len && !(c->flags & (CONN_DEAD | CONN_CLOSING)) &&
 				    rx_keep(c, sh->scratch + used, len - used) == 0)
 					rx_process(c);
@@ -822,6 +826,9 @@ static void conn_input(struct serve_conn *c)
 			asked = c->rx->cap - c->rx->len;
 			n = conn_read(c, c->rx->buf + c->rx->len, asked);
 			if (n > 0) {
+				if ((size_t)n < asked && c->ssl == NULL &&
+				    !(c->flags & CONN_PEER_SHUT))
+					c->flags |= CONN_RX_EMPTY;
 				c->rx->len += (size_t)n;
 				c->received += (uint64_t)n;
 				if (!(c->flags & CONN_PROTO_KNOWN) &&
