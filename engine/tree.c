@@ -222,12 +222,9 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 	return KEEL_ECORRUPT;
 }
 
-int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
+int tree_value_record(keel_map *m, const tree_leaf_entry *e,
+                      const uint8_t **data)
 {
-	if (e->inl) {
-		*data = e->inl;
-		return KEEL_OK;
-	}
 	uint32_t len;
 	const uint8_t *rec = map_record(m, e->voff, KEEL_REC_VALUE, e->vcrc, &len,
 	                                NULL);
@@ -320,7 +317,8 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	 * only the scalars need a value (a scan opens one cursor per call). */
 	c->m = m;
 	c->depth = 0;
-	c->started = c->done = c->broken = false;
+	c->li = c->lend = 0;
+	c->done = c->broken = false;
 	c->last_key = NULL;
 	c->last_klen = 0;
 	if (root == 0) {
@@ -334,36 +332,63 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	return rc;
 }
 
-int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
+/* Hands the leaf's short cut back to the stack: its next entry becomes the
+ * leaf's index, and the entry before it -- returned last -- last_key. */
+static void cursor_cut_fold(tree_cursor *c)
+{
+	int d = c->depth - 1;
+	const uint8_t *k;
+	uint16_t kl;
+
+	if (c->li == 0)
+		return; /* not in use */
+	entry_at(c->node[d], c->li - 1u, &k, &kl);
+	c->index[d] = c->li;
+	c->last_key = k;
+	c->last_klen = kl;
+	c->li = c->lend = 0;
+}
+
+/* Moves to the next leaf once this one is finished.  KEEL_OK, or
+ * KEEL_ENOTFOUND at the end of the tree, or KEEL_ECORRUPT. */
+static int cursor_next_leaf(tree_cursor *c)
+{
+	int d = c->depth - 1;
+	/* This node is finished: climb until a parent has more. */
+	while (d > 0 && c->index[d] >= c->count[d]) {
+		c->depth--;
+		d--;
+		c->index[d]++;
+	}
+	if (c->index[d] >= c->count[d])
+		return KEEL_ENOTFOUND;
+	return cursor_descend(c, NULL, 0, true);
+}
+
+int tree_cursor_step(tree_cursor *c, tree_leaf_entry *out)
 {
 	if (c->broken)
 		return KEEL_ECORRUPT;
 	if (c->done)
 		return KEEL_ENOTFOUND;
-	for (;;) {
-		int d = c->depth - 1;
-		if (c->index[d] < c->count[d])
-			break;
-		/* This node is finished: climb until a parent has more. */
-		while (d > 0 && c->index[d] >= c->count[d]) {
-			c->depth--;
-			d--;
-			c->index[d]++;
-		}
-		if (c->index[d] >= c->count[d]) {
+	cursor_cut_fold(c);
+	int d = c->depth - 1;
+	while (c->index[d] >= c->count[d]) {
+		int rc = cursor_next_leaf(c);
+		if (rc == KEEL_ENOTFOUND) {
 			c->done = true;
-			return KEEL_ENOTFOUND;
+			return rc;
 		}
-		int rc = cursor_descend(c, NULL, 0, true);
 		if (rc) {
 			c->broken = true;
 			return rc;
 		}
+		d = c->depth - 1;
 	}
-	int d = c->depth - 1;
 	const uint8_t *k;
 	uint16_t kl;
-	const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
+	unsigned i = c->index[d];
+	const uint8_t *leaf = c->node[d], *e = entry_at(leaf, i, &k, &kl);
 	/* Keys ascend strictly (invariant (1)): a file where they do not (out
 	 * of order, or a child shared by several entries) is refused here,
 	 * which bounds a walk by the leaf entries the file holds. */
@@ -371,10 +396,12 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 		c->broken = true;
 		return KEEL_ECORRUPT;
 	}
-	c->last_key = k;
-	c->last_klen = kl;
 	keel_leaf_ent_decode(e, out);
-	c->index[d]++;
+	/* The rest of this leaf goes through the short cut. */
+	c->leaf = leaf;
+	c->slots = keel_node_slot(leaf, 0);
+	c->li = (uint16_t)(i + 1);
+	c->lend = c->count[d];
 	return KEEL_OK;
 }
 
