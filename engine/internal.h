@@ -165,6 +165,7 @@ typedef struct tree_cursor {
 	                                     li == lend: take the slow path   */
 	int depth;                        /* levels on the stack            */
 	keel_map *m;
+	uint64_t prefetched;              /* the leaf asked for ahead, or 0   */
 	const uint8_t *node[TREE_MAX_DEPTH]; /* node payloads, root first   */
 	uint16_t index[TREE_MAX_DEPTH];   /* the leaf's: stale while the
 	                                     short cut is in use             */
@@ -182,27 +183,37 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 /* tree_cursor_next's slow path (tree.c). */
 int tree_cursor_step(tree_cursor *c, tree_leaf_entry *out);
 
-/* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end, or
- * KEEL_ECORRUPT (from then on) when a node fails its checks or a key does
- * not follow the previous one strictly.
- * Inline, as the inner loop of every scan: an entry inside the leaf whose
- * previous entry was just returned only needs its slot's head to be above
- * that entry's -- heads are the key's first four bytes past the node's
- * prefix, checked against the key when the node was first read (node_valid),
- * so a higher head means a higher key.  A tie, and the first entry of every
- * leaf (compared with the previous leaf's last key), take the slow path. */
-static inline int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
+/* The short cut alone: the next entry of the current leaf (its raw bytes,
+ * which passed node_valid), taken; or NULL, taking nothing, when
+ * tree_cursor_step must decide.  An entry inside the leaf whose previous
+ * entry was just returned only needs its slot's head to be above that
+ * entry's -- heads are the key's first four bytes past the node's prefix,
+ * checked against the key when the node was first read (node_valid), so a
+ * higher head means a higher key.  A tie, and the first entry of every leaf
+ * (compared with the previous leaf's last key), take the slow path. */
+static inline const uint8_t *tree_cursor_next_fast(tree_cursor *c)
 {
 	unsigned i = c->li;
-	if (i < c->lend) {
-		const uint8_t *s = c->slots + KEEL_SLOT * i;
-		if (keel_slot_head(s) > keel_slot_head(s - KEEL_SLOT)) {
-			keel_leaf_ent_decode(c->leaf + keel_ld16(s), out);
-			c->li = (uint16_t)(i + 1);
-			return KEEL_OK;
-		}
-	}
-	return tree_cursor_step(c, out);
+	if (i >= c->lend)
+		return NULL;
+	const uint8_t *s = c->slots + KEEL_SLOT * i;
+	if (keel_slot_head(s) <= keel_slot_head(s - KEEL_SLOT))
+		return NULL;
+	c->li = (uint16_t)(i + 1);
+	return c->leaf + keel_ld16(s);
+}
+
+/* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end, or
+ * KEEL_ECORRUPT (from then on) when a node fails its checks or a key does
+ * not follow the previous one strictly.  Inline, as the inner loop of
+ * every scan. */
+static inline int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
+{
+	const uint8_t *e = tree_cursor_next_fast(c);
+	if (!e)
+		return tree_cursor_step(c, out);
+	keel_leaf_ent_decode(e, out);
+	return KEEL_OK;
 }
 
 /* Decoders for node payloads (tree.c). */

@@ -72,17 +72,28 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 #define NODE_PREFETCH ((uint64_t)KEEL_REC_HDR + KEEL_LEAF_MAX)
 #define CACHE_LINE 64u
 
-/* The node record at OFF, verified (once) and validated; its payload, or
- * NULL when it is not a good node with that CRC. */
-static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
-                               uint32_t *plen)
+/* Asks for the first KiB of the record at OFF (see NODE_PREFETCH); only a
+ * hint, so OFF is not checked beyond staying inside the mapping. */
+static void node_prefetch(const keel_map *m, uint64_t off)
 {
-	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
-		return NULL;
+	if (off < KEEL_DATA_START || off >= m->len)
+		return;
 	uint64_t end = off + NODE_PREFETCH < m->len ? off + NODE_PREFETCH : m->len;
 	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
 	     at += CACHE_LINE)
 		__builtin_prefetch(m->base + at);
+}
+
+/* The node record at OFF, verified (once) and validated; its payload, or
+ * NULL when it is not a good node with that CRC.  PREFETCH: ask for its
+ * bytes first (unless the caller already did). */
+static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
+                               uint32_t *plen, bool prefetch)
+{
+	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
+		return NULL;
+	if (prefetch)
+		node_prefetch(m, off);
 	uint8_t type = m->base[off + 4];
 	if (type != KEEL_REC_LEAF && type != KEEL_REC_BRANCH)
 		return NULL;
@@ -94,12 +105,13 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
  * and (5) are checked before it is read, so a crafted file cannot make a
  * walk loop.  Its payload, or NULL. */
 static const uint8_t *child_get(keel_map *m, const uint8_t *parent,
-                                uint64_t off, uint32_t crc, uint32_t *plen)
+                                uint64_t off, uint32_t crc, uint32_t *plen,
+                                bool prefetch)
 {
 	uint64_t parent_off = (uint64_t)(parent - m->base) - KEEL_REC_HDR;
 	if (off >= parent_off)
 		return NULL;
-	const uint8_t *p = node_get(m, off, crc, plen);
+	const uint8_t *p = node_get(m, off, crc, plen, prefetch);
 	return p && node_level(p) + 1 == node_level(parent) ? p : NULL;
 }
 
@@ -199,8 +211,8 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 	for (int depth = 0; depth < TREE_MAX_DEPTH; depth++) {
 		uint32_t plen;
 		bool exact;
-		const uint8_t *p = parent ? child_get(m, parent, off, crc, &plen)
-		                          : node_get(m, off, crc, &plen);
+		const uint8_t *p = parent ? child_get(m, parent, off, crc, &plen, true)
+		                          : node_get(m, off, crc, &plen, true);
 		if (!p)
 			return KEEL_ECORRUPT;
 		int i = node_search(p, key, klen, &exact);
@@ -239,8 +251,9 @@ int tree_value_record(keel_map *m, const tree_leaf_entry *e,
 /* Asks for the leaf after the one just pushed (the parent's next child),
  * so that its cache misses overlap the reading of this one instead of
  * coming after it: a scan then waits for the first leaf only.  Only a
- * hint: the leaf is checked as usual when the cursor gets there. */
-static void prefetch_next_leaf(const tree_cursor *c)
+ * hint: the leaf is checked as usual when the cursor gets there, without
+ * asking for its bytes a second time. */
+static void prefetch_next_leaf(tree_cursor *c)
 {
 	int d = c->depth - 2;
 	if (c->index[d] + 1 >= c->count[d])
@@ -248,14 +261,8 @@ static void prefetch_next_leaf(const tree_cursor *c)
 	const uint8_t *k;
 	uint16_t kl;
 	const uint8_t *e = entry_at(c->node[d], c->index[d] + 1u, &k, &kl);
-	uint64_t off = keel_ld64(e + 8);
-	if (off < KEEL_DATA_START || off >= c->m->len)
-		return;
-	uint64_t end = off + NODE_PREFETCH < c->m->len ? off + NODE_PREFETCH
-	                                                : c->m->len;
-	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
-	     at += CACHE_LINE)
-		__builtin_prefetch(c->m->base + at);
+	c->prefetched = keel_ld64(e + 8);
+	node_prefetch(c->m, c->prefetched);
 }
 
 /* Pushes the node at OFF and positions it at the entry for START. */
@@ -263,13 +270,14 @@ static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
                        const void *start, size_t slen, bool leftmost)
 {
 	uint32_t plen;
-	bool exact;
+	bool exact, prefetch = off != c->prefetched;
 
 	if (c->depth >= TREE_MAX_DEPTH)
 		return KEEL_ECORRUPT;
 	const uint8_t *p = c->depth > 0
-	                   ? child_get(c->m, c->node[c->depth - 1], off, crc, &plen)
-	                   : node_get(c->m, off, crc, &plen);
+	                   ? child_get(c->m, c->node[c->depth - 1], off, crc, &plen,
+	                               prefetch)
+	                   : node_get(c->m, off, crc, &plen, prefetch);
 	if (!p)
 		return KEEL_ECORRUPT;
 	int i = 0;
@@ -317,6 +325,7 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	 * only the scalars need a value (a scan opens one cursor per call). */
 	c->m = m;
 	c->depth = 0;
+	c->prefetched = 0;
 	c->li = c->lend = 0;
 	c->done = c->broken = false;
 	c->last_key = NULL;
@@ -560,7 +569,7 @@ static int cow(tree_builder *b, tref *ref, int level, tnode **out)
 		*out = ref->dirty = tnode_new(b, 0, 8);
 		return *out ? KEEL_OK : KEEL_ENOMEM;
 	}
-	const uint8_t *p = node_get(b->m, ref->off, ref->crc, &plen);
+	const uint8_t *p = node_get(b->m, ref->off, ref->crc, &plen, true);
 	if (!p || (level >= 0 ? node_level(p) != level
 	                      : node_level(p) >= TREE_MAX_DEPTH))
 		return KEEL_ECORRUPT;

@@ -350,17 +350,29 @@ static int scan_key(char *buf, unsigned i, bool tied)
 	return snprintf(buf, 32, "k%09u", i);
 }
 
-/* Puts keys [FROM, TO) of the set, the value of key I being "v" + I + TAG,
- * in commits of PER keys. */
+/* The value of key I written with TAG: "v" + I + TAG, and for every fifth
+ * key TAG again up to 100 bytes, past what a leaf holds inline.  Its
+ * length. */
+static int scan_val(char *buf, unsigned i, char tag)
+{
+	int n = snprintf(buf, 128, "v%u%c", i, tag);
+	if (i % 5)
+		return n;
+	memset(buf + n, tag, (size_t)(100 - n));
+	return 100;
+}
+
+/* Puts keys [FROM, TO) of the set, with scan_val's values, in commits of
+ * PER keys. */
 static void scan_fill(keel_db *db, unsigned from, unsigned to, bool tied,
                       char tag, unsigned per)
 {
 	keel_batch *b;
-	char key[32], val[32];
+	char key[32], val[128];
 	assert_int_equal(keel_batch_new(&b), KEEL_OK);
 	for (unsigned i = from; i < to; i++) {
 		int kl = scan_key(key, i, tied);
-		int vl = snprintf(val, sizeof(val), "v%u%c", i, tag);
+		int vl = scan_val(val, i, tag);
 		assert_int_equal(keel_batch_put(b, key, (size_t)kl, val, (size_t)vl,
 		                                KEEL_REV_ANY), KEEL_OK);
 		if (keel_batch_count(b) == per || i + 1 == to) {
@@ -377,7 +389,7 @@ static void scan_fill(keel_db *db, unsigned from, unsigned to, bool tied,
 static unsigned scan_expect(keel_iter *it, unsigned first, unsigned step,
                             unsigned max, bool tied, char tag, int *rc)
 {
-	char key[32], val[32];
+	char key[32], val[128];
 	const void *k;
 	size_t kl;
 	keel_view v;
@@ -388,7 +400,7 @@ static unsigned scan_expect(keel_iter *it, unsigned first, unsigned step,
 		int want = scan_key(key, i, tied);
 		assert_int_equal(kl, want);
 		assert_memory_equal(k, key, kl);
-		int vl = snprintf(val, sizeof(val), "v%u%c", i, tag);
+		int vl = scan_val(val, i, tag);
 		assert_int_equal(v.len, vl);
 		assert_memory_equal(v.data, val, v.len);
 		n++;
