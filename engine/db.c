@@ -836,8 +836,10 @@ static int iter_give(keel_iter *it, const tree_leaf_entry *e,
 
 /* keel_iter_next, every case.  Not inlined (nor iter_give_raw): the fast
  * path below would then need their stack frame too. */
-static __attribute__((noinline)) int iter_next_merged(keel_iter *it, const void **key, size_t *klen,
-                            keel_view *value)
+static __attribute__((noinline)) int iter_next_merged(keel_iter *it,
+                                                      const void **key,
+                                                      size_t *klen,
+                                                      keel_view *value)
 {
 	tree_leaf_entry e;
 

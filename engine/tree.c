@@ -358,19 +358,17 @@ static void cursor_cut_fold(tree_cursor *c)
 	c->li = c->lend = 0;
 }
 
-/* Moves to the next leaf once this one is finished.  KEEL_OK, or
- * KEEL_ENOTFOUND at the end of the tree, or KEEL_ECORRUPT. */
+/* Moves to the next leaf once this one is finished: climbs until a parent
+ * has more, then descends.  KEEL_OK, or KEEL_ENOTFOUND at the end of the
+ * tree (the root is finished too), or KEEL_ECORRUPT. */
 static int cursor_next_leaf(tree_cursor *c)
 {
-	int d = c->depth - 1;
-	/* This node is finished: climb until a parent has more. */
-	while (d > 0 && c->index[d] >= c->count[d]) {
+	do {
+		if (c->depth == 1)
+			return KEEL_ENOTFOUND;
 		c->depth--;
-		d--;
-		c->index[d]++;
-	}
-	if (c->index[d] >= c->count[d])
-		return KEEL_ENOTFOUND;
+		c->index[c->depth - 1]++;
+	} while (c->index[c->depth - 1] >= c->count[c->depth - 1]);
 	return cursor_descend(c, NULL, 0, true);
 }
 
