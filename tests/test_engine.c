@@ -383,16 +383,18 @@ static void scan_fill(keel_db *db, unsigned from, unsigned to, bool tied,
 	keel_batch_free(b);
 }
 
-/* Reads up to MAX entries of IT and checks they are keys FIRST, FIRST+1, ...
- * of the set (every STEP-th, STEP 1 or 2) with TAG's values.  Returns the
+/* Reads up to MAX entries of IT (opened on S) and checks they are keys
+ * FIRST, FIRST+1, ... of the set (every STEP-th, STEP 1 or 2) with TAG's
+ * values, each with the revision a point read of S gives.  Returns the
  * entries read; *RC gets the iterator's last answer. */
-static unsigned scan_expect(keel_iter *it, unsigned first, unsigned step,
-                            unsigned max, bool tied, char tag, int *rc)
+static unsigned scan_expect(keel_snapshot *s, keel_iter *it, unsigned first,
+                            unsigned step, unsigned max, bool tied, char tag,
+                            int *rc)
 {
 	char key[32], val[128];
 	const void *k;
 	size_t kl;
-	keel_view v;
+	keel_view v, got;
 	unsigned n = 0;
 
 	while (n < max && (*rc = keel_iter_next(it, &k, &kl, &v)) == KEEL_OK) {
@@ -403,6 +405,9 @@ static unsigned scan_expect(keel_iter *it, unsigned first, unsigned step,
 		int vl = scan_val(val, i, tag);
 		assert_int_equal(v.len, vl);
 		assert_memory_equal(v.data, val, v.len);
+		assert_int_equal(keel_snapshot_get(s, key, kl, &got), KEEL_OK);
+		assert_int_equal(v.rev, got.rev);
+		keel_view_release(&got);
 		n++;
 	}
 	return n;
@@ -421,17 +426,17 @@ static void scans_from(keel_snapshot *s, unsigned total, bool tied)
 		size_t kl = (size_t)scan_key(key, i, tied);
 		unsigned want = total - i < 100 ? total - i : 100;
 		assert_int_equal(keel_iter_open(s, NULL, 0, key, kl, &it), KEEL_OK);
-		assert_int_equal(scan_expect(it, i, 1, 100, tied, 'a', &rc), want);
+		assert_int_equal(scan_expect(s, it, i, 1, 100, tied, 'a', &rc), want);
 		keel_iter_close(it);
 		/* KEY(i) + "\0" lies between KEY(i) and KEY(i + 1) */
 		key[kl] = '\0';
 		assert_int_equal(keel_iter_open(s, NULL, 0, key, kl + 1, &it), KEEL_OK);
 		want = total - i - 1 < 100 ? total - i - 1 : 100;
-		assert_int_equal(scan_expect(it, i + 1, 1, 100, tied, 'a', &rc), want);
+		assert_int_equal(scan_expect(s, it, i + 1, 1, 100, tied, 'a', &rc), want);
 		keel_iter_close(it);
 	}
 	assert_int_equal(keel_iter_open(s, NULL, 0, "a", 1, &it), KEEL_OK);
-	assert_int_equal(scan_expect(it, 0, 1, total + 1, tied, 'a', &rc), total);
+	assert_int_equal(scan_expect(s, it, 0, 1, total + 1, tied, 'a', &rc), total);
 	assert_int_equal(rc, KEEL_ENOTFOUND);
 	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
 	keel_iter_close(it);
@@ -500,7 +505,7 @@ static void a_scan_keeps_its_state_across_checkpoints_and_a_compaction(void **st
 	scan_fill(f->db, 0, total, false, 'a', 400);
 	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
 	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
-	assert_int_equal(scan_expect(it, 0, 1, 1000, false, 'a', &rc), 1000);
+	assert_int_equal(scan_expect(s, it, 0, 1, 1000, false, 'a', &rc), 1000);
 	/* every other key deleted, the rest overwritten, then compacted */
 	assert_int_equal(keel_batch_new(&b), KEEL_OK);
 	for (unsigned i = 0; i < total; i += 2)
@@ -511,14 +516,14 @@ static void a_scan_keeps_its_state_across_checkpoints_and_a_compaction(void **st
 	scan_fill(f->db, 0, total / 2, false, 'b', 400);
 	assert_int_equal(keel_compact(f->db), KEEL_OK);
 	scan_fill(f->db, 0, total / 2, false, 'c', 400);
-	assert_int_equal(scan_expect(it, 1000, 1, total, false, 'a', &rc), total - 1000);
+	assert_int_equal(scan_expect(s, it, 1000, 1, total, false, 'a', &rc), total - 1000);
 	assert_int_equal(rc, KEEL_ENOTFOUND);
 	keel_iter_close(it);
 	/* the state now: keys below total/2 'c', then the odd keys 'a' */
 	assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK);
 	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
-	assert_int_equal(scan_expect(it, 0, 1, total / 2, false, 'c', &rc), total / 2);
-	assert_int_equal(scan_expect(it, total / 2 + 1, 2, total, false, 'a', &rc),
+	assert_int_equal(scan_expect(s, it, 0, 1, total / 2, false, 'c', &rc), total / 2);
+	assert_int_equal(scan_expect(s, it, total / 2 + 1, 2, total, false, 'a', &rc),
 	                 total / 4);
 	assert_int_equal(rc, KEEL_ENOTFOUND);
 	keel_iter_close(it);
