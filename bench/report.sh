@@ -198,6 +198,20 @@ END {
 				    fmt(median("se" SUBSEP "keel" SUBSEP t)), fmt(median("se" SUBSEP "lmdb" SUBSEP t))
 			}
 			print ""
+			# every round, as the medians hide how far rounds spread on
+			# a shared machine
+			print "Every round (scans/s; keel and LMDB measured back to back):\n"
+			print "| round | threads | keel | lmdb | keel/lmdb |"
+			print "|---:|---:|---:|---:|---:|"
+			for (r = 1; r <= rounds; r++)
+				for (b = 1; b <= nrt; b++) {
+					t = rtlist[b]
+					kv = rv["s" SUBSEP "keel" SUBSEP t SUBSEP r]
+					lv = rv["s" SUBSEP "lmdb" SUBSEP t SUBSEP r]
+					if (kv == "" || lv == "") continue
+					printf "| %d | %d | %s | %s | %s |\n", r, t, fmt(kv), fmt(lv), ratio(kv, lv)
+				}
+			print ""
 		}
 	}
 
@@ -231,8 +245,8 @@ END {
 	}
 
 	# ---- targets ----------------------------------------------------------
-	print "### Targets (issues 2 and 20)\n"
-	print "Median of the per-round ratios, and the lowest and highest round.  Issue 20 replaced issue 2'\''s \"16 writers >= 2x the best peer\" with 1.5x LevelDB at 16 and 64 writers, and added the plain-ring and bytes-per-put targets.\n"
+	print "### Targets (issues 2, 20 and 33)\n"
+	print "Median of the per-round ratios, and the lowest and highest round.  Issue 20 replaced issue 2'\''s \"16 writers >= 2x the best peer\" with 1.5x LevelDB at 16 and 64 writers, and added the plain-ring and bytes-per-put targets.  Issue 33 raised range scans to 1.2x LMDB.\n"
 	print "| target | measured |"
 	print "|---|---|"
 	printf "| 1 writer, 16 B: keel >= 1.5x LMDB (issue 2) | %s |\n", meets(rratio("c", "lmdb", 1 SUBSEP 16), 1.5, rrange("c", "lmdb", 1 SUBSEP 16))
@@ -255,8 +269,8 @@ END {
 		    meets(rratio("r", "lmdb", t SUBSEP "snapshot"), 1, rrange("r", "lmdb", t SUBSEP "snapshot"))
 		printf "| point reads, %d thread(s), fresh: keel >= 1.0x LMDB | %s |\n", t, \
 		    meets(rratio("r", "lmdb", t SUBSEP "fresh"), 1, rrange("r", "lmdb", t SUBSEP "fresh"))
-		printf "| range scans, %d thread(s): keel >= 1.0x LMDB | %s |\n", t, \
-		    meets(rratio("s", "lmdb", t), 1, rrange("s", "lmdb", t))
+		printf "| range scans, %d thread(s): keel >= 1.2x LMDB (issue 33) | %s |\n", t, \
+		    meets(rratio("s", "lmdb", t), 1.2, rrange("s", "lmdb", t))
 	}
 	if ("keel" in space) {
 		pb = jget(space["keel"], "peak_file_over_bound")

@@ -136,30 +136,85 @@ typedef keel_leaf_ent tree_leaf_entry; /* inl: inline value, or NULL */
 int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
                 const void *key, size_t klen, tree_leaf_entry *out);
 
+/* tree_value for a value in its own VALUE record (tree.c). */
+int tree_value_record(keel_map *m, const tree_leaf_entry *e,
+                      const uint8_t **data);
 /* Resolves a leaf entry to the value's bytes: inline in its (checked) leaf,
- * or its own VALUE record, CRC-checked. */
-int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data);
+ * or its own VALUE record, CRC-checked.  KEEL_OK or KEEL_ECORRUPT.  Inline:
+ * a scan asks for every entry's value, and most are inline. */
+static inline int tree_value(keel_map *m, const tree_leaf_entry *e,
+                             const uint8_t **data)
+{
+	if (e->inl) {
+		*data = e->inl;
+		return KEEL_OK;
+	}
+	return tree_value_record(m, e, data);
+}
 
 #define TREE_MAX_DEPTH 48
+/* The stack holds the path from the root to the current leaf.  Beside it,
+ * the leaf being read has a short cut of its own (leaf, slots, li, lend):
+ * tree_cursor_next takes the leaf's next entry from it without a call, and
+ * leaves everything else -- the first entry of each leaf, stepping to the
+ * next leaf, the end, damage -- to tree_cursor_step. */
 typedef struct tree_cursor {
-	keel_map *m;
+	const uint8_t *leaf;              /* short cut: the leaf's payload    */
+	const uint8_t *slots;             /* its slots                        */
+	uint16_t li, lend;                /* its next entry and its count;
+	                                     li == lend: take the slow path   */
 	int depth;                        /* levels on the stack            */
+	keel_map *m;
+	uint64_t prefetched;              /* the leaf asked for ahead, or 0   */
 	const uint8_t *node[TREE_MAX_DEPTH]; /* node payloads, root first   */
-	uint16_t index[TREE_MAX_DEPTH];
+	uint16_t index[TREE_MAX_DEPTH];   /* the leaf's: stale while the
+	                                     short cut is in use             */
 	uint16_t count[TREE_MAX_DEPTH];
-	const uint8_t *last_key;          /* the key returned last, in the map */
+	const uint8_t *last_key;          /* the key returned last, in the map;
+	                                     stale while the short cut is in use */
 	uint16_t last_klen;
-	bool started, done;
+	bool done;
 	bool broken;                      /* found damage: KEEL_ECORRUPT on   */
 } tree_cursor;
 
 /* Positions C before the first key >= START (or the first key at all). */
 int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
                      uint32_t root_crc, const void *start, size_t slen);
+/* tree_cursor_next's slow path (tree.c). */
+int tree_cursor_step(tree_cursor *c, tree_leaf_entry *out);
+
+/* The short cut alone: the next entry of the current leaf (its raw bytes,
+ * which passed node_valid), taken; or NULL, taking nothing, when
+ * tree_cursor_step must decide.  An entry inside the leaf whose previous
+ * entry was just returned only needs its slot's head to be above that
+ * entry's -- heads are the key's first four bytes past the node's prefix,
+ * checked against the key when the node was first read (node_valid), so a
+ * higher head means a higher key.  A tie, and the first entry of every leaf
+ * (compared with the previous leaf's last key), take the slow path. */
+static inline const uint8_t *tree_cursor_next_fast(tree_cursor *c)
+{
+	unsigned i = c->li;
+	if (i >= c->lend)
+		return NULL;
+	const uint8_t *s = c->slots + KEEL_SLOT * i;
+	if (keel_slot_head(s) <= keel_slot_head(s - KEEL_SLOT))
+		return NULL;
+	c->li = (uint16_t)(i + 1);
+	return c->leaf + keel_ld16(s);
+}
+
 /* KEEL_OK with the next leaf entry, KEEL_ENOTFOUND at the end, or
  * KEEL_ECORRUPT (from then on) when a node fails its checks or a key does
- * not follow the previous one strictly. */
-int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out);
+ * not follow the previous one strictly.  Inline, as the inner loop of
+ * every scan. */
+static inline int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
+{
+	const uint8_t *e = tree_cursor_next_fast(c);
+	if (!e)
+		return tree_cursor_step(c, out);
+	keel_leaf_ent_decode(e, out);
+	return KEEL_OK;
+}
 
 /* Decoders for node payloads (tree.c). */
 static inline uint16_t node_count(const uint8_t *p) { return keel_ld16(p); }
@@ -235,12 +290,25 @@ typedef struct merge_cursor {
 	size_t plen;
 	tree_leaf_entry te;     /* the tree's next entry, when have_tree     */
 	bool have_tree;
+	bool tree_only;         /* no pending key at all: the tree's entries
+	                           go out as they are                        */
 	int tree_rc;
 } merge_cursor;
 int merge_seek(merge_cursor *c, keel_map *m, const keel_head *h,
                const pend_gen *g, const void *start, size_t slen,
                const void *prefix, size_t plen);
-int merge_next(merge_cursor *c, tree_leaf_entry *out);
+/* merge_next with pending keys to merge (pending.c). */
+int merge_next_pending(merge_cursor *c, tree_leaf_entry *out);
+/* The next entry of the state in key order: KEEL_OK, KEEL_ENOTFOUND at the
+ * end, or KEEL_ECORRUPT from then on.  Inline: without pending keys (a
+ * checkpointed state, the common case for a reader) an entry costs no call
+ * at all. */
+static inline int merge_next(merge_cursor *c, tree_leaf_entry *out)
+{
+	if (c->tree_only)
+		return tree_cursor_next(&c->tc, out);
+	return merge_next_pending(c, out);
+}
 void merge_free(merge_cursor *c);
 
 /* ---- building a commit (tree.c) --------------------------------------------

@@ -450,6 +450,7 @@ int merge_seek(merge_cursor *c, keel_map *m, const keel_head *h,
 		}
 		c->vi = lo;
 	}
+	c->tree_only = c->view == NULL && c->n == 0;
 	return tree_cursor_seek(&c->tc, m, h->root_off, h->root_crc, start, slen);
 }
 
@@ -505,7 +506,7 @@ static int item_key_cmp(const tree_leaf_entry *e, const pend_item *p)
  * tree's); only one that a pending key precedes is kept in c->te.  Going
  * through c->te every time was a fifth of a scan's time (range scans,
  * docs/results/engine.md): its wide loads stalled on the narrow stores. */
-int merge_next(merge_cursor *c, tree_leaf_entry *out)
+int merge_next_pending(merge_cursor *c, tree_leaf_entry *out)
 {
 	for (;;) {
 		if (c->tree_rc != KEEL_OK && c->tree_rc != KEEL_ENOTFOUND)

@@ -72,17 +72,28 @@ static bool node_valid(const uint8_t *p, uint32_t len, uint8_t type)
 #define NODE_PREFETCH ((uint64_t)KEEL_REC_HDR + KEEL_LEAF_MAX)
 #define CACHE_LINE 64u
 
-/* The node record at OFF, verified (once) and validated; its payload, or
- * NULL when it is not a good node with that CRC. */
-static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
-                               uint32_t *plen)
+/* Asks for the first KiB of the record at OFF (see NODE_PREFETCH); only a
+ * hint, so OFF is not checked beyond staying inside the mapping. */
+static void node_prefetch(const keel_map *m, uint64_t off)
 {
-	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
-		return NULL;
+	if (off < KEEL_DATA_START || off >= m->len)
+		return;
 	uint64_t end = off + NODE_PREFETCH < m->len ? off + NODE_PREFETCH : m->len;
 	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
 	     at += CACHE_LINE)
 		__builtin_prefetch(m->base + at);
+}
+
+/* The node record at OFF, verified (once) and validated; its payload, or
+ * NULL when it is not a good node with that CRC.  PREFETCH: ask for its
+ * bytes first (unless the caller already did). */
+static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
+                               uint32_t *plen, bool prefetch)
+{
+	if (off < KEEL_DATA_START || off + KEEL_REC_HDR > m->len)
+		return NULL;
+	if (prefetch)
+		node_prefetch(m, off);
 	uint8_t type = m->base[off + 4];
 	if (type != KEEL_REC_LEAF && type != KEEL_REC_BRANCH)
 		return NULL;
@@ -94,12 +105,13 @@ static const uint8_t *node_get(keel_map *m, uint64_t off, uint32_t crc,
  * and (5) are checked before it is read, so a crafted file cannot make a
  * walk loop.  Its payload, or NULL. */
 static const uint8_t *child_get(keel_map *m, const uint8_t *parent,
-                                uint64_t off, uint32_t crc, uint32_t *plen)
+                                uint64_t off, uint32_t crc, uint32_t *plen,
+                                bool prefetch)
 {
 	uint64_t parent_off = (uint64_t)(parent - m->base) - KEEL_REC_HDR;
 	if (off >= parent_off)
 		return NULL;
-	const uint8_t *p = node_get(m, off, crc, plen);
+	const uint8_t *p = node_get(m, off, crc, plen, prefetch);
 	return p && node_level(p) + 1 == node_level(parent) ? p : NULL;
 }
 
@@ -199,8 +211,8 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 	for (int depth = 0; depth < TREE_MAX_DEPTH; depth++) {
 		uint32_t plen;
 		bool exact;
-		const uint8_t *p = parent ? child_get(m, parent, off, crc, &plen)
-		                          : node_get(m, off, crc, &plen);
+		const uint8_t *p = parent ? child_get(m, parent, off, crc, &plen, true)
+		                          : node_get(m, off, crc, &plen, true);
 		if (!p)
 			return KEEL_ECORRUPT;
 		int i = node_search(p, key, klen, &exact);
@@ -222,12 +234,9 @@ int tree_lookup(keel_map *m, uint64_t root, uint32_t root_crc,
 	return KEEL_ECORRUPT;
 }
 
-int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
+int tree_value_record(keel_map *m, const tree_leaf_entry *e,
+                      const uint8_t **data)
 {
-	if (e->inl) {
-		*data = e->inl;
-		return KEEL_OK;
-	}
 	uint32_t len;
 	const uint8_t *rec = map_record(m, e->voff, KEEL_REC_VALUE, e->vcrc, &len,
 	                                NULL);
@@ -242,8 +251,9 @@ int tree_value(keel_map *m, const tree_leaf_entry *e, const uint8_t **data)
 /* Asks for the leaf after the one just pushed (the parent's next child),
  * so that its cache misses overlap the reading of this one instead of
  * coming after it: a scan then waits for the first leaf only.  Only a
- * hint: the leaf is checked as usual when the cursor gets there. */
-static void prefetch_next_leaf(const tree_cursor *c)
+ * hint: the leaf is checked as usual when the cursor gets there, without
+ * asking for its bytes a second time. */
+static void prefetch_next_leaf(tree_cursor *c)
 {
 	int d = c->depth - 2;
 	if (c->index[d] + 1 >= c->count[d])
@@ -251,14 +261,8 @@ static void prefetch_next_leaf(const tree_cursor *c)
 	const uint8_t *k;
 	uint16_t kl;
 	const uint8_t *e = entry_at(c->node[d], c->index[d] + 1u, &k, &kl);
-	uint64_t off = keel_ld64(e + 8);
-	if (off < KEEL_DATA_START || off >= c->m->len)
-		return;
-	uint64_t end = off + NODE_PREFETCH < c->m->len ? off + NODE_PREFETCH
-	                                                : c->m->len;
-	for (uint64_t at = off & ~(uint64_t)(CACHE_LINE - 1); at < end;
-	     at += CACHE_LINE)
-		__builtin_prefetch(c->m->base + at);
+	c->prefetched = keel_ld64(e + 8);
+	node_prefetch(c->m, c->prefetched);
 }
 
 /* Pushes the node at OFF and positions it at the entry for START. */
@@ -266,13 +270,14 @@ static int cursor_push(tree_cursor *c, uint64_t off, uint32_t crc,
                        const void *start, size_t slen, bool leftmost)
 {
 	uint32_t plen;
-	bool exact;
+	bool exact, prefetch = off != c->prefetched;
 
 	if (c->depth >= TREE_MAX_DEPTH)
 		return KEEL_ECORRUPT;
 	const uint8_t *p = c->depth > 0
-	                   ? child_get(c->m, c->node[c->depth - 1], off, crc, &plen)
-	                   : node_get(c->m, off, crc, &plen);
+	                   ? child_get(c->m, c->node[c->depth - 1], off, crc, &plen,
+	                               prefetch)
+	                   : node_get(c->m, off, crc, &plen, prefetch);
 	if (!p)
 		return KEEL_ECORRUPT;
 	int i = 0;
@@ -320,7 +325,9 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	 * only the scalars need a value (a scan opens one cursor per call). */
 	c->m = m;
 	c->depth = 0;
-	c->started = c->done = c->broken = false;
+	c->prefetched = 0;
+	c->li = c->lend = 0;
+	c->done = c->broken = false;
 	c->last_key = NULL;
 	c->last_klen = 0;
 	if (root == 0) {
@@ -334,36 +341,61 @@ int tree_cursor_seek(tree_cursor *c, keel_map *m, uint64_t root,
 	return rc;
 }
 
-int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
+/* Hands the leaf's short cut back to the stack: its next entry becomes the
+ * leaf's index, and the entry before it -- returned last -- last_key. */
+static void cursor_cut_fold(tree_cursor *c)
+{
+	int d = c->depth - 1;
+	const uint8_t *k;
+	uint16_t kl;
+
+	if (c->li == 0)
+		return; /* not in use */
+	entry_at(c->node[d], c->li - 1u, &k, &kl);
+	c->index[d] = c->li;
+	c->last_key = k;
+	c->last_klen = kl;
+	c->li = c->lend = 0;
+}
+
+/* Moves to the next leaf once this one is finished: climbs until a parent
+ * has more, then descends.  KEEL_OK, or KEEL_ENOTFOUND at the end of the
+ * tree (the root is finished too), or KEEL_ECORRUPT. */
+static int cursor_next_leaf(tree_cursor *c)
+{
+	do {
+		if (c->depth == 1)
+			return KEEL_ENOTFOUND;
+		c->depth--;
+		c->index[c->depth - 1]++;
+	} while (c->index[c->depth - 1] >= c->count[c->depth - 1]);
+	return cursor_descend(c, NULL, 0, true);
+}
+
+int tree_cursor_step(tree_cursor *c, tree_leaf_entry *out)
 {
 	if (c->broken)
 		return KEEL_ECORRUPT;
 	if (c->done)
 		return KEEL_ENOTFOUND;
-	for (;;) {
-		int d = c->depth - 1;
-		if (c->index[d] < c->count[d])
-			break;
-		/* This node is finished: climb until a parent has more. */
-		while (d > 0 && c->index[d] >= c->count[d]) {
-			c->depth--;
-			d--;
-			c->index[d]++;
-		}
-		if (c->index[d] >= c->count[d]) {
+	cursor_cut_fold(c);
+	int d = c->depth - 1;
+	while (c->index[d] >= c->count[d]) {
+		int rc = cursor_next_leaf(c);
+		if (rc == KEEL_ENOTFOUND) {
 			c->done = true;
-			return KEEL_ENOTFOUND;
+			return rc;
 		}
-		int rc = cursor_descend(c, NULL, 0, true);
 		if (rc) {
 			c->broken = true;
 			return rc;
 		}
+		d = c->depth - 1;
 	}
-	int d = c->depth - 1;
 	const uint8_t *k;
 	uint16_t kl;
-	const uint8_t *e = entry_at(c->node[d], c->index[d], &k, &kl);
+	unsigned i = c->index[d];
+	const uint8_t *leaf = c->node[d], *e = entry_at(leaf, i, &k, &kl);
 	/* Keys ascend strictly (invariant (1)): a file where they do not (out
 	 * of order, or a child shared by several entries) is refused here,
 	 * which bounds a walk by the leaf entries the file holds. */
@@ -371,10 +403,12 @@ int tree_cursor_next(tree_cursor *c, tree_leaf_entry *out)
 		c->broken = true;
 		return KEEL_ECORRUPT;
 	}
-	c->last_key = k;
-	c->last_klen = kl;
 	keel_leaf_ent_decode(e, out);
-	c->index[d]++;
+	/* The rest of this leaf goes through the short cut. */
+	c->leaf = leaf;
+	c->slots = keel_node_slot(leaf, 0);
+	c->li = (uint16_t)(i + 1);
+	c->lend = c->count[d];
 	return KEEL_OK;
 }
 
@@ -533,7 +567,7 @@ static int cow(tree_builder *b, tref *ref, int level, tnode **out)
 		*out = ref->dirty = tnode_new(b, 0, 8);
 		return *out ? KEEL_OK : KEEL_ENOMEM;
 	}
-	const uint8_t *p = node_get(b->m, ref->off, ref->crc, &plen);
+	const uint8_t *p = node_get(b->m, ref->off, ref->crc, &plen, true);
 	if (!p || (level >= 0 ? node_level(p) != level
 	                      : node_level(p) >= TREE_MAX_DEPTH))
 		return KEEL_ECORRUPT;

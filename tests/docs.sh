@@ -73,6 +73,8 @@ EXCEPTIONS='
 --sshlogin GNU parallel option, in the campaign recipes
 --array Slurm sbatch option, in the campaign recipes
 --no-doc bench/run-engine.sh option (the script, not bench-engine)
+--section bench/run-engine.sh option (the script, not bench-engine)
+--toggle-collect valgrind option (callgrind), in the scan instruction counts of bench.md
 --quick bench/run-engine.sh passes it on to bench-engine
 '
 

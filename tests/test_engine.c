@@ -336,6 +336,275 @@ static void million_keys_scan_in_order_and_by_prefix(void **state)
 }
 
 
+/* ---- scans: where a cursor starts, steps to the next leaf and ends ---------
+ * Key I of these sets: in "plain" order the keys of a leaf differ in the
+ * four bytes its slots keep past the leaf's prefix (their heads), so the
+ * cursor steps on heads alone; in "tied" order runs of ten keys share
+ * those bytes ("ab" + "same" + I: a leaf spanning two runs has the prefix
+ * "a"), so it must compare whole keys inside a leaf as well. */
+static int scan_key(char *buf, unsigned i, bool tied)
+{
+	if (tied)
+		return snprintf(buf, 32, "%c%csame%06u", 'a' + i / 260 % 26,
+		                'a' + i / 10 % 26, i);
+	return snprintf(buf, 32, "k%09u", i);
+}
+
+/* The value of key I written with TAG: "v" + I + TAG, and for every fifth
+ * key TAG again up to 100 bytes, past what a leaf holds inline.  Its
+ * length. */
+static int scan_val(char *buf, unsigned i, char tag)
+{
+	int n = snprintf(buf, 128, "v%u%c", i, tag);
+	if (i % 5)
+		return n;
+	memset(buf + n, tag, (size_t)(100 - n));
+	return 100;
+}
+
+/* Puts keys [FROM, TO) of the set, with scan_val's values, in commits of
+ * PER keys. */
+static void scan_fill(keel_db *db, unsigned from, unsigned to, bool tied,
+                      char tag, unsigned per)
+{
+	keel_batch *b;
+	char key[32], val[128];
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (unsigned i = from; i < to; i++) {
+		int kl = scan_key(key, i, tied);
+		int vl = scan_val(val, i, tag);
+		assert_int_equal(keel_batch_put(b, key, (size_t)kl, val, (size_t)vl,
+		                                KEEL_REV_ANY), KEEL_OK);
+		if (keel_batch_count(b) == per || i + 1 == to) {
+			assert_int_equal(keel_commit(db, b, NULL, NULL), KEEL_OK);
+			keel_batch_clear(b);
+		}
+	}
+	keel_batch_free(b);
+}
+
+/* Reads up to MAX entries of IT (opened on S) and checks they are keys
+ * FIRST, FIRST+1, ... of the set (every STEP-th, STEP 1 or 2) with TAG's
+ * values, each with the revision a point read of S gives.  Returns the
+ * entries read; *RC gets the iterator's last answer. */
+static unsigned scan_expect(keel_snapshot *s, keel_iter *it, unsigned first,
+                            unsigned step, unsigned max, bool tied, char tag,
+                            int *rc)
+{
+	char key[32], val[128];
+	const void *k;
+	size_t kl;
+	keel_view v, got;
+	unsigned n = 0;
+
+	while (n < max && (*rc = keel_iter_next(it, &k, &kl, &v)) == KEEL_OK) {
+		unsigned i = first + n * step;
+		int want = scan_key(key, i, tied);
+		assert_int_equal(kl, want);
+		assert_memory_equal(k, key, kl);
+		int vl = scan_val(val, i, tag);
+		assert_int_equal(v.len, vl);
+		assert_memory_equal(v.data, val, v.len);
+		assert_int_equal(keel_snapshot_get(s, key, kl, &got), KEEL_OK);
+		assert_int_equal(v.rev, got.rev);
+		keel_view_release(&got);
+		n++;
+	}
+	return n;
+}
+
+/* Scans of 100 from every kind of start: a key, just after a key (inside
+ * its leaf), before the first, past the last; and to the end, which stays
+ * the end. */
+static void scans_from(keel_snapshot *s, unsigned total, bool tied)
+{
+	char key[40];
+	keel_iter *it;
+	int rc;
+
+	for (unsigned i = 0; i < total; i += 7) {
+		size_t kl = (size_t)scan_key(key, i, tied);
+		unsigned want = total - i < 100 ? total - i : 100;
+		assert_int_equal(keel_iter_open(s, NULL, 0, key, kl, &it), KEEL_OK);
+		assert_int_equal(scan_expect(s, it, i, 1, 100, tied, 'a', &rc), want);
+		keel_iter_close(it);
+		/* KEY(i) + "\0" lies between KEY(i) and KEY(i + 1) */
+		key[kl] = '\0';
+		assert_int_equal(keel_iter_open(s, NULL, 0, key, kl + 1, &it), KEEL_OK);
+		want = total - i - 1 < 100 ? total - i - 1 : 100;
+		assert_int_equal(scan_expect(s, it, i + 1, 1, 100, tied, 'a', &rc), want);
+		keel_iter_close(it);
+	}
+	assert_int_equal(keel_iter_open(s, NULL, 0, "a", 1, &it), KEEL_OK);
+	assert_int_equal(scan_expect(s, it, 0, 1, total + 1, tied, 'a', &rc), total);
+	assert_int_equal(rc, KEEL_ENOTFOUND);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	assert_int_equal(keel_iter_open(s, NULL, 0, "z", 1, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	/* an empty range: a prefix between two keys */
+	size_t kl = (size_t)scan_key(key, total / 2, tied);
+	key[kl] = '\0';
+	assert_int_equal(keel_iter_open(s, key, kl + 1, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+}
+
+static void scans_start_anywhere_and_end_cleanly(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.checkpoint_bytes = 1}; /* all in the tree */
+	keel_snapshot *s;
+	keel_iter *it;
+	const unsigned total = 3000;
+
+	reopen_with(f, &o);
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	assert_int_equal(keel_iter_open(s, NULL, 0, "k", 1, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, NULL, NULL, NULL), KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	keel_snapshot_close(s);
+	for (int tied = 0; tied < 2; tied++) {
+		if (tied) /* the second set in a compacted file */
+			assert_int_equal(keel_compact(f->db), KEEL_OK);
+		scan_fill(f->db, 0, total, tied, 'a', 500);
+		assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+		scans_from(s, total, tied);
+		keel_snapshot_close(s);
+		/* the same keys deleted: the next set starts from nothing */
+		keel_batch *b;
+		char key[32];
+		assert_int_equal(keel_batch_new(&b), KEEL_OK);
+		for (unsigned i = 0; i < total; i++)
+			assert_int_equal(keel_batch_del(b, key, (size_t)scan_key(key, i, tied),
+			                                KEEL_REV_ANY), KEEL_OK);
+		assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+		keel_batch_free(b);
+	}
+}
+
+/* An iterator reads the state it was opened on, while checkpoints replace
+ * every leaf and a compaction moves the store to a new file. */
+static void a_scan_keeps_its_state_across_checkpoints_and_a_compaction(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.checkpoint_bytes = 1};
+	keel_snapshot *s;
+	keel_iter *it;
+	keel_batch *b;
+	char key[32];
+	const unsigned total = 2000;
+	int rc;
+
+	reopen_with(f, &o);
+	scan_fill(f->db, 0, total, false, 'a', 400);
+	assert_int_equal(keel_snapshot_open(f->db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(scan_expect(s, it, 0, 1, 1000, false, 'a', &rc), 1000);
+	/* every other key deleted, the rest overwritten, then compacted */
+	assert_int_equal(keel_batch_new(&b), KEEL_OK);
+	for (unsigned i = 0; i < total; i += 2)
+		assert_int_equal(keel_batch_del(b, key, (size_t)scan_key(key, i, false),
+		                                KEEL_REV_ANY), KEEL_OK);
+	assert_int_equal(keel_commit(f->db, b, NULL, NULL), KEEL_OK);
+	keel_batch_free(b);
+	scan_fill(f->db, 0, total / 2, false, 'b', 400);
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	scan_fill(f->db, 0, total / 2, false, 'c', 400);
+	assert_int_equal(scan_expect(s, it, 1000, 1, total, false, 'a', &rc), total - 1000);
+	assert_int_equal(rc, KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	/* the state now: keys below total/2 'c', then the odd keys 'a' */
+	assert_int_equal(keel_snapshot_refresh(&s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(scan_expect(s, it, 0, 1, total / 2, false, 'c', &rc), total / 2);
+	assert_int_equal(scan_expect(s, it, total / 2 + 1, 2, total, false, 'a', &rc),
+	                 total / 4);
+	assert_int_equal(rc, KEEL_ENOTFOUND);
+	keel_iter_close(it);
+	keel_snapshot_close(s);
+}
+
+/* Readers scanning their own snapshots while a writer checkpoints and
+ * compacts: each scan sees all the keys, in order, every value of one
+ * generation of writes.  (A reader counts what went wrong: cmocka's
+ * assertions belong to the main thread.) */
+typedef struct scan_reader {
+	keel_db *db;
+	unsigned total, scans;
+	unsigned bad;     /* scans that went wrong */
+} scan_reader;
+
+/* One scan of S: 0 when it held keys 0 .. TOTAL-1 of one generation. */
+static int scan_whole(keel_snapshot *s, unsigned total)
+{
+	keel_iter *it;
+	const void *k;
+	size_t kl;
+	keel_view v;
+	char key[32], tag = 0;
+	unsigned i = 0;
+	int rc = KEEL_OK, bad = 0;
+
+	if (keel_iter_open(s, NULL, 0, NULL, 0, &it) != KEEL_OK)
+		return 1;
+	while (!bad && (rc = keel_iter_next(it, &k, &kl, &v)) == KEEL_OK) {
+		char last = ((const char *)v.data)[v.len - 1];
+		if (i == 0)
+			tag = last;
+		bad = kl != (size_t)scan_key(key, i, false) ||
+		      memcmp(k, key, kl) != 0 || last != tag;
+		i++;
+	}
+	keel_iter_close(it);
+	return bad || rc != KEEL_ENOTFOUND || i != total;
+}
+
+static void *scan_reader_main(void *arg)
+{
+	scan_reader *r = arg;
+	keel_snapshot *s;
+
+	if (keel_snapshot_open(r->db, &s) != KEEL_OK) {
+		r->bad = r->scans;
+		return NULL;
+	}
+	for (unsigned n = 0; n < r->scans; n++)
+		if (keel_snapshot_refresh(&s) != KEEL_OK || scan_whole(s, r->total))
+			r->bad++;
+	keel_snapshot_close(s);
+	return NULL;
+}
+
+static void concurrent_scans_each_see_one_whole_state(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.checkpoint_bytes = 1};
+	scan_reader r[2];
+	pthread_t t[2];
+
+	reopen_with(f, &o);
+	scan_fill(f->db, 0, 1500, false, 'a', 1500);
+	for (int i = 0; i < 2; i++) {
+		r[i] = (scan_reader){.db = f->db, .total = 1500, .scans = 30};
+		assert_int_equal(pthread_create(&t[i], NULL, scan_reader_main, &r[i]), 0);
+	}
+	for (char tag = 'b'; tag <= 'z'; tag++) {
+		scan_fill(f->db, 0, 1500, false, tag, 1500);
+		if (tag == 'm')
+			assert_int_equal(keel_compact(f->db), KEEL_OK);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(r[i].bad, 0);
+	}
+}
+
 /* With 1 KiB keys a node holds few entries: the tree must stay shallow
  * (a branch always keeps two children) and valid through deletes. */
 static void maximal_keys_keep_the_tree_valid(void **state)
@@ -1634,6 +1903,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(revisions_and_conflicts, setup, teardown),
 		cmocka_unit_test_setup_teardown(batches_are_all_or_nothing_across_a_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(million_keys_scan_in_order_and_by_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(scans_start_anywhere_and_end_cleanly, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_scan_keeps_its_state_across_checkpoints_and_a_compaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(concurrent_scans_each_see_one_whole_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(maximal_keys_keep_the_tree_valid, setup, teardown),
 		cmocka_unit_test_setup_teardown(keys_sharing_prefixes_are_found_exactly_and_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(deleting_everything_leaves_an_empty_valid_tree, setup, teardown),

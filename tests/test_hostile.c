@@ -467,6 +467,113 @@ static void keys_out_of_order_in_a_leaf_stop_iteration(void **state)
 	assert_int_equal(keel_close(db), KEEL_OK);
 }
 
+/* A store whose root is one leaf keyed KEYS (N of them), under valid CRCs;
+ * iterates it from the start and returns the keys it gave, joined by ",",
+ * and *RC the iterator's last answer. */
+static void iterate_one_leaf(const char *path, char (*keys)[16], int n,
+                             char *got, size_t size, int *rc)
+{
+	static uint8_t p[65536];
+	craft c;
+	uint32_t crc;
+	keel_db *db;
+	keel_snapshot *s;
+	keel_iter *it;
+	const void *k;
+	size_t kl;
+
+	unlink(path); /* a fresh store each time */
+	make_one_key_store(path);
+	craft_begin(&c, path);
+	uint32_t len = node_payload(p, 0, n, keys, 0, 0);
+	uint64_t off = craft_record(&c, KEEL_REC_LEAF, p, len, &crc);
+	craft_commit(&c, path, off, crc, (uint64_t)n);
+	assert_int_equal(keel_open(path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_snapshot_open(db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	got[0] = '\0';
+	while ((*rc = keel_iter_next(it, &k, &kl, NULL)) == KEEL_OK)
+		snprintf(got + strlen(got), size - strlen(got), "%s%.*s",
+		         got[0] ? "," : "", (int)kl, (const char *)k);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), *rc); /* it sticks */
+	keel_iter_close(it);
+	keel_snapshot_close(s);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
+/* Inside a leaf the cursor steps on the slots' heads (the four key bytes
+ * past the leaf's prefix): a key whose head is lower than the one before
+ * it, or equal to it with the key itself lower, stops iteration there. */
+static void keys_out_of_order_deep_in_a_leaf_stop_iteration_there(void **state)
+{
+	fixture *f = *state;
+	char lower_head[4][16] = {"a", "c", "d", "b"};
+	char tied_head[4][16] = {"a", "bbbbz", "bbbbm", "c"};
+	char equal_keys[3][16] = {"a", "bbbbb", "bbbbb"};
+	char ordered[5][16] = {"a", "bbbba", "bbbbb", "bbbc", "c"};
+	char got[128];
+	int rc;
+
+	iterate_one_leaf(f->path, lower_head, 4, got, sizeof(got), &rc);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_string_equal(got, "a,c,d");
+	iterate_one_leaf(f->path, tied_head, 4, got, sizeof(got), &rc);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_string_equal(got, "a,bbbbz");
+	iterate_one_leaf(f->path, equal_keys, 3, got, sizeof(got), &rc);
+	assert_int_equal(rc, KEEL_ECORRUPT);
+	assert_string_equal(got, "a,bbbbb");
+	/* and ties in order are read through */
+	iterate_one_leaf(f->path, ordered, 5, got, sizeof(got), &rc);
+	assert_int_equal(rc, KEEL_ENOTFOUND);
+	assert_string_equal(got, "a,bbbba,bbbbb,bbbc,c");
+}
+
+/* A scan that reaches a damaged leaf after good ones -- its branch entry
+ * carries another CRC -- stops there with KEEL_ECORRUPT, and stays
+ * stopped; it never reads the branch's entries as the leaf's. */
+static void a_scan_stops_at_a_damaged_leaf_after_good_ones(void **state)
+{
+	fixture *f = *state;
+	static uint8_t p[65536];
+	char l1[2][16] = {"a", "b"}, l2[2][16] = {"c", "d"};
+	craft c;
+	uint32_t c1, c2, crc;
+	keel_db *db;
+	keel_snapshot *s;
+	keel_iter *it;
+	const void *k;
+	size_t kl;
+
+	make_one_key_store(f->path);
+	craft_begin(&c, f->path);
+	uint64_t o1 = craft_record(&c, KEEL_REC_LEAF, p, node_payload(p, 0, 2, l1, 0, 0), &c1);
+	uint64_t o2 = craft_record(&c, KEEL_REC_LEAF, p, node_payload(p, 0, 2, l2, 0, 0), &c2);
+	uint32_t eo = keel_node_begin(p, 1, 2, (const uint8_t *)"a", 1,
+	                              (const uint8_t *)"c", 1);
+	keel_node_set_slot(p, 0, eo, (const uint8_t *)"a", 1);
+	eo += keel_branch_ent_encode(p + eo, (const uint8_t *)"a", 1, c1, o1);
+	keel_node_set_slot(p, 1, eo, (const uint8_t *)"c", 1);
+	eo += keel_branch_ent_encode(p + eo, (const uint8_t *)"c", 1, c2 ^ 1, o2);
+	uint64_t root = craft_record(&c, KEEL_REC_BRANCH, p, eo, &crc);
+	craft_commit(&c, f->path, root, crc, 4);
+
+	assert_int_equal(keel_open(f->path, NULL, &db), KEEL_OK);
+	assert_int_equal(keel_snapshot_open(db, &s), KEEL_OK);
+	assert_int_equal(keel_iter_open(s, NULL, 0, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_OK);
+	assert_memory_equal(k, "a", 1);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_OK);
+	assert_memory_equal(k, "b", 1);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_ECORRUPT);
+	assert_int_equal(keel_iter_next(it, &k, &kl, NULL), KEEL_ECORRUPT);
+	keel_iter_close(it);
+	/* and a scan that starts in it is refused at once */
+	assert_int_equal(keel_iter_open(s, NULL, 0, "c", 1, &it), KEEL_ECORRUPT);
+	keel_snapshot_close(s);
+	assert_int_equal(keel_close(db), KEEL_OK);
+}
+
 /* Two leaves in order by their separators, but the first holds a key past
  * the second's separator: the check names the separator range. */
 static void key_outside_its_separator_range_is_reported(void **state)
@@ -863,6 +970,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(branch_that_is_its_own_child_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(child_after_its_parent_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(keys_out_of_order_in_a_leaf_stop_iteration, setup, teardown),
+		cmocka_unit_test_setup_teardown(keys_out_of_order_deep_in_a_leaf_stop_iteration_there, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_scan_stops_at_a_damaged_leaf_after_good_ones, setup, teardown),
 		cmocka_unit_test_setup_teardown(key_outside_its_separator_range_is_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(child_first_key_differing_from_its_separator_is_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(pending_head_claims_are_checked, setup, teardown),
