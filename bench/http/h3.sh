@@ -71,6 +71,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-h3.XXXXXX)}
 SERVE=$B/keel-serve
 LOADGEN=$B/loadgen
+H3=$B/h3-client
 SPID=""
 
 cleanup() {
@@ -81,7 +82,7 @@ trap cleanup EXIT
 for tool in h2load openssl curl taskset; do
 	command -v $tool >/dev/null || { echo "h3.sh needs $tool (make deps-bench)"; exit 1; }
 done
-[ -x "$SERVE" ] && [ -x "$LOADGEN" ] || { echo "no $SERVE or $LOADGEN (make all)"; exit 1; }
+[ -x "$SERVE" ] && [ -x "$LOADGEN" ] && [ -x "$H3" ] || { echo "no $SERVE, $LOADGEN or $H3 (make all)"; exit 1; }
 head -c 64 /dev/urandom | base64 | head -c 64 >"$DIR/doc"
 head -c 1048576 /dev/urandom >"$DIR/big"
 head -c 16 /dev/urandom | base64 | head -c 16 >"$DIR/v16" # h2load's PUT body
@@ -126,7 +127,7 @@ measure() {
 	local part=$1 proto=$2 n=$3 t0 t1 out rate ok secs cpu_rate
 	shift 3
 	t0=$(cpu_ticks "$SPID")
-	if [ "$part" = conn ] && [ "$proto" = h2 ]; then # pins its clients itself
+	if [ "$part" = conn ] && [ "$proto" != h3 ]; then # conns pins its clients
 		out=$("$@" 2>&1)
 	else
 		out=$(taskset -c "$LOAD_CPU" "$@" 2>&1)
