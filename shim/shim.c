@@ -2514,6 +2514,24 @@ int rmdir(const char *path)
 	return shim_unlink(AT_FDCWD, path, AT_REMOVEDIR);
 }
 
+/* glibc's remove() calls its own unlink and rmdir, which no wrapper sees:
+ * it is made here as glibc makes it (unlink; a directory: rmdir), through
+ * the wrappers, so that a program that deletes with remove() is modelled
+ * like one that calls unlink. */
+static int shim_remove(const char *path)
+{
+	if (shim_unlink(AT_FDCWD, path, 0) == 0)
+		return 0;
+	if (errno != EISDIR)
+		return -1;
+	return shim_unlink(AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+int remove(const char *path)
+{
+	WITH_SITE(int, shim_remove(path));
+}
+
 /* A new name for an existing file: recorded as a create of the new name,
  * which a crash removes unless its directory was synced. */
 static int shim_link(int odir, const char *from, int ndir, const char *to,

@@ -34,7 +34,7 @@ run() {
 }
 
 # ---- each family: the safe workload passes, the unsafe one is caught --------
-for fam in append overwrite truncate rename unlink odsync stdio dup mmap; do
+for fam in append overwrite truncate rename unlink remove odsync stdio dup mmap; do
 	run "$fam-safe" 0 "" --power-loss --kill-every 200ms --duration 2s \
 		--seed 11 \
 		--workload "$F {dir} $fam safe" --checker "$F {dir} $fam --check"

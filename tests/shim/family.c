@@ -11,6 +11,8 @@
  *   rename     KEY.tmp written, fsynced, renamed over KEY; directory fsync
  *   unlink     an absent key is created (file and directory fsynced),
  *              a present one unlinked; directory fsync
+ *   remove     the same, deleting with remove(3) (glibc's calls its own
+ *              unlink, which the shim wraps through remove itself)
  *   odsync     slots written with pwritev() on an O_DSYNC descriptor
  *              (UNSAFE: a plain descriptor, no sync)
  *   stdio      fopen("a") + fprintf + fflush; fsync(fileno())
@@ -275,7 +277,7 @@ static void put_file(const char *key, const char *v, int del)
 			die("fsync after rename");
 		close(fd);
 	} else if (del) {
-		if (unlink(p) != 0)
+		if ((!strcmp(family, "remove") ? remove(p) : unlink(p)) != 0)
 			die("unlink");
 		if (safe)
 			dir_sync();
@@ -316,7 +318,8 @@ static void put(unsigned i, int k, const char *v, int del)
 	           !strcmp(family, "dup")) {
 		put_slot(k, key, v);
 	} else if (!strcmp(family, "truncate") || !strcmp(family, "rename") ||
-	           !strcmp(family, "unlink") || !strcmp(family, "fsyncname")) {
+	           !strcmp(family, "unlink") || !strcmp(family, "remove") ||
+	           !strcmp(family, "fsyncname")) {
 		put_file(key, v, del);
 	} else if (!strcmp(family, "mmap")) {
 		put_map(i, k, key, v);
@@ -452,7 +455,7 @@ int main(int argc, char **argv)
 			return 0;
 		/* unlink: a present key is deleted, an absent one created (an
 		 * O_TRUNC over an existing file could show empty at a crash) */
-		if (!strcmp(family, "unlink"))
+		if (!strcmp(family, "unlink") || !strcmp(family, "remove"))
 			del = stat(p, &st) == 0;
 		/* truncate: the value is a size; others: a unique token */
 		snprintf(v, sizeof v, "v%u", !strcmp(family, "truncate") ?
