@@ -62,15 +62,6 @@ stop() {
 	[ "$STATUS" = 0 ] && ok "server $name: SIGTERM, exit 0" ||
 		bad "server $name: exit $STATUS: $(tail -c 3000 "$T/$name.err")"
 }
-# waitfor FILE PATTERN -- up to 20 s for PATTERN to show in FILE
-waitfor() {
-	local i
-	for i in $(seq 400); do
-		grep -qE -e "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
 # c2 [CURL ARGS...] -- one request over h2 ($H2: --http2 with the CA over
 # https, or --http2-prior-knowledge); prints "VERSION STATUS"; headers in
 # $T/h, body in $T/body

@@ -185,10 +185,7 @@ expect "retry: exit status after SIGTERM" 0 "$STATUS"
 start budget --max-conns 4 --header-timeout 60s
 "$H3" "$PORT" GET /k -i 20000 >"$T/half" 2>&1 &
 HALF=$!
-for i in $(seq 200); do
-	grep -q 'half open' "$T/half" && break
-	sleep 0.05
-done
+waitfor "$T/half" 'half open'
 contains "a handshake held half done" "$T/half" 'half open'
 expect "handshake budget used up: the answer still comes" 404 "$(h3 GET /k)"
 contains "handshake budget used up: through a Retry" "$T/a.err" 'followed a Retry'
@@ -200,7 +197,8 @@ stop "$PID"
 # handshakes, as TLS over TCP does; a handshake under way keeps the one it
 # began with (held half done across the swap; the sanitizer builds see
 # that certificate freed by whichever lets go last)
-fp() { openssl x509 -in "$1" -noout -fingerprint -sha256 | sed 's/.*=//; s/://g' | tr A-F a-f; }
+# fp [PEM] -- a certificate's SHA-256 as h3-client -F prints it (stdin: none)
+fp() { openssl x509 ${1:+-in "$1"} -noout -fingerprint -sha256 | sed 's/.*=//; s/://g' | tr A-F a-f; }
 served() { h3 GET /none -F >/dev/null; sed -n 's/^h3-client: certificate //p' "$T/a.err"; }
 cp "$T/c.crt" "$T/c0.crt"
 cp "$T/k.key" "$T/k0.key"
@@ -213,23 +211,16 @@ start hup
 expect "before SIGHUP: HTTP/3 serves the first certificate" "$(fp "$T/c.crt")" "$(served)"
 "$H3" "$PORT" GET /k -i 5000 >"$T/half" 2>&1 &
 HALF=$!
-for i in $(seq 200); do
-	grep -q 'half open' "$T/half" && break
-	sleep 0.05
-done
+waitfor "$T/half" 'half open'
 contains "SIGHUP: a handshake held half done across it" "$T/half" 'half open'
 cp "$T/c2.crt" "$T/c.crt"
 cp "$T/k2.key" "$T/k.key"
 kill -HUP "$PID"
-for i in $(seq 400); do
-	grep -q 'SIGHUP: .*certificate' "$T/hup.err" && break
-	sleep 0.05
-done
+waitfor "$T/hup.err" 'SIGHUP: .*certificate'
 contains "SIGHUP: the pair is reloaded" "$T/hup.err" 'SIGHUP: .*certificate'
 expect "after SIGHUP: HTTP/3 serves the new certificate" "$(fp "$T/c2.crt")" "$(served)"
 expect "after SIGHUP: HTTP/2 serves the new certificate too" "$(fp "$T/c2.crt")" \
-	"$(echo | openssl s_client -connect "127.0.0.1:$PORT" 2>/dev/null |
-		openssl x509 -noout -fingerprint -sha256 | sed 's/.*=//; s/://g' | tr A-F a-f)"
+	"$(echo | openssl s_client -connect "127.0.0.1:$PORT" 2>/dev/null | fp)"
 wait "$HALF"
 expect "after SIGHUP: the server answers on" 404 "$(h3 GET /none)"
 stop "$PID"

@@ -5,6 +5,14 @@ bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
 expect() { # expect NAME WANT GOT
 	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want [$2] got [$3]"; fi
 }
+waitfor() { # waitfor FILE PATTERN -- up to 20 s for PATTERN to show in FILE
+	local i
+	for i in $(seq 400); do
+		grep -qE -e "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
 contains() { # contains NAME FILE PATTERN
 	if grep -qE -e "$3" "$2"; then ok "$1"; else
 		bad "$1: no /$3/ in:"; head -c 1500 "$2"; echo; fi

@@ -54,15 +54,6 @@ stop() {
 	wait "$1" 2>/dev/null
 	STATUS=$?
 }
-# waitfor FILE PATTERN -- up to 20 s for PATTERN to show in FILE
-waitfor() {
-	local i
-	for i in $(seq 400); do
-		grep -qE -e "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
 # cert NAME [DAYS] -- a self-signed certificate for localhost and
 # 127.0.0.1 in $T/NAME.crt, its key (mode 600) in $T/NAME.key
 cert() {

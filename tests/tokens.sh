@@ -42,15 +42,6 @@ start() {
 code() { curl -s -m 5 -D "$T/h" -o "$T/body" -w '%{http_code}' "$@"; }
 # as TOKEN [CURL ARGS...] -- code with that bearer token
 as() { local t=$1; shift; code -H "Authorization: Bearer $t" "$@"; }
-# waitfor FILE PATTERN -- up to 5 s for PATTERN to show in FILE
-waitfor() {
-	local i
-	for i in $(seq 400); do
-		grep -qE -e "$2" "$1" && return 0
-		sleep 0.05
-	done
-	return 1
-}
 # waitmore FILE PATTERN N -- until FILE has more than N lines matching
 waitmore() {
 	local i
