@@ -381,29 +381,22 @@ int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath)
 {
 	struct stat st;
 
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	return faultsim_cache_track_id(c, (uint64_t)st.st_dev,
-	                               (uint64_t)st.st_ino, abspath);
+	return faultsim_cache_track_stat(c, fd, abspath, &st);
 }
 
-int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
-                            const char *abspath)
+/* The entry for (DEV, INO) at ABSPATH, found or made (lock held): its id,
+ * or -ENOBUFS.  Its size is left unknown (10). */
+static int track_locked(faultsim_cache *c, uint64_t dev, uint64_t ino,
+                        const char *abspath)
 {
-	int rc;
-
-	if (strlen(abspath) >= FAULTSIM_PATH_MAX)
-		return -ENAMETOOLONG;
-	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < c->nfiles; i++) {
 		fs_file *f = &c->files[i];
 		if (!f->gone && f->dev == dev &&
 		    f->ino == ino) {
 			if (strcmp(faultsim_file_path(f), abspath) != 0)
 				file_move(f, abspath);
-			f->size_known = 0; /* (10): looked up again under the lock */
-			rc = (int)i;
-			goto out_unlock;
+			f->size_known = 0;
+			return (int)i;
 		}
 	}
 	/* (9): a program that creates, syncs and unlinks file after file
@@ -427,12 +420,10 @@ int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
 			         abspath);
 			__atomic_store_n(&g->cur, g->cur ^ 1u, __ATOMIC_RELEASE);
 			__atomic_store_n(&g->gone, 0, __ATOMIC_RELEASE);
-			rc = slot;
-			goto out_unlock;
+			return slot;
 		}
 		__atomic_store_n(&c->overflowed, 1, __ATOMIC_RELEASE);
-		rc = -ENOBUFS;
-		goto out_unlock;
+		return -ENOBUFS;
 	}
 	fs_file *f = &c->files[c->nfiles];
 	f->dev = dev;
@@ -445,9 +436,31 @@ int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
 	__atomic_add_fetch(&f->gen, 1, __ATOMIC_ACQ_REL);
 	snprintf(f->path[0], FAULTSIM_PATH_MAX, "%s", abspath);
 	f->path[1][0] = '\0';
-	rc = (int)c->nfiles;
 	__atomic_store_n(&c->nfiles, c->nfiles + 1, __ATOMIC_RELEASE);
-out_unlock:
+	return (int)c->nfiles - 1;
+}
+
+int faultsim_cache_track_stat(faultsim_cache *c, int fd, const char *abspath,
+                              struct stat *st)
+{
+	int rc;
+
+	if (strlen(abspath) >= FAULTSIM_PATH_MAX)
+		return -ENAMETOOLONG;
+	/* the fstat is made under the lock: every recorded write, truncate
+	 * and extension moves the size under it, so what it reads is the
+	 * size the entry keeps (10) -- one fstat a new file's first write
+	 * fewer */
+	pthread_mutex_lock(&c->lock);
+	if (fstat(fd, st) != 0) {
+		rc = -errno;
+	} else if (!S_ISREG(st->st_mode)) {
+		rc = -EINVAL;
+	} else if ((rc = track_locked(c, (uint64_t)st->st_dev,
+	                              (uint64_t)st->st_ino, abspath)) >= 0) {
+		c->files[rc].size = (uint64_t)st->st_size;
+		c->files[rc].size_known = 1;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

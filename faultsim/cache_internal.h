@@ -71,7 +71,8 @@
  *       one first, then the one whose newest record is oldest, so a program
  *       that writes, syncs and closes file after file is never refused.
  *  (10) A file entry's size, while size_known, is the file's size: set from
- *       the fstat that tracks it, then moved only under the lock, by the
+ *       the fstat that tracks it (made under the lock, so no recorded call
+ *       can come between the two), then moved only under the lock, by the
  *       _end of a recorded write, truncate or extension (the call made
  *       under that same lock, so no recorded call can slip between).  A
  *       writer that died inside a call, a crash that rewrote files and a

@@ -203,10 +203,13 @@ void faultsim_cache_names_changed(faultsim_cache *c);
  * file again (the shim does this for every descriptor it follows).
  */
 int faultsim_cache_track(faultsim_cache *c, int fd, const char *abspath);
-/* The same for a file whose identity (st_dev, st_ino) the caller has just
- * read with fstat: one fstat a tracked open fewer. */
-int faultsim_cache_track_id(faultsim_cache *c, uint64_t dev, uint64_t ino,
-                            const char *abspath);
+/* The same, and *ST gets what the fstat it made read (its st_mode stays as
+ * the caller set it when the fstat failed): the caller learns the file's
+ * kind and identity without a second fstat.  A descriptor on anything but
+ * a regular file is not tracked: -EINVAL. */
+struct stat;
+int faultsim_cache_track_stat(faultsim_cache *c, int fd, const char *abspath,
+                              struct stat *st);
 /* The generation of file entry FILE (see faultsim_cache_track); 0 when FILE
  * is out of range. */
 uint32_t faultsim_cache_file_gen(const faultsim_cache *c, int file);
@@ -351,6 +354,10 @@ int faultsim_cache_rename_begin(faultsim_cache *c, const char *absfrom,
                                 const char *absto, faultsim_ticket *t);
 int faultsim_cache_unlink_begin(faultsim_cache *c, const char *abspath,
                                 faultsim_ticket *t);
+/* The same for a name whose inode number the caller has just read with
+ * lstat: one lstat an unlink fewer. */
+int faultsim_cache_unlink_begin_ino(faultsim_cache *c, const char *abspath,
+                                    uint64_t ino, faultsim_ticket *t);
 void faultsim_cache_namespace_end(faultsim_ticket *t, int result);
 
 /* fsync of directory ABSDIR: as the file syncs.  On success every create,

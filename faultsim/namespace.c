@@ -106,18 +106,27 @@ int faultsim_cache_unlink_begin(faultsim_cache *c, const char *abspath,
                                 faultsim_ticket *t)
 {
 	struct stat st;
-	uint64_t pos;
-	int rc;
 
 	t->cache = NULL;
 	if (lstat(abspath, &st) != 0)
 		return -errno;
+	return faultsim_cache_unlink_begin_ino(c, abspath, (uint64_t)st.st_ino,
+	                                       t);
+}
+
+int faultsim_cache_unlink_begin_ino(faultsim_cache *c, const char *abspath,
+                                    uint64_t ino, faultsim_ticket *t)
+{
+	uint64_t pos;
+	int rc;
+
+	t->cache = NULL;
 	pthread_mutex_lock(&c->lock);
 	fs_rec *r = ns_record(c, REC_UNLINK, abspath, "", abspath, &pos);
 	rc = -ENOBUFS;
 	if (!r)
 		goto out_unlock;
-	r->ino = (uint64_t)st.st_ino;
+	r->ino = ino;
 	if (link(abspath, rec_path(r, 2)) != 0) {
 		rc = -errno;
 		rec_set_state(r, ST_VOID);

@@ -45,6 +45,7 @@
 #define FD_APPEND 1u          /* O_APPEND                               */
 #define FD_SYNC 2u            /* O_SYNC / O_DSYNC                       */
 #define FD_DIR 4u             /* a directory below the watched one      */
+#define FD_ADOPTED 8u         /* opened where no wrapper saw (fd_adopt)  */
 #define ZERO_MAX (64u << 20)  /* largest hole punched (recorded as zeros) */
 
 static __thread int in_shim __attribute__((tls_model("initial-exec")));
@@ -651,12 +652,15 @@ static int fd_track(int fd, const char *abs, int flags)
 	struct stat st;
 	int file;
 
-	if (fstat(fd, &st) != 0)
-		return 0;
 	if (fd >= SHIM_FDS)
 		refuse("%s: descriptor %d is above the %d the shim follows",
 		       relative(abs), fd, SHIM_FDS);
 	fd_forget(fd);
+	/* one fstat, under the cache's lock: the file's kind, its identity,
+	 * and the size its first write's pre-image needs (invariant 10 of
+	 * faultsim/cache_internal.h) */
+	st.st_mode = 0;
+	file = RECORD(faultsim_cache_track_stat(cache, fd, abs, &st));
 	if (S_ISDIR(st.st_mode)) {
 		fd_flags[fd] = FD_DIR;
 		fd_path[fd] = strdup(abs);
@@ -664,8 +668,6 @@ static int fd_track(int fd, const char *abs, int flags)
 	}
 	if (!S_ISREG(st.st_mode))
 		return 0;
-	file = RECORD(faultsim_cache_track_id(cache, (uint64_t)st.st_dev,
-	                                      (uint64_t)st.st_ino, abs));
 	if (file < 0) {
 		recording_failed(file, "open", abs);
 		return file;
@@ -697,11 +699,11 @@ static void fd_revalidate(int fd)
 		fd_path[fd] = strdup(abs);
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0)
+	st.st_mode = 0;
+	file = RECORD(faultsim_cache_track_stat(cache, fd, abs, &st));
+	if (!S_ISREG(st.st_mode))
 		refuse("%s: cannot track its file again: %s", relative(abs),
-		       strerror(errno));
-	file = RECORD(faultsim_cache_track_id(cache, (uint64_t)st.st_dev,
-	                                      (uint64_t)st.st_ino, abs));
+		       file < 0 ? strerror(-file) : "not a regular file");
 	if (file < 0) {
 		recording_failed(file, "write", abs); /* refuses when full */
 		refuse("%s: cannot track its file again: %s", relative(abs),
@@ -730,6 +732,8 @@ static int fd_adopt(int fd)
 		return 0;
 	fd_track(fd, abs, fl);
 	fd_seen[fd] = 1; /* fd_track began by forgetting FD */
+	if (fd_tracked(fd))
+		fd_flags[fd] |= FD_ADOPTED; /* its closer may be unseen too */
 	return fd_tracked(fd);
 }
 
@@ -1277,10 +1281,11 @@ static int file_sync(int fd, faultsim_op op)
 	return rc < 0 ? rc : pending;
 }
 
-/* Whether followed descriptor FD still names what the shim thinks: glibc
- * closes a directory's descriptor inside closedir (fdopendir's too), and the
- * number can come back from another internal open.  A sync must never be
- * credited to the wrong file or directory. */
+/* Whether followed descriptor FD still names what the shim thinks: a
+ * descriptor the shim did not see opened (opendir's, fopen's for reading,
+ * one received or inherited) may be closed where no wrapper sees too (inside
+ * fclose), and the number come back from another internal open.  A sync
+ * must never be credited to the wrong file or directory. */
 static int fd_still_names(int fd)
 {
 	struct stat now, then;
@@ -1297,15 +1302,20 @@ static int fd_still_names(int fd)
 /* Whether a sync of FD is modelled: FD is followed, or names a file or
  * directory below the watched one though no wrapper saw it opened (dpkg
  * syncs a directory with fsync(dirfd(opendir(...))): passing that through
- * unmodelled would report its renames as never synced).  A sync looks
- * every time, not once: syncs are few and this is where a false alarm
- * would come from. */
+ * unmodelled would report its renames as never synced).  An adopted
+ * descriptor is looked at every time, not once: this is where a false
+ * alarm would come from.  One the shim saw opened is not: every call that
+ * closes a descriptor the program holds goes through a wrapper (close,
+ * dup2, dup3, closedir, close_range, closefrom, fclose of the streams
+ * fopen and fdopen make here; with --syscall-backstop, a raw close too),
+ * so it names what it was opened on -- one fstat a sync fewer. */
 static int sync_followed(int fd)
 {
 	if (fd < 0 || fd >= SHIM_FDS)
 		return 0;
 	in_shim = 1;
-	if (fd_tracked(fd) && !fd_still_names(fd))
+	if (fd_tracked(fd) && (fd_flags[fd] & FD_ADOPTED) &&
+	    !fd_still_names(fd))
 		fd_forget(fd); /* closed by a call no wrapper saw, then reused */
 	int followed = fd_tracked(fd) || fd_adopt(fd);
 	in_shim = 0;
@@ -1435,7 +1445,9 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 	if ((flags & O_TMPFILE) == O_TMPFILE)
 		refuse("open(%s, O_TMPFILE): unnamed files are not modelled",
 		       relative(abs));
-	exists = lstat(abs, &st) == 0;
+	/* without O_CREAT an open that succeeds found the file: only a
+	 * create needs to know beforehand */
+	exists = !(flags & O_CREAT) || lstat(abs, &st) == 0;
 	if (writable || (flags & O_CREAT)) {
 		step();
 		if ((rc = inject(FAULTSIM_OP_OPEN)) != 0) {
@@ -1570,9 +1582,9 @@ int creat64(const char *path, mode_t mode)
 	return creat(path, mode);
 }
 
-int close(int fd)
+/* The program is closing FD (before the real call). */
+static void fd_closing(int fd)
 {
-	load_close();
 	if (active && !in_shim && fd >= 0 && fd < SHIM_FDS &&
 	    (fd_file[fd] || fd_flags[fd])) {
 		in_shim = 1;
@@ -1581,7 +1593,47 @@ int close(int fd)
 	} else if (fd >= 0 && fd < SHIM_FDS) {
 		fd_seen[fd] = 0;
 	}
+}
+
+int close(int fd)
+{
+	load_close();
+	fd_closing(fd);
 	return real_close(fd);
+}
+
+/* glibc closes these descriptors inside, where no close wrapper sees */
+int closedir(DIR *d)
+{
+	static int (*real)(DIR *);
+	if (!real)
+		real = (int (*)(DIR *))dlsym(RTLD_NEXT, "closedir");
+	fd_closing(dirfd(d));
+	return real(d);
+}
+
+int close_range(unsigned first, unsigned last, int flags)
+{
+	static int (*real)(unsigned, unsigned, int);
+	if (!real)
+		real = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT,
+		                                               "close_range");
+	/* forgotten first, as close does: one left open by a failed call
+	 * is looked up again at its next write or sync (fd_adopt) */
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		for (unsigned fd = first; fd <= last && fd < SHIM_FDS; fd++)
+			fd_closing((int)fd);
+	return real(first, last, flags);
+}
+
+void closefrom(int lowfd)
+{
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
+	for (int fd = lowfd < 0 ? 0 : lowfd; fd < SHIM_FDS; fd++)
+		fd_closing(fd);
+	real(lowfd);
 }
 
 int dup(int fd)
@@ -2484,7 +2536,10 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 		if (seen)
 			expect_forget(&st); /* what lstat found above */
 		if ((rc = inject(FAULTSIM_OP_UNLINK)) == 0 &&
-		    (rc = RECORD(faultsim_cache_unlink_begin(cache, abs, &t))) < 0)
+		    (rc = RECORD(seen ? faultsim_cache_unlink_begin_ino(cache,
+		                     abs, (uint64_t)st.st_ino, &t)
+		                      : faultsim_cache_unlink_begin(cache, abs,
+		                                                    &t))) < 0)
 			recording_failed(rc, "unlink", abs);
 		if (rc == 0) {
 			remember_begin(SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, t.seq);
@@ -2853,6 +2908,8 @@ static void adopt_inherited(void)
 		int fl = real_fcntl(fd, F_GETFL);
 		if (fl >= 0)
 			fd_track(fd, abs, fl);
+		if (fd_tracked(fd))
+			fd_flags[fd] |= FD_ADOPTED; /* opened before this image */
 	}
 	if (d)
 		closedir(d);

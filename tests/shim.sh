@@ -46,13 +46,20 @@ done
 # (dpkg syncs its directory with fsync(dirfd(opendir(...))); a descriptor
 # can also arrive by fdopendir+closedir, dup, exec, or SCM_RIGHTS)
 D=$B/shim-tests/dirsync
-for how in open opendir fdopendir dup exec scm scmraw; do
+# (a descriptor the shim saw opened is not looked at again at each sync:
+# closerange and closedir close one where no close() wrapper sees and reuse
+# its number from an internal open, so a sync credited to the old file or
+# directory shows as a false alarm or a missed loss)
+for how in open opendir fdopendir dup exec scm scmraw closerange; do
 	run "dirsync-$how" 0 "" --power-loss --kill-every 200ms --duration 2s \
 		--seed 11 --workload "$D {dir} $how safe" \
 		--checker "$D {dir} $how --check"
 done
-run "dirsync-none" 1 "cycle [0-9]+: lost" --power-loss --duration 10s \
-	--seed 11 --workload "$D {dir} none safe" --checker "$D {dir} none --check"
+for how in none closedir; do
+	run "dirsync-$how" 1 "cycle [0-9]+: lost" --power-loss --duration 10s \
+		--seed 11 --workload "$D {dir} $how safe" \
+		--checker "$D {dir} $how --check"
+done
 
 # ---- git: a process per call, a file per object, under kills -------------
 # (hundreds of files over a run; a commit is durable in the page cache)

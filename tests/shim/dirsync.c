@@ -18,6 +18,15 @@
  *              received over a socket (SCM_RIGHTS, recvmsg)
  *   scmraw     the same, received through syscall(SYS_recvmsg): no wrapper
  *              sees the descriptor arrive
+ *   closerange each value's file closed with close_range() instead of
+ *              close(), then the directory synced as "opendir" does: the
+ *              number comes back from glibc's internal open, and the sync
+ *              must be the directory's, not the closed file's
+ *   closedir   the directory opened, fdopendir()'d and closed with
+ *              closedir() WITHOUT a sync, then the renamed file fsynced
+ *              through a read-only fopen(), whose descriptor reuses the
+ *              number: a file sync, never a directory's (UNSAFE: must be
+ *              caught)
  *   none       no directory sync (UNSAFE: must be caught)
  *
  * "dirsync DIR METHOD --check" is the checker: "KEY VALUE" per file.
@@ -118,6 +127,9 @@ static void dir_sync(void)
 		if (!(d = opendir(dir)) || (fd = dup(dirfd(d))) < 0 ||
 		    closedir(d) != 0 || fsync(fd) != 0 || close(fd) != 0)
 			die("dup+fsync");
+	} else if (!strcmp(method, "closerange")) {
+		if (!(d = opendir(dir)) || fsync(dirfd(d)) != 0 || closedir(d))
+			die("opendir+fsync");
 	} else if (held >= 0) {
 		if (fsync(held) != 0)
 			die("fsync of a held descriptor");
@@ -137,10 +149,21 @@ static void put(int k, const char *v)
 	snprintf(from, sizeof from, "%s/%s.tmp", dir, key);
 	int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, v, n) != (ssize_t)n || fsync(fd) != 0 ||
-	    close(fd) != 0)
+	    (strcmp(method, "closerange") ? close(fd)
+	                                  : close_range((unsigned)fd,
+	                                                (unsigned)fd, 0)) != 0)
 		die(from);
 	if (rename(from, p) != 0)
 		die("rename");
+	if (!strcmp(method, "closedir")) {
+		DIR *d;
+		FILE *f;
+		fd = open(dir, O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || !(d = fdopendir(fd)) || closedir(d) != 0 ||
+		    !(f = fopen(p, "r")) || fsync(fileno(f)) != 0 || fclose(f))
+			die("closedir, then a file sync");
+		return;
+	}
 	dir_sync();
 }
 
