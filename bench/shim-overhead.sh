@@ -6,19 +6,21 @@
 #      (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
 #      each, synchronous=EXTRA), each timed inside the program, plain, under
 #      the shim (torture --target exec --power-loss, one cycle that ends on
-#      its own) and under the shim with --syscall-backstop, three rounds
-#      alternating; the median of each, and microseconds per operation.
+#      its own) and under the shim with --syscall-backstop, ROUNDS rounds
+#      (default 3, odd) alternating; the median of each, and microseconds
+#      per operation.
 #   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
 #      SQLite workload (synchronous=EXTRA, which passes): cycles per second.
 # Needs libsqlite3-dev (make deps-bench).  Prints the figures and writes
 # them to docs/results/shim.md (bench/results.sh: with the command, the
-# machine and the commit; a rerun replaces its section).  TMPDIR picks the
-# file system (TMPDIR=/dev/shm: the shim's CPU cost alone).
+# machine and the commit; a rerun replaces its section, one for tmpfs and one
+# for any other file system).  TMPDIR picks the file system (TMPDIR=/dev/shm:
+# the shim's CPU cost alone).
 set -eu
 RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../docs/results}
 . "$(dirname "$0")/results.sh"
 results_begin "$0" "$@"
-results_env TMPDIR
+results_env TMPDIR ROUNDS
 B=${1:-build}
 N=${2:-300}
 T=$(mktemp -d "${TMPDIR:-/tmp}/keel-shim-bench.XXXXXX")
@@ -26,7 +28,9 @@ trap 'rm -rf "$T"' EXIT
 cc -O2 -Wall -Wextra -Werror -o "$B/shim-bench" bench/shim_bench.c -lsqlite3
 S=$B/shim-bench
 
-median() { sort -n | sed -n 2p; }
+ROUNDS=${ROUNDS:-3}
+case $ROUNDS in *[!0-9]* | '' | *[02468]) echo "ROUNDS must be odd" >&2; exit 2 ;; esac
+median() { sort -n | sed -n "$((ROUNDS / 2 + 1))p"; }
 
 plain() { # plain MODE -> seconds
 	rm -rf "$T/d" && mkdir "$T/d"
@@ -52,7 +56,7 @@ for mode in syscalls fsync sqlite; do
 	n=$N
 	[ $mode = syscalls ] && n=$((N * 100))
 	: >"$T/p"; : >"$T/s"; : >"$T/b"
-	for round in 1 2 3; do
+	for round in $(seq "$ROUNDS"); do
 		plain $mode >>"$T/p"
 		shimmed $mode >>"$T/s"
 		shimmed $mode --syscall-backstop >>"$T/b"
@@ -73,7 +77,7 @@ done
 sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second": \([0-9.]*\).*/sqlite power-loss: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p' "$T/run.json" |
 	tee "$T/powerloss"
 {
-	echo "Each figure is the median of three rounds (plain, shim and shim with the backstop"
+	echo "Each figure is the median of $ROUNDS rounds (plain, shim and shim with the backstop"
 	echo "alternating), timed inside the program (bench/shim_bench.c): getppid() for"
 	echo "\`syscalls\`, pwrite 4 KiB + fdatasync for \`fsync\`, one SQLite insert per"
 	echo "transaction (synchronous=EXTRA) for \`sqlite\`."
@@ -83,4 +87,8 @@ sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second
 	echo "torture --target exec --power-loss --kill-every 50ms --duration 20s --seed 1 on a"
 	echo "SQLite workload (synchronous=EXTRA): $(sed 's/^sqlite power-loss: //' "$T/powerloss")."
 } >"$T/section.md"
-results_write shim shim-overhead "The shim's cost" "${TMPDIR:-/tmp}" "$T/section.md"
+# one section per kind of file system: tmpfs (the shim's CPU cost alone)
+# and a disk's (what a synced write costs there besides)
+section=shim-overhead
+[ "$(stat -f -c %T "${TMPDIR:-/tmp}")" = tmpfs ] || section=shim-overhead-disk
+results_write shim "$section" "The shim's cost" "${TMPDIR:-/tmp}" "$T/section.md"
