@@ -151,6 +151,8 @@ struct serve_config {
 	                            also the window of --body-min-rate      */
 	uint64_t body_min_rate;  /* --body-min-rate, bytes per second       */
 	uint64_t body_budget;    /* --body-budget: all request bodies held  */
+	int defer_accept_s;      /* --defer-accept: TCP_DEFER_ACCEPT seconds
+	                            on the plain listener; 0 off            */
 	int busy_poll_us;        /* --busy-poll: poll this long before
 	                            sleeping in epoll_wait; 0 never, -1
 	                            auto (serve_conn.c, shard_wait)      */

@@ -1028,18 +1028,27 @@ static void shard_accept(struct serve_shard *sh)
 	c->fd = fd;
 	if (tls) /* its SSL comes with its first record (conn_tls_ready) */
 		c->flags |= CONN_TLS;
-	/* TCP_NODELAY comes from the listener (serve_main.c) */
-	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-	ev.data.ptr = c;
-	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		atomic_fetch_sub(&srv->conns, 1);
-		close(fd);
-		free(c);
-		return;
-	}
 	/* a TLS handshake must finish within --header-timeout */
 	timer_set(c, (c->flags & CONN_TLS) ? SERVE_TIMER_HEAD : SERVE_TIMER_IDLE);
 	sh->nconns++;
+	/* --defer-accept: the kernel handed the connection over once its first
+	 * bytes came (or its wait ran out): they are read and answered before
+	 * the connection is registered, so a request that ends it
+	 * ("Connection: close") costs no epoll_ctl at all.  Bytes that come
+	 * after the last read are reported by the registration itself (epoll
+	 * looks at a descriptor's state when it is added). */
+	if (srv->cfg.defer_accept_s > 0 && !tls) {
+		conn_input(c);
+		if (!(c->flags & CONN_DEAD))
+			conn_service(c);
+		if (c->flags & CONN_DEAD)
+			return; /* answered and closed; conn_close buried it */
+	}
+	/* TCP_NODELAY comes from the listener (serve_main.c) */
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	ev.data.ptr = c;
+	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		conn_close(c);
 }
 
 /* ---- completions, timeouts, shutdown -------------------------------------- */

@@ -5,6 +5,7 @@
  *              [--max-body BYTES] [--body-budget BYTES]
  *              [--idle-timeout DUR] [--header-timeout DUR]
  *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
+ *              [--defer-accept SECONDS]
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
  *              [--tls-cert FILE --tls-key FILE] [--max-handshakes N]
@@ -88,6 +89,11 @@ static void usage(FILE *f)
 	      " up to USEC;\n"
 	      "                       0 never.  Polling costs CPU time"
 	      " (docs/http.md)\n"
+	      "  --defer-accept SECONDS  the kernel hands a connection over only"
+	      " once its first\n"
+	      "                       bytes come, or after about SECONDS"
+	      " (TCP_DEFER_ACCEPT;\n"
+	      "                       0 = off, the default): docs/http.md\n"
 	      "  --no-direct-commit   commit every write through keel's committer"
 	      " thread (for A/B\n"
 	      "                       runs); by default a write with nothing else"
@@ -274,6 +280,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"header-timeout", required_argument, NULL, 'H'},
 		{"body-min-rate", required_argument, NULL, 'r'},
 		{"busy-poll", required_argument, NULL, 'p'},
+		{"defer-accept", required_argument, NULL, 'A'},
 		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"no-batch-threads", no_argument, NULL, 'B'},
 		{"tokens", required_argument, NULL, 'k'},
@@ -372,6 +379,11 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 				                 "expected auto or microseconds from 0 to "
 				                 "10000");
 			break;
+		case 'A':
+			if (parse_int(optarg, 0, 3600, &cfg->defer_accept_s) < 0)
+				return bad_value("--defer-accept", optarg,
+				                 "expected seconds from 0 to 3600");
+			break;
 		case 'D': cfg->direct_commit = 0; break;
 		case 'B': cfg->batch_threads = 0; break;
 		case 'k': cfg->tokens_path = optarg; break;
@@ -464,7 +476,7 @@ static void raise_nofile(struct serve_config *cfg)
 	}
 }
 
-static int listener(struct sockaddr_in *a)
+static int listener(struct sockaddr_in *a, int defer_s)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -477,6 +489,8 @@ static int listener(struct sockaddr_in *a)
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 ||
+	    (defer_s > 0 && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
+	                               &defer_s, sizeof defer_s) < 0) ||
 	    bind(fd, (struct sockaddr *)a, sizeof *a) < 0 || listen(fd, 4096) < 0) {
 		int e = errno;
 		close(fd);
@@ -497,7 +511,7 @@ static int open_listeners(struct serve_config *cfg, int *fds)
 	int i;
 
 	for (i = 0; i < cfg->threads; i++) {
-		fds[i] = listener(&cfg->addr);
+		fds[i] = listener(&cfg->addr, cfg->defer_accept_s);
 		if (fds[i] < 0) {
 			fprintf(stderr, "keel-serve: listen: %s\n", strerror(errno));
 			while (i--)

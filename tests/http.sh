@@ -328,6 +328,44 @@ for v in -1 10001 abc '' autox; do
 	expect "--busy-poll '$v' is refused (usage, exit 2)" 2 "$?"
 done
 
+# ---- --defer-accept: the kernel hands a connection over with its request ----
+# (read and answered before the connection is registered with epoll)
+start defer --db "$T/defer.keel" --defer-accept 30 --max-conns 1
+expect "--defer-accept: PUT answers 201" 201 \
+	"$(code -X PUT --data-binary deferred "http://127.0.0.1:$PORT/d")"
+expect "--defer-accept: GET returns the body" deferred \
+	"$(C -H 'Connection: close' "http://127.0.0.1:$PORT/d")"
+# a request that comes after the first was answered is read through epoll
+{ printf 'GET /d HTTP/1.1\r\nHost: a\r\n\r\n'; sleep 0.3; printf 'PUT /d HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nd2GET /d HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'; } | raw "$T/r"
+expect "--defer-accept: keep-alive, a later request, pipelining" \
+	"HTTP/1.1 200 HTTP/1.1 204 HTTP/1.1 200 d2" \
+	"$(tr -d '\r' <"$T/r" | grep -ao 'HTTP/1.1 [0-9]*\|d2$' | tr '\n' ' ' | sed 's/ $//')"
+# a connection that sends nothing stays with the kernel: it takes no slot of
+# --max-conns 1 (without the deferral the GET below would get 503)
+exec 4<>/dev/tcp/127.0.0.1/$PORT
+sleep 0.3
+expect "--defer-accept: a silent connection holds no slot" 200 \
+	"$(code "http://127.0.0.1:$PORT/d")"
+exec 4<&-
+kill -TERM "$PID"
+stopped "$PID"
+expect "--defer-accept: stops cleanly" 0 "$STATUS"
+# after about SECONDS the kernel hands a silent connection over anyway, and
+# --idle-timeout closes it
+start defer1 --db "$T/defer.keel" --defer-accept 1 --idle-timeout 1
+expect "--defer-accept 1: a silent connection is closed in the end" eof \
+	"$(timeout 20 python3 -c "
+import socket
+s = socket.create_connection(('127.0.0.1', $PORT))
+s.settimeout(15)
+print('eof' if s.recv(10) == b'' else 'data')" 2>&1)"
+kill -TERM "$PID"
+stopped "$PID"
+for v in -1 3601 abc ''; do
+	"$SERVE" --db "$T/defer.keel" --defer-accept "$v" >/dev/null 2>&1
+	expect "--defer-accept '$v' is refused (usage, exit 2)" 2 "$?"
+done
+
 # ---- answers that follow RFC 9112 and docs/http.md ------------------------------
 start rfc --db "$T/rfc.keel"
 R=http://127.0.0.1:$PORT

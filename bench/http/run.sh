@@ -7,6 +7,11 @@
 #   PARTS=put ROUNDS=3 bash bench/http/run.sh build-http   # durable writes only
 #   SERVE_ARGS='--busy-poll 250' PARTS=put bash bench/http/run.sh build-http
 #                            # extra keel-serve flags (recorded on each line)
+#   DEFER=1 PARTS=static bash bench/http/run.sh build  # both servers with
+#                            # TCP_DEFER_ACCEPT: keel-serve --defer-accept 1,
+#                            # nginx "listen ... deferred"; no idle10k (the
+#                            # kernel would hold the idle connections); its
+#                            # own section, http1-defer
 #
 # Server on CPU $SERVER_CPU, load generator on CPU $LOAD_CPU (taskset).  Every
 # round runs every scenario on every server; the order of the servers
@@ -29,12 +34,19 @@ set -u
 RESULTS_DIR=${RESULTS_DIR:-$(dirname "$0")/../../docs/results}
 . "$(dirname "$0")/../results.sh"
 results_begin "bash $0" "$@"
-results_env ROUNDS DUR PARTS SERVE_ARGS SERVER_CPU LOAD_CPU
+results_env ROUNDS DUR PARTS SERVE_ARGS SERVER_CPU LOAD_CPU DEFER
 B=${1:-build}
 ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-3}
 PARTS=${PARTS:-static,put} # static: GETs against nginx; put: durable writes
 SERVE_ARGS=${SERVE_ARGS:-} # extra keel-serve flags, word-split
+DEFER=${DEFER:-0}          # seconds of TCP_DEFER_ACCEPT for both servers
+case $DEFER in *[!0-9]* | '') echo "DEFER: seconds expected" >&2; exit 2 ;; esac
+NGINX_DEFER=""
+if [ "$DEFER" -gt 0 ]; then
+	SERVE_ARGS="$SERVE_ARGS --defer-accept $DEFER"
+	NGINX_DEFER=" deferred"
+fi
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 OUT=${OUT:-bench/results/http/results.jsonl}
@@ -117,7 +129,7 @@ http {
 	scgi_temp_path $DIR/nginx/scgi;
 	types { application/octet-stream doc big; }
 	server {
-		listen 127.0.0.1:$PORT backlog=4096;
+		listen 127.0.0.1:$PORT backlog=4096$NGINX_DEFER;
 		root $DIR/www;
 	}
 }
@@ -203,7 +215,7 @@ idle10k() { # idle10k ROUND SERVER
 }
 
 run_static() { # run_static ROUND SERVER (idle first: on a fresh heap)
-	idle10k "$1" "$2"
+	[ "$DEFER" -gt 0 ] || idle10k "$1" "$2"
 	[ "$2" = keel ] && curl -s -o /dev/null -X PUT --data-binary @"$DIR/www/big" \
 		"http://127.0.0.1:$PORT/big"
 	load "$1" "$2" get64 --conns 64 --path /doc
@@ -265,7 +277,10 @@ bash "$(dirname "$0")/table.sh" "$OUT" | tee "$DIR/table.md"
 	echo "and each peer pinned to CPU $SERVER_CPU, the load generator to CPU $LOAD_CPU; raw"
 	echo "lines: \`$OUT\`.  Peers: $(nginx -v 2>&1 | sed 's/^nginx version: //'),"
 	echo "Redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') (appendonly yes, appendfsync always)."
+	[ "$DEFER" -gt 0 ] && echo "Both servers defer accepting (TCP_DEFER_ACCEPT): nginx \`listen ... deferred\`."
 	echo
 	cat "$DIR/table.md"
 } >"$DIR/section.md"
-results_write http http1 "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"
+section=http1
+[ "$DEFER" -gt 0 ] && section=http1-defer
+results_write http "$section" "keel-serve against nginx and Redis" "$DIR" "$DIR/section.md"
