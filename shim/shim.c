@@ -2367,6 +2367,12 @@ sighandler_t signal(int sig, sighandler_t h)
 
 /* ---- raw system calls, exec ---------------------------------------------------- */
 
+#ifdef SYS_dup2
+#define IS_SYS_DUP2(nr) ((nr) == SYS_dup2)
+#else
+#define IS_SYS_DUP2(nr) 0 /* arm64 has only dup3 */
+#endif
+
 long syscall(long nr, ...)
 {
 	va_list ap;
@@ -2380,6 +2386,17 @@ long syscall(long nr, ...)
 	if (active && nr == SYS_io_uring_setup)
 		refuse("io_uring_setup: I/O through io_uring is not seen by "
 		       "the shim");
+	/* a descriptor closed through syscall() is forgotten as close()
+	 * forgets it: a sync through a number that came back names what it
+	 * names now (sync_followed looks again only at adopted ones) */
+	if (nr == SYS_close)
+		fd_closing((int)a[0]);
+	else if ((nr == SYS_dup3 || IS_SYS_DUP2(nr)) && a[0] != a[1])
+		fd_closing((int)a[1]); /* the number it lands on is closed */
+	else if (nr == SYS_close_range && !(a[2] & CLOSE_RANGE_CLOEXEC))
+		for (unsigned long fd = (unsigned long)a[0];
+		     fd <= (unsigned long)a[1] && fd < SHIM_FDS; fd++)
+			fd_closing((int)fd);
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 

@@ -22,6 +22,7 @@
  *              close(), then the directory synced as "opendir" does: the
  *              number comes back from glibc's internal open, and the sync
  *              must be the directory's, not the closed file's
+ *   closeraw   the same with syscall(SYS_close, fd) for close()
  *   closedir   the directory opened, fdopendir()'d and closed with
  *              closedir() WITHOUT a sync, then the renamed file fsynced
  *              through a read-only fopen(), whose descriptor reuses the
@@ -127,7 +128,8 @@ static void dir_sync(void)
 		if (!(d = opendir(dir)) || (fd = dup(dirfd(d))) < 0 ||
 		    closedir(d) != 0 || fsync(fd) != 0 || close(fd) != 0)
 			die("dup+fsync");
-	} else if (!strcmp(method, "closerange")) {
+	} else if (!strcmp(method, "closerange") ||
+	           !strcmp(method, "closeraw")) {
 		if (!(d = opendir(dir)) || fsync(dirfd(d)) != 0 || closedir(d))
 			die("opendir+fsync");
 	} else if (held >= 0) {
@@ -149,9 +151,10 @@ static void put(int k, const char *v)
 	snprintf(from, sizeof from, "%s/%s.tmp", dir, key);
 	int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, v, n) != (ssize_t)n || fsync(fd) != 0 ||
-	    (strcmp(method, "closerange") ? close(fd)
-	                                  : close_range((unsigned)fd,
-	                                                (unsigned)fd, 0)) != 0)
+	    (!strcmp(method, "closerange")
+	         ? close_range((unsigned)fd, (unsigned)fd, 0)
+	     : !strcmp(method, "closeraw") ? (int)syscall(SYS_close, fd)
+	                                   : close(fd)) != 0)
 		die(from);
 	if (rename(from, p) != 0)
 		die("rename");
