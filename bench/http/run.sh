@@ -49,7 +49,9 @@ if [ "$DEFER" -gt 0 ]; then
 fi
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
-OUT=${OUT:-bench/results/http/results.jsonl}
+OUT_DEFAULT=bench/results/http/results.jsonl
+[ "$DEFER" -gt 0 ] && OUT_DEFAULT=bench/results/http/results-defer.jsonl
+OUT=${OUT:-$OUT_DEFAULT}
 DIR=${DIR:-$(mktemp -d /var/tmp/keel-bench-http.XXXXXX)} # a real disk, not tmpfs
 LOADGEN=$B/loadgen
 SERVE=$B/keel-serve
