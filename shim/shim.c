@@ -2813,7 +2813,10 @@ static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
 	if (f && active && !in_shim) {
 		int err = errno, fd = real_fileno(f);
 		in_shim = 1;
-		if (fd >= 0 && fd < SHIM_FDS && !fd_tracked(fd)) {
+		/* glibc closed the stream's old descriptor inside, and the
+		 * new one may have its number: what the table says of it is
+		 * stale either way */
+		if (fd >= 0 && fd < SHIM_FDS) {
 			fd_forget(fd);
 			fd_adopt(fd);
 		}

@@ -116,9 +116,22 @@ done
 run "stdout-freopen-no-backstop" 2 "bypass: .*log" --power-loss \
 	--kill-every 300ms --duration 2s --seed 44 \
 	--workload "$L {dir} freopen" --checker "$L {dir} --check"
-run "stdout-freopen" 0 "" --syscall-backstop --power-loss --kill-every 300ms \
-	--duration 2s --seed 44 --workload "$L {dir} freopen" \
+for how in freopen freopen-over; do
+	run "stdout-$how" 0 "" --syscall-backstop --power-loss \
+		--kill-every 300ms --duration 2s --seed 44 \
+		--workload "$L {dir} $how" --checker "$L {dir} --check"
+done
+# the number freopen reused names the log, not the file dup2 put there
+# before (glibc's dup3 onto it is seen only by the backstop): written with
+# the exported write, the log's lines are modelled without the backstop --
+# the safe saver passes, and its unsynced lines are lost (taken for writes
+# of DIR/side, a cut would leave them all in place)
+run "stdout-freopen-write" 0 "" --power-loss --kill-every 300ms \
+	--duration 2s --seed 44 --workload "$L {dir} freopen-write" \
 	--checker "$L {dir} --check"
+run "stdout-freopen-write-unsafe" 1 "cycle [0-9]+: lost: key" \
+	--power-loss --kill-every 300ms --duration 10s --seed 45 \
+	--workload "$L {dir} freopen-write unsafe" --checker "$L {dir} --check"
 run "stdout-freopen-unsafe" 1 "cycle [0-9]+: lost: key" --syscall-backstop \
 	--power-loss --kill-every 300ms --duration 10s --seed 45 \
 	--workload "$L {dir} freopen unsafe" --checker "$L {dir} --check"

@@ -19,6 +19,13 @@
  *   vfork    the same through vfork + execv
  *   freopen  stdio, after freopen(DIR/log, "a", stdout) -- glibc's own
  *            open, dup3 and close; run without the shell's redirection
+ *   freopen-over  the same, with standard output first made a dup2 of a
+ *            descriptor opened on DIR/side: the number freopen closes and
+ *            reuses was followed, and must name the log afterwards
+ *   freopen-write  freopen-over, then each line written with write(1, ...)
+ *            (the exported wrapper): no backstop needed, and a write taken
+ *            for one of DIR/side would leave the log's lines out of the
+ *            model
  *   masks    stdio, with every signal blocked and SIGSYS ignored first
  *            (the backstop must keep its SIGSYS, and say the program's)
  *   close-range  stdio, after appending a byte to DIR/side on a descriptor
@@ -119,7 +126,9 @@ static int put(const char *line)
 	void *rc;
 	pid_t pid;
 
-	if (!strcmp(how, "stdio") || !strcmp(how, "freopen") ||
+	if (!strcmp(how, "freopen-write"))
+		return write(1, line, n) == (ssize_t)n ? 0 : -1;
+	if (!strcmp(how, "stdio") || !strncmp(how, "freopen", 7) ||
 	    !strcmp(how, "masks"))
 		return put_stdio(line);
 	if (!strcmp(how, "close-range"))
@@ -208,7 +217,14 @@ int main(int argc, char **argv)
 		    sigaction(SIGSYS, NULL, &was) || was.sa_handler != SIG_IGN)
 			return 1;
 	}
-	if (!strcmp(how, "freopen")) {
+	if (!strcmp(how, "freopen-over") || !strcmp(how, "freopen-write")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/side", argv[1]);
+		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
+			return 1;
+	}
+	if (!strncmp(how, "freopen", 7)) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/log", argv[1]);
 		if (!freopen(path, "a", stdout))
