@@ -1595,6 +1595,13 @@ static void fd_closing(int fd)
 	}
 }
 
+/* The same for FIRST..LAST (those the shim can follow). */
+static void fd_closing_range(unsigned long first, unsigned long last)
+{
+	for (unsigned long fd = first; fd <= last && fd < SHIM_FDS; fd++)
+		fd_closing((int)fd);
+}
+
 int close(int fd)
 {
 	load_close();
@@ -1621,8 +1628,7 @@ int close_range(unsigned first, unsigned last, int flags)
 	/* forgotten first, as close does: one left open by a failed call
 	 * is looked up again at its next write or sync (fd_adopt) */
 	if (!(flags & CLOSE_RANGE_CLOEXEC))
-		for (unsigned fd = first; fd <= last && fd < SHIM_FDS; fd++)
-			fd_closing((int)fd);
+		fd_closing_range(first, last);
 	return real(first, last, flags);
 }
 
@@ -1631,8 +1637,7 @@ void closefrom(int lowfd)
 	static void (*real)(int);
 	if (!real)
 		real = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
-	for (int fd = lowfd < 0 ? 0 : lowfd; fd < SHIM_FDS; fd++)
-		fd_closing(fd);
+	fd_closing_range(lowfd < 0 ? 0 : (unsigned long)lowfd, SHIM_FDS - 1);
 	real(lowfd);
 }
 
@@ -2394,9 +2399,7 @@ long syscall(long nr, ...)
 	else if ((nr == SYS_dup3 || IS_SYS_DUP2(nr)) && a[0] != a[1])
 		fd_closing((int)a[1]); /* the number it lands on is closed */
 	else if (nr == SYS_close_range && !(a[2] & CLOSE_RANGE_CLOEXEC))
-		for (unsigned long fd = (unsigned long)a[0];
-		     fd <= (unsigned long)a[1] && fd < SHIM_FDS; fd++)
-			fd_closing((int)fd);
+		fd_closing_range((unsigned long)a[0], (unsigned long)a[1]);
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 

@@ -608,11 +608,15 @@ static int run_loop(struct h3_conn *cs)
 	for (;;) {
 		struct timespec wait = next_wait(cs, now);
 
-		/* --rate: wake exactly when the next request is due */
+		/* --rate: wake exactly when the next request is due (a gap of
+		 * a second or more at --rate 1 and below: tv_nsec stays under
+		 * a second) */
+		uint64_t left = due > now ? due - now : 0;
 		if (due != UINT64_MAX &&
 		    (uint64_t)wait.tv_sec * 1000000000ull + (uint64_t)wait.tv_nsec >
-		        (due > now ? due - now : 0))
-			wait = (struct timespec){0, due > now ? (long)(due - now) : 0};
+		        left)
+			wait = (struct timespec){(time_t)(left / 1000000000u),
+			                         (long)(left % 1000000000u)};
 		n = epoll_pwait2(epfd, evs, 512, &wait, NULL);
 		for (i = 0; i < n; i++)
 			conn_read(evs[i].data.ptr);
