@@ -8,7 +8,10 @@
  *              the directory is never fsynced
  *   append     append_record: "k=vN\n" appended to log; never fdatasynced
  *   truncsave  save_truncate: cfg cut to 0 and rewritten in place; never
- *              fsynced
+ *              fsynced.  The cut is declared as a delete first: a kill
+ *              between the ftruncate and the pwrite leaves cfg empty, which
+ *              no sync would change (the saver is not atomic); only what a
+ *              power cut loses after the ack is the missing sync
  *   crowd      as rename, after 1,000 small files written and never
  *              synced: 2,000 records a power cut may drop (it keeps a
  *              random part of them; git leaves 1,400), and the cause is
@@ -173,6 +176,11 @@ int main(int argc, char **argv)
 		snprintf(line, sizeof line, "intent %u %s %s\n", i,
 		         !strcmp(mode, "append") ? "k" :
 		         !strcmp(mode, "bigwrite") ? "key" : "cfg", v);
+		if (!strcmp(mode, "truncsave")) {
+			char cut[64];
+			snprintf(cut, sizeof cut, "intent t%u cfg delete\n", i);
+			say(cut);
+		}
 		say(line);
 		if (!strcmp(mode, "rename") || !strcmp(mode, "crowd")) {
 			save_config(v);
