@@ -85,6 +85,10 @@ wait_port() {
 	return 1
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# the machine's CPU time the host took for other guests (a virtual
+# machine's "steal", /proc/stat, in ticks): a run it hit has tails of
+# the host's making, whatever the server
+steal_ticks() { awk '/^cpu / {print $9 + 0}' /proc/stat; }
 hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 jnum() { grep -o "\"$2\":[0-9.]*" <<<"$1" | head -1 | cut -d: -f2; }
@@ -160,7 +164,7 @@ stop_server() {
 	wait "$SPID" 2>/dev/null
 }
 
-# record ROUND SERVER SCENARIO JSON CPU_TICKS -- one JSONL line
+# record ROUND SERVER SCENARIO JSON CPU_TICKS [STEAL_TICKS] -- one JSONL line
 record() {
 	local ans tot cpu per
 	ans=$(jnum "$4" answers_per_s)
@@ -169,19 +173,22 @@ record() {
 	per=$(awk -v a="${tot:-0}" -v c="$cpu" 'BEGIN {printf("%.0f", (c > 0 ? a / c : 0))}')
 	local args=""
 	[ "$2" = keel ] && args=",\"serve_args\":\"$SERVE_ARGS\""
+	[ -n "${6:-}" ] && args="$args,\"steal_ticks\":$6"
 	echo "{\"round\":$1,\"server\":\"$2\",\"scenario\":\"$3\"$args,\"answers_per_s\":${ans:-0},\"server_cpu_s\":$cpu,\"answers_per_cpu_s\":$per,\"peak_rss_kb\":$(hwm_kb "$SPID"),\"raw\":$4}" >>"$OUT"
 	printf '  %-6s %-12s %10s/s  %9s/cpu-s\n' "$2" "$3" "$ans" "$per"
 }
 
 # load ROUND SERVER SCENARIO LOADGEN-ARGS...
 load() {
-	local r=$1 s=$2 sc=$3 c0 c1 j
+	local r=$1 s=$2 sc=$3 c0 c1 s0 s1 j
 	shift 3
 	c0=$(cpu_ticks "$SPID")
+	s0=$(steal_ticks)
 	j=$(taskset -c "$LOAD_CPU" "$LOADGEN" --port "$PORT" --duration "$DUR" \
 		--warmup 0.5 --label "$s/$sc" "$@")
 	c1=$(cpu_ticks "$SPID")
-	record "$r" "$s" "$sc" "$j" $((c1 - c0))
+	s1=$(steal_ticks)
+	record "$r" "$s" "$sc" "$j" $((c1 - c0)) $((s1 - s0))
 }
 
 # redis_set ROUND CONNS N -- redis-benchmark SET with a 16-byte value
