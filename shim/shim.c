@@ -2812,13 +2812,20 @@ static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
 	FILE *(*real)(const char *, const char *, FILE *) =
 		(FILE * (*)(const char *, const char *, FILE *))dlsym(RTLD_NEXT,
 		                                                     name);
+	int old = stream && active && !in_shim ? real_fileno(stream) : -1;
 	FILE *f = real(path, mode, stream);
-	if (f && active && !in_shim) {
-		int err = errno, fd = real_fileno(f);
+	if (active && !in_shim) {
+		int err = errno, fd = f ? real_fileno(f) : -1;
 		in_shim = 1;
-		/* glibc closed the stream's old descriptor inside, and the
-		 * new one may have its number: what the table says of it is
-		 * stale either way */
+		/* glibc puts the new file on the stream's old number (dup3
+		 * inside) when the open succeeds, and closes the old number
+		 * inside when it fails: a number the stream no longer holds
+		 * is free, and may come back from an open no wrapper sees
+		 * (opendir's) */
+		if (old != fd)
+			fd_forget(old);
+		/* the new one may have the old number: what the table says
+		 * of it is stale either way */
 		if (fd >= 0 && fd < SHIM_FDS) {
 			fd_forget(fd);
 			fd_adopt(fd);

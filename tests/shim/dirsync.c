@@ -23,6 +23,11 @@
  *              number comes back from glibc's internal open, and the sync
  *              must be the directory's, not the closed file's
  *   closeraw   the same with syscall(SYS_close, fd) for close()
+ *   freopenfail each value's file dup2()'d onto the descriptor of a stream
+ *              (fdopen of /dev/null), then freopen() of that stream on a
+ *              path that cannot be opened: glibc closes the number inside
+ *              when the open fails; the directory is then synced as
+ *              "opendir" does, on the same number
  *   closedir   the directory opened, fdopendir()'d and closed with
  *              closedir() WITHOUT a sync, then the renamed file fsynced
  *              through a read-only fopen(), whose descriptor reuses the
@@ -129,7 +134,8 @@ static void dir_sync(void)
 		    closedir(d) != 0 || fsync(fd) != 0 || close(fd) != 0)
 			die("dup+fsync");
 	} else if (!strcmp(method, "closerange") ||
-	           !strcmp(method, "closeraw")) {
+	           !strcmp(method, "closeraw") ||
+	           !strcmp(method, "freopenfail")) {
 		if (!(d = opendir(dir)) || fsync(dirfd(d)) != 0 || closedir(d))
 			die("opendir+fsync");
 	} else if (held >= 0) {
@@ -149,6 +155,23 @@ static void put(int k, const char *v)
 	snprintf(key, sizeof key, "k%d", k);
 	snprintf(p, sizeof p, "%s/%s", dir, key);
 	snprintf(from, sizeof from, "%s/%s.tmp", dir, key);
+	if (!strcmp(method, "freopenfail")) {
+		/* the stream's number, below the file's */
+		int null = open("/dev/null", O_WRONLY);
+		FILE *s = null < 0 ? NULL : fdopen(null, "w");
+		int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char missing[4096];
+		snprintf(missing, sizeof missing, "%s/missing/x", dir);
+		if (!s || fd < 0 || write(fd, v, n) != (ssize_t)n ||
+		    fsync(fd) != 0 || dup2(fd, null) != null || close(fd) != 0)
+			die(from);
+		if (freopen(missing, "w", s) != NULL) /* closes null inside */
+			die("freopen of a missing directory's file");
+		if (rename(from, p) != 0)
+			die("rename");
+		dir_sync();
+		return;
+	}
 	int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, v, n) != (ssize_t)n || fsync(fd) != 0 ||
 	    (!strcmp(method, "closerange")
