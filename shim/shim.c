@@ -1619,6 +1619,22 @@ int closedir(DIR *d)
 	return real(d);
 }
 
+/* glibc's daemon() puts /dev/null on 0, 1 and 2 with dup2s of its own,
+ * where no wrapper sees (in the process it returns in: the caller's
+ * grandchild).  What the table says of the three is stale after it; a
+ * daemon writing to its standard output would otherwise have its writes
+ * to /dev/null taken for the file that was there. */
+int daemon(int nochdir, int noclose)
+{
+	static int (*real)(int, int);
+	if (!real)
+		real = (int (*)(int, int))dlsym(RTLD_NEXT, "daemon");
+	int rc = real(nochdir, noclose);
+	if (rc == 0 && !noclose) /* on -1 the descriptors are untouched */
+		fd_closing_range(0, 2);
+	return rc;
+}
+
 int close_range(unsigned first, unsigned last, int flags)
 {
 	static int (*real)(unsigned, unsigned, int);

@@ -34,6 +34,12 @@
  *            of DIR/side
  *   io-uring io_uring_setup from a syscall instruction of its own, after
  *            the first put (the backstop must refuse it)
+ *   daemon   standard output made a dup2 of a descriptor opened on DIR/log
+ *            (run without the shell's redirection); each line written with
+ *            write(1, ...) and fdatasynced, then a child calls daemon(),
+ *            whose glibc-internal dup2s put /dev/null on 0, 1 and 2, and
+ *            writes a line of noise to its standard output: no write of
+ *            /dev/null may be taken for one of DIR/log
  *
  * stdio, asm, thread and fork run under a 1 ms interval timer whose handler
  * counts: system calls interrupted and restarted, and handlers returning
@@ -98,6 +104,7 @@ static int wait_child(pid_t pid)
 }
 
 static const char *watched_dir;
+static int unsafe; /* no fdatasync after a put */
 
 /* DIR/side appended to on descriptor N, close_range(N, N), N reused. */
 static int close_range_reuse(void)
@@ -117,6 +124,33 @@ static int close_range_reuse(void)
 	return close(again);
 }
 
+/* A child daemon()s; the daemon writes noise on its standard output,
+ * /dev/null by then, and says so over a pipe. */
+static int daemon_noise(void)
+{
+	int p[2];
+	char c = 'n';
+
+	if (pipe(p) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(p[0]);
+		if (daemon(1, 0) != 0)
+			_exit(1);
+		c = write(1, "noise noise noise\n", 18) == 18 ? 'y' : 'n';
+		_exit(write(p[1], &c, 1) == 1 ? 0 : 1);
+	}
+	close(p[1]);
+	int rc = wait_child(pid); /* daemon's parent: gone at once */
+	while (read(p[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	return rc == 0 && c == 'y' ? 0 : -1;
+}
+
 static int put(const char *line)
 {
 	size_t n = strlen(line);
@@ -128,6 +162,9 @@ static int put(const char *line)
 
 	if (!strcmp(how, "freopen-write"))
 		return write(1, line, n) == (ssize_t)n ? 0 : -1;
+	if (!strcmp(how, "daemon"))
+		return write(1, line, n) != (ssize_t)n ||
+		       (!unsafe && fdatasync(1) != 0) || daemon_noise() ? -1 : 0;
 	if (!strcmp(how, "stdio") || !strncmp(how, "freopen", 7) ||
 	    !strcmp(how, "masks"))
 		return put_stdio(line);
@@ -193,7 +230,7 @@ int main(int argc, char **argv)
 	const char *env = getenv("KEEL_TORTURE_FD");
 	struct sigaction sa;
 	char line[64];
-	int tfd, unsafe;
+	int tfd;
 
 	if (argc == 4 && !strcmp(argv[2], "put"))
 		return put_stdio(argv[3]) ? 1 : 0;
@@ -220,6 +257,13 @@ int main(int argc, char **argv)
 	if (!strcmp(how, "freopen-over") || !strcmp(how, "freopen-write")) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/side", argv[1]);
+		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
+			return 1;
+	}
+	if (!strcmp(how, "daemon")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/log", argv[1]);
 		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
 			return 1;
