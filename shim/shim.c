@@ -2895,6 +2895,25 @@ int fileno_unlocked(FILE *stream)
 	return fileno(stream);
 }
 
+/* glibc's fclose closes the stream's descriptor inside, where no close
+ * wrapper sees.  A stream the shim made closes through the close wrapper
+ * (its cookie); any other -- standard output, one fdopen'd on a number a
+ * dup2 then put a followed file on -- may hold a followed descriptor,
+ * whose number an open no wrapper sees (opendir's) can then reuse. */
+int fclose(FILE *stream)
+{
+	static int (*real)(FILE *);
+	if (!real)
+		real = (int (*)(FILE *))dlsym(RTLD_NEXT, "fclose");
+	load_fileno();
+	if (active && !in_shim) {
+		int err = errno, fd = real_fileno(stream); /* -1: a cookie */
+		fd_closing(fd);
+		errno = err;
+	}
+	return real(stream);
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int attach_path(const char *var, int (*attach)(int, void **),

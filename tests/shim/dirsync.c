@@ -28,6 +28,8 @@
  *              path that cannot be opened: glibc closes the number inside
  *              when the open fails; the directory is then synced as
  *              "opendir" does, on the same number
+ *   fclose     the same with fclose() of the stream for the failed
+ *              freopen(): glibc's fclose closes the number inside
  *   closedir   the directory opened, fdopendir()'d and closed with
  *              closedir() WITHOUT a sync, then the renamed file fsynced
  *              through a read-only fopen(), whose descriptor reuses the
@@ -135,7 +137,8 @@ static void dir_sync(void)
 			die("dup+fsync");
 	} else if (!strcmp(method, "closerange") ||
 	           !strcmp(method, "closeraw") ||
-	           !strcmp(method, "freopenfail")) {
+	           !strcmp(method, "freopenfail") ||
+	           !strcmp(method, "fclose")) {
 		if (!(d = opendir(dir)) || fsync(dirfd(d)) != 0 || closedir(d))
 			die("opendir+fsync");
 	} else if (held >= 0) {
@@ -155,7 +158,7 @@ static void put(int k, const char *v)
 	snprintf(key, sizeof key, "k%d", k);
 	snprintf(p, sizeof p, "%s/%s", dir, key);
 	snprintf(from, sizeof from, "%s/%s.tmp", dir, key);
-	if (!strcmp(method, "freopenfail")) {
+	if (!strcmp(method, "freopenfail") || !strcmp(method, "fclose")) {
 		/* the stream's number, below the file's */
 		int null = open("/dev/null", O_WRONLY);
 		FILE *s = null < 0 ? NULL : fdopen(null, "w");
@@ -165,8 +168,9 @@ static void put(int k, const char *v)
 		if (!s || fd < 0 || write(fd, v, n) != (ssize_t)n ||
 		    fsync(fd) != 0 || dup2(fd, null) != null || close(fd) != 0)
 			die(from);
-		if (freopen(missing, "w", s) != NULL) /* closes null inside */
-			die("freopen of a missing directory's file");
+		if (!strcmp(method, "fclose") ? fclose(s) != 0 /* inside */
+		    : freopen(missing, "w", s) != NULL) /* closes null inside */
+			die("freopen of a missing directory's file, or fclose");
 		if (rename(from, p) != 0)
 			die("rename");
 		dir_sync();
