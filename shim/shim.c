@@ -384,6 +384,17 @@ static void pid_refresh(void)
 	my_pid = getpid();
 }
 
+/* Whether this is a vfork child (CPython's subprocess, before its exec;
+ * a raw clone without CLONE_VM looks the same): it runs in the parent's
+ * memory, so its dup2, close_range or close must not change the tables --
+ * they are the parent's, whose descriptors it does not touch.  No atfork
+ * handler runs after vfork: my_pid is still the parent's.  A system call:
+ * asked only where a table would change. */
+static int in_vfork_child(void)
+{
+	return getpid() != my_pid;
+}
+
 static void call_fill(shim_call *c, uint32_t op, int file, const char *path,
                       const char *path2, uint64_t off, uint64_t len)
 {
@@ -1587,6 +1598,8 @@ static void fd_closing(int fd)
 {
 	if (active && !in_shim && fd >= 0 && fd < SHIM_FDS &&
 	    (fd_file[fd] || fd_flags[fd])) {
+		if (in_vfork_child())
+			return;
 		in_shim = 1;
 		fd_forget(fd);
 		in_shim = 0;
@@ -1643,7 +1656,8 @@ int close_range(unsigned first, unsigned last, int flags)
 		                                               "close_range");
 	/* forgotten first, as close does: one left open by a failed call
 	 * is looked up again at its next write or sync (fd_adopt) */
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
+	if (!(flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) &&
+	    !(flags & CLOSE_RANGE_CLOEXEC)) /* unknown flags: EINVAL */
 		fd_closing_range(first, last);
 	return real(first, last, flags);
 }
@@ -1663,7 +1677,8 @@ int dup(int fd)
 	int n = real_dup(fd);
 	if (n >= 0 && n < SHIM_FDS && !fd_tracked(fd))
 		fd_seen[n] = 0;
-	if (active && !in_shim && n >= 0 && fd_tracked(fd)) {
+	if (active && !in_shim && n >= 0 && fd_tracked(fd) &&
+	    !in_vfork_child()) {
 		if (n >= SHIM_FDS)
 			refuse("dup of %s gave descriptor %d, above the %d the "
 			       "shim follows", relative(fd_path[fd]), n, SHIM_FDS);
@@ -1676,13 +1691,18 @@ int dup(int fd)
 
 static int after_dup2(int fd, int n)
 {
-	if (!active || in_shim || n < 0 || n == fd)
+	if (!active || in_shim || n < 0 || n == fd || in_vfork_child())
 		return n;
 	in_shim = 1;
 	if (fd_tracked(fd) && n >= SHIM_FDS)
 		refuse("dup2 of %s to descriptor %d, above the %d the shim "
 		       "follows", relative(fd_path[fd]), n, SHIM_FDS);
 	fd_copy(fd, n);
+	/* a number a followed file was put on is most often a stream's
+	 * (0, 1, 2), which glibc closes or replaces inside (fclose,
+	 * freopen, daemon): its syncs look again at what it names */
+	if (n < SHIM_FDS && fd_tracked(n))
+		fd_flags[n] |= FD_ADOPTED;
 	in_shim = 0;
 	return n;
 }
@@ -1710,7 +1730,7 @@ static int shim_fcntl(int fd, int cmd, void *arg)
 	int n = real_fcntl(fd, cmd, arg);
 	if (n < 0)
 		return n;
-	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+	if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && !in_vfork_child()) {
 		if (n >= SHIM_FDS)
 			refuse("fcntl(F_DUPFD) of %s gave descriptor %d, above "
 			       "the %d the shim follows", relative(fd_path[fd]),
@@ -2410,12 +2430,15 @@ long syscall(long nr, ...)
 	/* a descriptor closed through syscall() is forgotten as close()
 	 * forgets it: a sync through a number that came back names what it
 	 * names now (sync_followed looks again only at adopted ones) */
+	/* the kernel takes descriptors and flags as unsigned int */
 	if (nr == SYS_close)
-		fd_closing((int)a[0]);
-	else if ((nr == SYS_dup3 || IS_SYS_DUP2(nr)) && a[0] != a[1])
-		fd_closing((int)a[1]); /* the number it lands on is closed */
-	else if (nr == SYS_close_range && !(a[2] & CLOSE_RANGE_CLOEXEC))
-		fd_closing_range((unsigned long)a[0], (unsigned long)a[1]);
+		fd_closing((int)(unsigned)a[0]);
+	else if ((nr == SYS_dup3 || IS_SYS_DUP2(nr)) &&
+	         (unsigned)a[0] != (unsigned)a[1])
+		fd_closing((int)(unsigned)a[1]); /* the number it lands on */
+	else if (nr == SYS_close_range &&
+	         !((unsigned)a[2] & ~(unsigned)CLOSE_RANGE_UNSHARE))
+		fd_closing_range((unsigned)a[0], (unsigned)a[1]);
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
@@ -2695,6 +2718,7 @@ int mkdirat(int dirfd, const char *path, mode_t mode)
  */
 typedef struct cookie {
 	int fd;
+	int acc; /* O_RDONLY, O_WRONLY or O_RDWR: what its mode allows */
 	FILE *stream;
 	struct cookie *next;
 } cookie;
@@ -2746,6 +2770,8 @@ static int ck_close(void *c)
 	return rc;
 }
 
+static int mode_flags(const char *mode);
+
 static FILE *cookie_stream(int fd, const char *mode)
 {
 	cookie_io_functions_t io = { ck_read, ck_write, ck_seek, ck_close };
@@ -2754,6 +2780,7 @@ static FILE *cookie_stream(int fd, const char *mode)
 	if (!k)
 		return NULL;
 	k->fd = fd;
+	k->acc = mode_flags(mode) < 0 ? O_RDWR : mode_flags(mode) & O_ACCMODE;
 	k->stream = fopencookie(k, mode, io);
 	if (!k->stream) {
 		free(k);
@@ -2818,6 +2845,44 @@ FILE *fopen64(const char *path, const char *mode)
 	return shim_fopen(path, mode, "fopen64");
 }
 
+/* freopen of a stream the shim made (fopen or fdopen of a followed file
+ * for writing): glibc's own freopen cannot reopen a fopencookie stream (it
+ * crashes inside, as it does without the shim), so the same FILE gets the
+ * new descriptor here, opened through the wrappers.  As freopen: the old
+ * descriptor is closed whether or not the open succeeds; a failure leaves
+ * the stream closed (NULL; its cookie answers EBADF until fclose).  A mode
+ * that reads where the first one only wrote, or the other way round, is
+ * refused (EINVAL, the stream left as it was): fopencookie fixed what the
+ * stream may do. */
+static FILE *cookie_reopen(cookie *k, const char *path, const char *mode)
+{
+	char self[64];
+	int flags = mode ? mode_flags(mode) : -1, fd, err;
+
+	if (flags < 0 || ((flags & O_ACCMODE) != k->acc && k->acc != O_RDWR)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fflush(k->stream);
+	if (!path) { /* the same file again, as glibc does */
+		snprintf(self, sizeof self, "/proc/self/fd/%d", k->fd);
+		path = self;
+	}
+	fd = open(path, flags, 0666);
+	err = errno;
+	close(k->fd);
+	k->fd = fd;
+	if (fd < 0) {
+		errno = err;
+		return NULL;
+	}
+	clearerr(k->stream);
+	/* glibc's idea of the position: the new file's (a pipe has none) */
+	fseeko(k->stream, 0, (flags & O_APPEND) ? SEEK_END : SEEK_SET);
+	clearerr(k->stream);
+	return k->stream;
+}
+
 /* freopen opens its file inside glibc, where no wrapper sees it: the new
  * descriptor is looked up and followed, so that the check of what the
  * shim saw covers the file (stdio writes through glibc's internal write:
@@ -2828,6 +2893,16 @@ static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
 	FILE *(*real)(const char *, const char *, FILE *) =
 		(FILE * (*)(const char *, const char *, FILE *))dlsym(RTLD_NEXT,
 		                                                     name);
+	if (stream && active && !in_shim) {
+		cookie *k = NULL;
+		pthread_mutex_lock(&cookies_lock);
+		for (cookie *c = cookies; c; c = c->next)
+			if (c->stream == stream)
+				k = c;
+		pthread_mutex_unlock(&cookies_lock);
+		if (k)
+			return cookie_reopen(k, path, mode);
+	}
 	int old = stream && active && !in_shim ? real_fileno(stream) : -1;
 	FILE *f = real(path, mode, stream);
 	if (active && !in_shim) {

@@ -40,6 +40,18 @@
  *            whose glibc-internal dup2s put /dev/null on 0, 1 and 2, and
  *            writes a line of noise to its standard output: no write of
  *            /dev/null may be taken for one of DIR/log
+ *   fopen-freopen  a stream fopen()ed on DIR/side for appending (a
+ *            stream the shim makes of its own), then freopen()ed on
+ *            DIR/log: each line fputs + fflush + fdatasync(fileno()) on it
+ *            (glibc's freopen cannot reopen such a stream: the shim does)
+ *   vfork-dup2  each line written with write() on a descriptor opened on
+ *            DIR/log and fdatasynced; then a vfork child (as CPython's
+ *            subprocess makes) dup2s that descriptor onto its standard
+ *            output, close_range()s 3 and up and execs true; the parent
+ *            then writes a line of noise to its own standard output.  The
+ *            child runs in the parent's memory: its dup2 and close_range
+ *            must not change the parent's tables (taken for the parent's,
+ *            the noise was a write of DIR/log)
  *
  * stdio, asm, thread and fork run under a 1 ms interval timer whose handler
  * counts: system calls interrupted and restarted, and handlers returning
@@ -151,6 +163,23 @@ static int daemon_noise(void)
 	return rc == 0 && c == 'y' ? 0 : -1;
 }
 
+static int log_fd = -1;        /* vfork-dup2: DIR/log */
+static FILE *log_stream;       /* fopen-freopen: DIR/log */
+
+static int vfork_dup2(void)
+{
+	pid_t pid = vfork();
+	if (pid == 0) {
+		if (dup2(log_fd, 1) != 1 || close_range(3, ~0U, 0) != 0)
+			_exit(126);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || wait_child(pid) != 0)
+		return -1;
+	return write(1, "noise\n", 6) == 6 ? 0 : -1;
+}
+
 static int put(const char *line)
 {
 	size_t n = strlen(line);
@@ -162,6 +191,13 @@ static int put(const char *line)
 
 	if (!strcmp(how, "freopen-write"))
 		return write(1, line, n) == (ssize_t)n ? 0 : -1;
+	if (!strcmp(how, "fopen-freopen"))
+		return fputs(line, log_stream) < 0 || fflush(log_stream) ||
+		       (!unsafe && fdatasync(fileno(log_stream)) != 0) ? -1 : 0;
+	if (!strcmp(how, "vfork-dup2"))
+		return write(log_fd, line, n) != (ssize_t)n ||
+		       (!unsafe && fdatasync(log_fd) != 0) || vfork_dup2() ? -1
+		                                                         : 0;
 	if (!strcmp(how, "daemon"))
 		return write(1, line, n) != (ssize_t)n ||
 		       (!unsafe && fdatasync(1) != 0) || daemon_noise() ? -1 : 0;
@@ -261,6 +297,21 @@ int main(int argc, char **argv)
 		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
 			return 1;
 	}
+	if (!strcmp(how, "fopen-freopen")) {
+		char side[4096], path[4096];
+		snprintf(side, sizeof side, "%s/side", argv[1]);
+		snprintf(path, sizeof path, "%s/log", argv[1]);
+		FILE *f = fopen(side, "a");
+		if (!f || fputs("side\n", f) < 0 ||
+		    (log_stream = freopen(path, "a", f)) != f)
+			return 1;
+	}
+	if (!strcmp(how, "vfork-dup2")) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/log", argv[1]);
+		if ((log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) < 0)
+			return 1;
+	}
 	if (!strcmp(how, "daemon")) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/log", argv[1]);
@@ -292,7 +343,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i <= PUTS; i++) {
 		snprintf(line, sizeof line, "k%d v%d\n", i % KEYS, i);
 		dprintf(tfd, "intent %d k%d v%d\n", i, i % KEYS, i);
-		if (put(line) || (!unsafe && fdatasync(1) != 0))
+		if (put(line) || (!unsafe && log_fd < 0 && !log_stream &&
+		                  fdatasync(1) != 0))
 			return 1;
 		dprintf(tfd, "ack %d\n", i);
 	}
