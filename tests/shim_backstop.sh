@@ -160,6 +160,19 @@ run "stdout-vfork-dup2" 0 "" --power-loss --kill-every 300ms --duration 2s \
 run "stdout-vfork-dup2-unsafe" 1 "cycle [0-9]+: lost: key" --power-loss \
 	--kill-every 300ms --duration 10s --seed 45 \
 	--workload "$L {dir} vfork-dup2 unsafe" --checker "$L {dir} --check"
+# the same from a real program: a Python saver running a command per put
+# with its log as the command's standard output (subprocess.run)
+if command -v python3 >/dev/null 2>&1; then
+	PY="python3 tests/shim/subprocess_saver.py"
+	run "python-subprocess" 0 "" --power-loss --kill-every 300ms \
+		--duration 3s --seed 44 --workload "$PY {dir}" \
+		--checker "$PY {dir} --check"
+	run "python-subprocess-unsafe" 1 "cycle [0-9]+: lost: key" \
+		--power-loss --kill-every 300ms --duration 10s --seed 45 \
+		--workload "$PY {dir} unsafe" --checker "$PY {dir} --check"
+else
+	echo "skip python-subprocess: no python3"
+fi
 run "stdout-freopen-unsafe" 1 "cycle [0-9]+: lost: key" --syscall-backstop \
 	--power-loss --kill-every 300ms --duration 10s --seed 45 \
 	--workload "$L {dir} freopen unsafe" --checker "$L {dir} --check"
