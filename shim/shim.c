@@ -384,12 +384,14 @@ static void pid_refresh(void)
 	my_pid = getpid();
 }
 
-/* Whether this is a vfork child (CPython's subprocess, before its exec;
- * a raw clone without CLONE_VM looks the same): it runs in the parent's
- * memory, so its dup2, close_range or close must not change the tables --
- * they are the parent's, whose descriptors it does not touch.  No atfork
- * handler runs after vfork: my_pid is still the parent's.  A system call:
- * asked only where a table would change. */
+/* Whether this is a vfork child (CPython's subprocess, before its exec):
+ * it runs in the parent's memory, so its dup2, close_range or close must
+ * not change the tables -- they are the parent's, whose descriptors it does
+ * not touch.  No atfork handler runs after vfork: my_pid is still the
+ * parent's.  A process made by a raw clone() runs none either and is taken
+ * for one too: its tables are left as they were (fork, vfork and
+ * posix_spawn are how programs make processes).  A system call: asked only
+ * where a table would change. */
 static int in_vfork_child(void)
 {
 	return getpid() != my_pid;
