@@ -214,9 +214,13 @@ struct serve_rx {
 #define CONN_TLS 0x200      /* a --tls-cert connection: its ssl is made
                                once its first record is whole         */
 #define CONN_RX_EMPTY 0x400 /* the last plain read was short (the socket
-                               held no more) and no edge came since
-                               unread: an answer that closes the
-                               connection needs no look for more      */
+                               held no more), in this event's pass, and
+                               no commit ran since: an answer that
+                               closes the connection in the same pass
+                               needs no look for more (cleared when the
+                               pass ends and when a commit starts: bytes
+                               may come while a sync runs, and closing
+                               over them resets the answer away)      */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {

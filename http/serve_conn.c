@@ -148,6 +148,8 @@ static void conn_close(struct serve_conn *c)
 	if (c->fd >= 0) /* an HTTP/3 connection has none of its own */
 		close(c->fd);
 	c->fd = -1;
+	if (sh->last_writer == c) /* calloc may give a new one its address */
+		sh->last_writer = NULL;
 	rx_free(c);
 	while ((o = c->out) != NULL) {
 		c->out = o->next;
@@ -307,10 +309,13 @@ static void end_connection(struct serve_conn *c, int how)
 	ssize_t n;
 
 	if (how == SERVE_CLOSE_CLEAN && c->rx == NULL) {
-		/* the last read emptied the socket and no edge came since
-		 * unread (CONN_RX_EMPTY): a byte sent after "Connection:
-		 * close" would be the client's fault, as for nginx; one read a
-		 * closed connection fewer */
+		/* the read of this same pass emptied the socket microseconds
+		 * ago (CONN_RX_EMPTY): a byte sent after "Connection: close"
+		 * would be the client's fault, as for nginx; one read a closed
+		 * connection fewer.  Not after a commit: a sync takes
+		 * milliseconds, bytes (a CRLF after the body) may have come,
+		 * and close() over unread bytes is a reset that drops the
+		 * answer still held by MSG_MORE */
 		if (c->flags & CONN_RX_EMPTY) {
 			conn_close(c);
 			return;
@@ -1043,6 +1048,7 @@ static void shard_accept(struct serve_shard *sh)
 			conn_service(c);
 		if (c->flags & CONN_DEAD)
 			return; /* answered and closed; conn_close buried it */
+		c->flags &= (uint16_t)~CONN_RX_EMPTY; /* as shard_event */
 	}
 	/* TCP_NODELAY comes from the listener (serve_main.c) */
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -1249,6 +1255,9 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
 		conn_input(c);
 	if (!(c->flags & CONN_DEAD))
 		conn_service(c);
+	/* what the read of this pass saw says nothing of the next pass (a
+	 * dead connection is only buried at the loop's end) */
+	c->flags &= (uint16_t)~CONN_RX_EMPTY;
 }
 
 /* epoll_wait, after polling for a while when that is likely to pay.  A

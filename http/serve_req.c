@@ -578,6 +578,8 @@ static void commit_start(struct serve_shard *sh, struct serve_commit *cm)
 	int before, rc;
 
 	cm->conn->inflight++;
+	/* its answer comes after a sync: what the read saw is stale then */
+	cm->conn->flags &= (uint16_t)~CONN_RX_EMPTY;
 	sh->pending_commits++;
 	cm->started_us = serve_now_us();
 	/* One atomic add both counts CM and claims the direct path: of two
