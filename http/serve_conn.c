@@ -241,10 +241,10 @@ static ssize_t conn_read(struct serve_conn *c, void *buf, size_t n)
 }
 
 static ssize_t conn_writev(struct serve_conn *c, const struct iovec *iov,
-                           int cnt)
+                           int cnt, int flags)
 {
 	return c->ssl ? serve_tls_writev(c->ssl, iov, cnt)
-	              : sock_sendv(c->fd, iov, cnt, 0);
+	              : sock_sendv(c->fd, iov, cnt, flags);
 }
 
 ssize_t serve_conn_read(struct serve_conn *c, void *buf, size_t n)
@@ -255,7 +255,7 @@ ssize_t serve_conn_read(struct serve_conn *c, void *buf, size_t n)
 ssize_t serve_conn_writev(struct serve_conn *c, const struct iovec *iov,
                           int cnt)
 {
-	return conn_writev(c, iov, cnt);
+	return conn_writev(c, iov, cnt, 0);
 }
 
 void serve_conn_close(struct serve_conn *c)
@@ -371,18 +371,6 @@ static int out_advance(struct serve_conn *c, size_t n)
 	return 0;
 }
 
-/* The writev of the answer that ends the connection: without TLS it goes
- * with MSG_MORE, so its last segment waits for the FIN that close() or
- * shutdown() sends right after (end_connection; a part the socket does
- * not take now is sent the same way when it drains) and carries it: one
- * segment, and one wake-up of the client, fewer per connection. */
-static ssize_t conn_writev_last(struct serve_conn *c, struct iovec *iov,
-                                int cnt)
-{
-	return c->ssl ? serve_tls_writev(c->ssl, iov, cnt)
-	              : sock_sendv(c->fd, iov, cnt, MSG_MORE);
-}
-
 /* Writes every ready answer at the front of the queue, many per writev. */
 void serve_conn_flush(struct serve_conn *c)
 {
@@ -417,8 +405,13 @@ void serve_conn_flush(struct serve_conn *c)
 			if ((last = o->close_after) != 0)
 				break;
 		}
-		n = last ? conn_writev_last(c, iov, cnt)
-		         : conn_writev(c, iov, cnt);
+		/* the answer that ends the connection goes with MSG_MORE
+		 * (plain sockets): its last segment waits for the FIN that
+		 * close() or shutdown() sends right after (end_connection; a
+		 * part the socket does not take now is sent the same way when
+		 * it drains) and carries it -- one segment, and one wake-up of
+		 * the client, fewer a connection */
+		n = conn_writev(c, iov, cnt, last ? MSG_MORE : 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -963,6 +956,19 @@ static void conn_service(struct serve_conn *c)
 	timer_update(c);
 }
 
+/* One pass over C for an event: its input read (READ) and processed, then
+ * what it can send sent.  What the pass's read saw says nothing of the
+ * next pass (CONN_RX_EMPTY); a dead connection is buried only at the
+ * loop's end, so C may be looked at after. */
+static void conn_pass(struct serve_conn *c, int read)
+{
+	if (read)
+		conn_input(c);
+	if (!(c->flags & CONN_DEAD))
+		conn_service(c);
+	c->flags &= (uint16_t)~CONN_RX_EMPTY;
+}
+
 /* ---- accepting ------------------------------------------------------------------ */
 
 /* Over --max-conns: answer 503 at once and close, holding nothing.  On
@@ -1043,12 +1049,9 @@ static void shard_accept(struct serve_shard *sh)
 	 * after the last read are reported by the registration itself (epoll
 	 * looks at a descriptor's state when it is added). */
 	if (srv->cfg.defer_accept_s > 0 && !tls) {
-		conn_input(c);
-		if (!(c->flags & CONN_DEAD))
-			conn_service(c);
+		conn_pass(c, 1);
 		if (c->flags & CONN_DEAD)
 			return; /* answered and closed; conn_close buried it */
-		c->flags &= (uint16_t)~CONN_RX_EMPTY; /* as shard_event */
 	}
 	/* TCP_NODELAY comes from the listener (serve_main.c) */
 	ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -1251,13 +1254,8 @@ static void shard_event(struct serve_shard *sh, struct epoll_event *ev)
 		c->flags |= CONN_PEER_SHUT;
 	/* TLS reads on any edge: a handshake or a record may have waited for
 	 * the socket to take our bytes */
-	if ((ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || c->ssl)
-		conn_input(c);
-	if (!(c->flags & CONN_DEAD))
-		conn_service(c);
-	/* what the read of this pass saw says nothing of the next pass (a
-	 * dead connection is only buried at the loop's end) */
-	c->flags &= (uint16_t)~CONN_RX_EMPTY;
+	conn_pass(c, (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ||
+	                 c->ssl);
 }
 
 /* epoll_wait, after polling for a while when that is likely to pay.  A

@@ -2431,8 +2431,8 @@ long syscall(long nr, ...)
 		       "the shim");
 	/* a descriptor closed through syscall() is forgotten as close()
 	 * forgets it: a sync through a number that came back names what it
-	 * names now (sync_followed looks again only at adopted ones) */
-	/* the kernel takes descriptors and flags as unsigned int */
+	 * names now (sync_followed looks again only at adopted ones); the
+	 * kernel takes descriptors and flags as unsigned int */
 	if (nr == SYS_close)
 		fd_closing((int)(unsigned)a[0]);
 	else if ((nr == SYS_dup3 || IS_SYS_DUP2(nr)) &&
@@ -2772,6 +2772,19 @@ static int ck_close(void *c)
 	return rc;
 }
 
+/* The cookie of STREAM when the shim made it, else NULL. */
+static cookie *cookie_of(FILE *stream)
+{
+	cookie *k = NULL;
+
+	pthread_mutex_lock(&cookies_lock);
+	for (cookie *c = cookies; c && !k; c = c->next)
+		if (c->stream == stream)
+			k = c;
+	pthread_mutex_unlock(&cookies_lock);
+	return k;
+}
+
 static int mode_flags(const char *mode);
 
 static FILE *cookie_stream(int fd, const char *mode)
@@ -2781,8 +2794,10 @@ static FILE *cookie_stream(int fd, const char *mode)
 
 	if (!k)
 		return NULL;
+	int flags = mode_flags(mode);
+
 	k->fd = fd;
-	k->acc = mode_flags(mode) < 0 ? O_RDWR : mode_flags(mode) & O_ACCMODE;
+	k->acc = flags < 0 ? O_RDWR : flags & O_ACCMODE;
 	k->stream = fopencookie(k, mode, io);
 	if (!k->stream) {
 		free(k);
@@ -2895,16 +2910,9 @@ static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
 	FILE *(*real)(const char *, const char *, FILE *) =
 		(FILE * (*)(const char *, const char *, FILE *))dlsym(RTLD_NEXT,
 		                                                     name);
-	if (stream && active && !in_shim) {
-		cookie *k = NULL;
-		pthread_mutex_lock(&cookies_lock);
-		for (cookie *c = cookies; c; c = c->next)
-			if (c->stream == stream)
-				k = c;
-		pthread_mutex_unlock(&cookies_lock);
-		if (k)
-			return cookie_reopen(k, path, mode);
-	}
+	cookie *k = stream && active && !in_shim ? cookie_of(stream) : NULL;
+	if (k)
+		return cookie_reopen(k, path, mode);
 	int old = stream && active && !in_shim ? real_fileno(stream) : -1;
 	FILE *f = real(path, mode, stream);
 	if (active && !in_shim) {
@@ -2954,16 +2962,9 @@ FILE *fdopen(int fd, const char *mode)
 int fileno(FILE *stream)
 {
 	load_fileno();
-	if (active) {
-		int fd = -1;
-		pthread_mutex_lock(&cookies_lock);
-		for (cookie *k = cookies; k; k = k->next)
-			if (k->stream == stream)
-				fd = k->fd;
-		pthread_mutex_unlock(&cookies_lock);
-		if (fd >= 0)
-			return fd;
-	}
+	cookie *k = active ? cookie_of(stream) : NULL;
+	if (k && k->fd >= 0)
+		return k->fd;
 	return real_fileno(stream);
 }
 
@@ -3045,13 +3046,11 @@ static void adopt_inherited(void)
 		int fd = atoi(e->d_name);
 		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
 			continue;
-		if (fd_names(fd, abs) < 0 || !is_watched(abs))
-			continue;
-		int fl = real_fcntl(fd, F_GETFL);
-		if (fl >= 0)
-			fd_track(fd, abs, fl);
-		if (fd_tracked(fd))
-			fd_flags[fd] |= FD_ADOPTED; /* opened before this image */
+		if (fd < SHIM_FDS)
+			fd_adopt(fd); /* opened before this image */
+		else if (fd_names(fd, abs) == 0 && is_watched(abs))
+			refuse("%s: descriptor %d is above the %d the shim "
+			       "follows", relative(abs), fd, SHIM_FDS);
 	}
 	if (d)
 		closedir(d);

@@ -150,38 +150,45 @@ static void dir_sync(void)
 	}
 }
 
+/* Closes the value's file FD as METHOD does.  S (freopenfail, fclose) is a
+ * stream on /dev/null opened before the file, so its number is the lower
+ * one: the file is dup2'd onto it and glibc then closes that number inside.
+ * 0, or -1. */
+static int close_file(int fd, FILE *s)
+{
+	char missing[4096];
+
+	if (!strcmp(method, "closerange"))
+		return close_range((unsigned)fd, (unsigned)fd, 0);
+	if (!strcmp(method, "closeraw"))
+		return (int)syscall(SYS_close, fd);
+	if (!s)
+		return close(fd);
+	if (dup2(fd, fileno(s)) < 0 || close(fd) != 0)
+		return -1;
+	if (!strcmp(method, "fclose"))
+		return fclose(s);
+	snprintf(missing, sizeof missing, "%s/missing/x", dir);
+	return freopen(missing, "w", s) == NULL ? 0 : -1; /* must fail */
+}
+
 static void put(int k, const char *v)
 {
 	char key[16], p[4096], from[4096];
 	size_t n = strlen(v);
+	FILE *s = NULL;
 
 	snprintf(key, sizeof key, "k%d", k);
 	snprintf(p, sizeof p, "%s/%s", dir, key);
 	snprintf(from, sizeof from, "%s/%s.tmp", dir, key);
 	if (!strcmp(method, "freopenfail") || !strcmp(method, "fclose")) {
-		/* the stream's number, below the file's */
 		int null = open("/dev/null", O_WRONLY);
-		FILE *s = null < 0 ? NULL : fdopen(null, "w");
-		int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		char missing[4096];
-		snprintf(missing, sizeof missing, "%s/missing/x", dir);
-		if (!s || fd < 0 || write(fd, v, n) != (ssize_t)n ||
-		    fsync(fd) != 0 || dup2(fd, null) != null || close(fd) != 0)
-			die(from);
-		if (!strcmp(method, "fclose") ? fclose(s) != 0 /* inside */
-		    : freopen(missing, "w", s) != NULL) /* closes null inside */
-			die("freopen of a missing directory's file, or fclose");
-		if (rename(from, p) != 0)
-			die("rename");
-		dir_sync();
-		return;
+		if (null < 0 || !(s = fdopen(null, "w")))
+			die("/dev/null");
 	}
 	int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, v, n) != (ssize_t)n || fsync(fd) != 0 ||
-	    (!strcmp(method, "closerange")
-	         ? close_range((unsigned)fd, (unsigned)fd, 0)
-	     : !strcmp(method, "closeraw") ? (int)syscall(SYS_close, fd)
-	                                   : close(fd)) != 0)
+	    close_file(fd, s) != 0)
 		die(from);
 	if (rename(from, p) != 0)
 		die("rename");

@@ -116,16 +116,36 @@ static int wait_child(pid_t pid)
 }
 
 static const char *watched_dir;
+
+/* The path of NAME in the watched directory, in BUF (4096 bytes). */
+static const char *in_dir(char *buf, const char *name)
+{
+	snprintf(buf, 4096, "%s/%s", watched_dir, name);
+	return buf;
+}
+
+/* NAME in the watched directory, opened for appending: a descriptor, or
+ * -1. */
+static int open_append(const char *name)
+{
+	char path[4096];
+	return open(in_dir(path, name), O_WRONLY | O_CREAT | O_APPEND, 0644);
+}
+
+/* Standard output made NAME in the watched directory, for appending: the
+ * number 1 a dup2 of a descriptor the shim saw opened.  0, or -1. */
+static int stdout_on(const char *name)
+{
+	int fd = open_append(name);
+	return fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0 ? -1 : 0;
+}
 static int unsafe; /* no fdatasync after a put */
 
 /* DIR/side appended to on descriptor N, close_range(N, N), N reused. */
 static int close_range_reuse(void)
 {
-	char path[4096];
-	int fd, again;
+	int fd = open_append("side"), again;
 
-	snprintf(path, sizeof path, "%s/side", watched_dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0 || write(fd, "x", 1) != 1)
 		return -1;
 	if (close_range((unsigned)fd, (unsigned)fd, 0) != 0)
@@ -165,6 +185,7 @@ static int daemon_noise(void)
 
 static int log_fd = -1;        /* vfork-dup2: DIR/log */
 static FILE *log_stream;       /* fopen-freopen: DIR/log */
+static int put_syncs;          /* put() syncs its line: main does not */
 
 static int vfork_dup2(void)
 {
@@ -290,41 +311,27 @@ int main(int argc, char **argv)
 		    sigaction(SIGSYS, NULL, &was) || was.sa_handler != SIG_IGN)
 			return 1;
 	}
-	if (!strcmp(how, "freopen-over") || !strcmp(how, "freopen-write")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/side", argv[1]);
-		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
-			return 1;
-	}
+	char side[4096], logp[4096];
+	in_dir(side, "side");
+	in_dir(logp, "log");
+	if ((!strcmp(how, "freopen-over") || !strcmp(how, "freopen-write")) &&
+	    stdout_on("side") != 0)
+		return 1;
+	if (!strcmp(how, "daemon") && stdout_on("log") != 0)
+		return 1;
+	if (!strcmp(how, "vfork-dup2") && (log_fd = open_append("log")) < 0)
+		return 1;
 	if (!strcmp(how, "fopen-freopen")) {
-		char side[4096], path[4096];
-		snprintf(side, sizeof side, "%s/side", argv[1]);
-		snprintf(path, sizeof path, "%s/log", argv[1]);
 		FILE *f = fopen(side, "a");
 		if (!f || fputs("side\n", f) < 0 ||
-		    (log_stream = freopen(path, "a", f)) != f)
+		    (log_stream = freopen(logp, "a", f)) != f)
 			return 1;
 	}
-	if (!strcmp(how, "vfork-dup2")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/log", argv[1]);
-		if ((log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) < 0)
-			return 1;
-	}
-	if (!strcmp(how, "daemon")) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/log", argv[1]);
-		int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd < 0 || dup2(fd, 1) != 1 || close(fd) != 0)
-			return 1;
-	}
-	if (!strncmp(how, "freopen", 7)) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/log", argv[1]);
-		if (!freopen(path, "a", stdout))
-			return 1;
-	}
+	if (!strncmp(how, "freopen", 7) && !freopen(logp, "a", stdout))
+		return 1;
+	/* these put()s sync their own lines */
+	put_syncs = !strcmp(how, "daemon") || !strcmp(how, "vfork-dup2") ||
+	            !strcmp(how, "fopen-freopen");
 	/* the shell created the log: its name must survive a cut too */
 	int dfd = open(argv[1], O_RDONLY | O_DIRECTORY);
 	if (dfd < 0 || fsync(dfd) != 0 || close(dfd) != 0)
@@ -343,8 +350,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i <= PUTS; i++) {
 		snprintf(line, sizeof line, "k%d v%d\n", i % KEYS, i);
 		dprintf(tfd, "intent %d k%d v%d\n", i, i % KEYS, i);
-		if (put(line) || (!unsafe && log_fd < 0 && !log_stream &&
-		                  fdatasync(1) != 0))
+		if (put(line) || (!unsafe && !put_syncs && fdatasync(1) != 0))
 			return 1;
 		dprintf(tfd, "ack %d\n", i);
 	}
