@@ -675,6 +675,20 @@ int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out)
 	return rc;
 }
 
+int keel_view_file(const keel_view *v, int *fd, uint64_t *off)
+{
+	if (!v || !v->pin_ || !fd || !off)
+		return KEEL_EINVAL;
+	const keel_map *m = ((const keel_pin *)v->pin_)->map;
+	const uint8_t *p = v->data;
+	if (m->fd < 0 || p < m->base || p > m->base + m->len ||
+	    v->len > (size_t)(m->base + m->len - p))
+		return KEEL_EINVAL;
+	*fd = m->fd;
+	*off = (uint64_t)(p - m->base);
+	return KEEL_OK;
+}
+
 void keel_view_release(keel_view *v)
 {
 	if (!v || !v->pin_)
@@ -702,6 +716,7 @@ int keel_snapshot_open(keel_db *db, keel_snapshot **out)
 	s->pin.destroy = snapshot_destroy;
 	s->db = db;
 	s->gen = db_pin(db, &s->head, &s->map, &s->pend);
+	s->pin.map = s->map;
 	return KEEL_OK;
 }
 
@@ -720,6 +735,7 @@ int keel_snapshot_refresh(keel_snapshot **sp)
 		keel_map *old = s->map;
 		pend_gen *old_pend = s->pend;
 		s->gen = db_pin(db, &s->head, &s->map, &s->pend);
+		s->pin.map = s->map;
 		map_release(old);
 		pend_gen_release(old_pend);
 		return KEEL_OK;

@@ -82,6 +82,7 @@ static inline uint64_t policy_live(const keel_head *h)
 typedef struct keel_pin {
 	atomic_long refs;
 	void (*destroy)(struct keel_pin *p);
+	struct keel_map *map; /* the mapping a view holding the pin reads */
 } keel_pin;
 
 static inline void pin_ref(keel_pin *p)
@@ -112,6 +113,11 @@ typedef struct keel_map {
 	 * records cost N times their bytes of CRC. */
 	_Atomic uint64_t *covered;
 	size_t verified_len; /* bytes of 'verified'; 'covered' has twice that */
+	/* A descriptor of the mapped file of its own (a dup, closed with the
+	 * map), or -1: made only where the mapping is the kernel's page
+	 * cache of the file (the POSIX backend), so pread or sendfile of
+	 * [off, off+len) gives the bytes at base + off -- keel_view_file. */
+	int fd;
 } keel_map;
 
 int map_create(const keel_io *io, int fd, size_t len, keel_map **out);

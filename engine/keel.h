@@ -220,6 +220,20 @@ int keel_get(keel_db *db, const void *key, size_t klen, keel_view *out);
 /* Releases a view; a zeroed or already released view is a no-op. */
 void keel_view_release(keel_view *v);
 
+/* keel_view_file - where a view's bytes lie in a file: *FD and *OFF such
+ * that pread(2), sendfile(2) or splice(2) of v->len bytes at *OFF give
+ * exactly v->data -- to send a value without copying it through the
+ * process.  *FD belongs to the view's mapping: open until the view is
+ * released, never to be closed, written, or have its file offset used
+ * (read at *OFF only).  The bytes there never change while the view is
+ * held (the file is append-only; compaction writes a new one), and after
+ * the release they stay what they were (a socket may still hold the pages
+ * sendfile gave it).  KEEL_OK; KEEL_EINVAL for NULL arguments, a released
+ * view, a view from an iterator, or where no descriptor can be given (a
+ * custom keel_io backend, or none to spare when the mapping was made):
+ * then read v->data. */
+int keel_view_file(const keel_view *v, int *fd, uint64_t *off);
+
 /* A snapshot is a consistent read-only state: a head plus a pinned mapping. */
 typedef struct keel_snapshot keel_snapshot;
 

@@ -6,8 +6,10 @@
  * a reference (or holding db->mu while the db's reference is alive).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "internal.h"
@@ -17,6 +19,8 @@ static void map_destroy(keel_pin *p)
 	keel_map *m = (keel_map *)p;
 	m->io->munmap(m->io->ctx, m->base, m->len);
 	munmap((void *)m->verified, 3 * m->verified_len);
+	if (m->fd >= 0)
+		close(m->fd);
 	free(m);
 }
 
@@ -42,8 +46,13 @@ int map_create(const keel_io *io, int fd, size_t len, keel_map **out)
 	}
 	m->verified = bits;
 	m->covered = (_Atomic uint64_t *)((uint8_t *)bits + m->verified_len);
+	/* its own descriptor where the mapping is the file's page cache;
+	 * none (-1) if the process has none to spare: readers then copy */
+	m->fd = io->mmap == keel_io_posix()->mmap ?
+	        fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 	atomic_init(&m->pin.refs, 1);
 	m->pin.destroy = map_destroy;
+	m->pin.map = m;
 	*out = m;
 	return KEEL_OK;
 

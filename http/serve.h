@@ -133,6 +133,9 @@
 #define SERVE_AUTO_POLL_US 1000   /* --busy-poll auto: commits faster than
                                      this are waited for by polling       */
 #define SERVE_IOV_MAX 128         /* iovecs per writev                     */
+#define SERVE_SENDFILE_MIN (64 * 1024) /* --sendfile-min's default         */
+#define SERVE_SENDFILE_LOWAT (128 * 1024) /* unsent bytes a socket holds
+                                     once it has sent a file body        */
 #define SERVE_LINGER_MS 2000      /* draining a refused body before close  */
 #define SERVE_CLOSE_CLEAN 1       /* close_after: the request asked for it  */
 #define SERVE_CLOSE_ERROR 2       /* close_after: input may still be coming */
@@ -153,6 +156,10 @@ struct serve_config {
 	uint64_t body_budget;    /* --body-budget: all request bodies held  */
 	int defer_accept_s;      /* --defer-accept: TCP_DEFER_ACCEPT seconds
 	                            on the plain listener; 0 off            */
+	uint64_t sendfile_min;   /* --sendfile-min: a GET body of at least
+	                            this many bytes on a plain HTTP/1.1
+	                            connection goes by sendfile(2) from the
+	                            store file; 0 never                     */
 	int busy_poll_us;        /* --busy-poll: poll this long before
 	                            sleeping in epoll_wait; 0 never, -1
 	                            auto (serve_conn.c, shard_wait)      */
@@ -183,6 +190,10 @@ struct serve_out {
 	const char *body;    /* body bytes (in the view or in owned)      */
 	size_t body_len;
 	keel_view view;      /* pinned GET body; released when freed      */
+	int file_fd;         /* >= 0: the body is sent with sendfile(2)
+	                        from this descriptor (the view's,
+	                        keel_view_file) at file_off; -1: from body */
+	uint64_t file_off;
 	char *owned;         /* malloc'd body (a listing), freed with it;
 	                        counted in serve_conn.queued             */
 	char head[SERVE_HEAD_MAX];
@@ -221,6 +232,7 @@ struct serve_rx {
                                pass ends and when a commit starts: bytes
                                may come while a sync runs, and closing
                                over them resets the answer away)      */
+#define CONN_SF_LOWAT 0x800 /* TCP_NOTSENT_LOWAT set for sendfile          */
 
 /* The timer lists (TIMERS in the comment at the top) */
 enum serve_timer {

@@ -5,7 +5,7 @@
  *              [--max-body BYTES] [--body-budget BYTES]
  *              [--idle-timeout DUR] [--header-timeout DUR]
  *              [--body-min-rate BYTES] [--busy-poll auto|USEC]
- *              [--defer-accept SECONDS]
+ *              [--defer-accept SECONDS] [--sendfile-min BYTES]
  *              [--no-direct-commit] [--no-batch-threads]
  *              [--tokens FILE] [--insecure-open]
  *              [--tls-cert FILE --tls-key FILE] [--max-handshakes N]
@@ -94,6 +94,11 @@ static void usage(FILE *f)
 	      "                       bytes come, or after about SECONDS"
 	      " (TCP_DEFER_ACCEPT;\n"
 	      "                       0 = off, the default): docs/http.md\n"
+	      "  --sendfile-min BYTES  send a GET body of at least BYTES with"
+	      " sendfile(2), the\n"
+	      "                       file's pages by reference (plain"
+	      " HTTP/1.1; default 64k,\n"
+	      "                       0 = never, always copy): docs/http.md\n"
 	      "  --no-direct-commit   commit every write through keel's committer"
 	      " thread (for A/B\n"
 	      "                       runs); by default a write with nothing else"
@@ -281,6 +286,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"body-min-rate", required_argument, NULL, 'r'},
 		{"busy-poll", required_argument, NULL, 'p'},
 		{"defer-accept", required_argument, NULL, 'A'},
+		{"sendfile-min", required_argument, NULL, 'F'},
 		{"no-direct-commit", no_argument, NULL, 'D'},
 		{"no-batch-threads", no_argument, NULL, 'B'},
 		{"tokens", required_argument, NULL, 'k'},
@@ -311,6 +317,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 	cfg->direct_commit = 1;
 	cfg->batch_threads = 1;
 	cfg->busy_poll_us = -1; /* auto */
+	cfg->sendfile_min = SERVE_SENDFILE_MIN;
 	opterr = 0; /* unknown options are named below */
 	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		flag = argv[optind - 1];
@@ -383,6 +390,12 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 			if (parse_int(optarg, 0, 3600, &cfg->defer_accept_s) < 0)
 				return bad_value("--defer-accept", optarg,
 				                 "expected seconds from 0 to 3600");
+			break;
+		case 'F':
+			if (parse_size(optarg, &cfg->sendfile_min) < 0)
+				return bad_value("--sendfile-min", optarg,
+				                 "expected bytes, k/m/g suffixes, "
+				                 "or 0 for never");
 			break;
 		case 'D': cfg->direct_commit = 0; break;
 		case 'B': cfg->batch_threads = 0; break;

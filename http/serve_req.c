@@ -340,6 +340,13 @@ static void do_get(struct serve_conn *c, const struct http_request *req,
 	o->view = v; /* held until the last byte is written */
 	o->body = v.data;
 	o->body_len = v.len;
+	/* a large body on a plain HTTP/1.1 socket: its pages by reference,
+	 * not copied into the socket (HTTP/2 and HTTP/3 frame it, TLS
+	 * encrypts it: those read o->body) */
+	if (v.len >= sh->srv->cfg.sendfile_min && sh->srv->cfg.sendfile_min &&
+	    !c->ssl && !c->h2 && !c->h3 &&
+	    keel_view_file(&o->view, &o->file_fd, &o->file_off) != KEEL_OK)
+		o->file_fd = -1;
 }
 
 /* ---- the listing: GET /?prefix=P&after=K&limit=N ----------------------- */

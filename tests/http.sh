@@ -271,6 +271,57 @@ exec 4<&-
 tail -c 8000000 "$T/slow.r" >"$T/slow.body"
 cmp -s "$T/slow" "$T/slow.body" && ok "slow reader got the original 8 MB body" ||
 	bad "slow reader's body changed ($(wc -c <"$T/slow.r") bytes received)"
+# ---- large bodies by sendfile(2), from the store file ------------------------
+# (the slow server: its 8 MB value is past --sendfile-min's 64 KiB; the
+# server's rchar in /proc/PID/io counts what sendfile read from the file,
+# never what a send from the mapping copied)
+rchar() { sed -n 's/^rchar: //p' "/proc/$1/io"; }
+C -o /dev/null -X PUT --data-binary 'tiny' "$U/tiny"
+r0=$(rchar "$PID")
+C -o "$T/sf.back" "$U/slow"
+r1=$(rchar "$PID")
+cmp -s "$T/sf.back" "$T/over" && ok "sendfile: an 8 MB GET is byte-exact" ||
+	bad "sendfile: the 8 MB GET differs"
+[ $((r1 - r0)) -ge 8000000 ] && ok "sendfile: the server read the body from its file" ||
+	bad "sendfile: the server read $((r1 - r0)) bytes from files, not the 8 MB body"
+# pipelined: a file body between gathered answers, the last one closing
+printf 'GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /tiny HTTP/1.1\r\nHost: a\r\n\r\nHEAD /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /slow HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' |
+	raw "$T/sf.pipe"
+expect "sendfile: pipelined answers in order, bodies byte-exact" "200:8000000:ok 200:4:tiny 200:0: 200:8000000:ok EOF" \
+	"$(python3 - "$T/sf.pipe" "$T/over" <<'PY'
+import sys
+data = open(sys.argv[1], 'rb').read()
+want = open(sys.argv[2], 'rb').read()
+out, at, heads = [], 0, [False, False, True, False]
+for head_only in heads:
+    end = data.find(b'\r\n\r\n', at)
+    if end < 0:
+        out.append('short')
+        break
+    head = data[at:end].decode('latin-1').split('\r\n')
+    n = int([h.split(':')[1] for h in head if h.lower().startswith('content-length:')][0])
+    body = b'' if head_only else data[end + 4:end + 4 + n]
+    at = end + 4 + len(body)
+    shown = 'ok' if body == want else body.decode('latin-1')[:8]
+    out.append('%s:%d:%s' % (head[0].split()[1], len(body), shown))
+out.append('EOF' if at == len(data) else 'extra %d' % (len(data) - at))
+print(' '.join(out))
+PY
+)"
+# --sendfile-min 0: the same bytes, copied from the mapping
+start nosf --db "$T/slow.keel.copy" --sendfile-min 0
+C -o /dev/null -X PUT --data-binary @"$T/over" "http://127.0.0.1:$PORT/slow"
+r0=$(rchar "$PID")
+C -o "$T/nosf.back" "http://127.0.0.1:$PORT/slow"
+r1=$(rchar "$PID")
+cmp -s "$T/nosf.back" "$T/over" && ok "--sendfile-min 0: the GET is byte-exact" ||
+	bad "--sendfile-min 0: the GET differs"
+[ $((r1 - r0)) -lt 1000000 ] && ok "--sendfile-min 0: nothing read from the file" ||
+	bad "--sendfile-min 0: the server read $((r1 - r0)) bytes from files"
+kill "$PID"
+"$SERVE" --db "$T/x.keel" --sendfile-min lots >/dev/null 2>"$T/sf.err"
+expect "--sendfile-min with a bad value exits 2" 2 $?
+contains "--sendfile-min's bad value is named" "$T/sf.err" "sendfile-min"
 PORT=$mainport
 U=http://127.0.0.1:$PORT
 

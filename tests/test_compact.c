@@ -4,6 +4,7 @@
  * crash side is in test_faultsim_engine.c and the torture runs. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,95 @@ static void compaction_keeps_everything_and_shrinks_the_file(void **state)
 	reopen(f);
 	keel_stat(f->db, &after);
 	assert_int_equal(after.keys, 0);
+}
+
+/* Reads LEN bytes of the file behind view V (keel_view_file) into BUF. */
+static void pread_view(const keel_view *v, char *buf, int *fd_out)
+{
+	int fd;
+	uint64_t off;
+	assert_int_equal(keel_view_file(v, &fd, &off), KEEL_OK);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, v->len, (off_t)off), (ssize_t)v->len);
+	if (fd_out)
+		*fd_out = fd;
+}
+
+static void *mmap_other(void *ctx, int fd, size_t len, int *err)
+{
+	return keel_io_posix()->mmap(ctx, fd, len, err);
+}
+
+/* keel_view_file: the descriptor and offset give the view's bytes, from
+ * keel_get and from a snapshot, and still the old bytes after compaction
+ * moved the key to a new file; the descriptor is the mapping's, closed
+ * with its last holder; views it cannot describe say so. */
+static void a_views_file_gives_its_bytes_through_compaction(void **state)
+{
+	fixture *f = *state;
+	keel_options o = {.flags = KEEL_NOCOMPACT};
+	keel_view v, s_v, now;
+	keel_snapshot *snap;
+	char buf[64];
+	int fd, fd_now, fd_s;
+	uint64_t off;
+	reopen_with(f, &o);
+	fill_versions(f->db, 300, 4);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	pread_view(&v, buf, &fd);
+	assert_memory_equal(buf, v.data, v.len);
+	assert_memory_equal(buf, "value 4 of 7", 12);
+	/* no stray descriptor: it is the view's own, not the caller's */
+	assert_int_equal(keel_view_file(&v, NULL, &off), KEEL_EINVAL);
+	assert_int_equal(keel_view_file(&v, &fd_now, NULL), KEEL_EINVAL);
+	assert_int_equal(keel_view_file(NULL, &fd_now, &off), KEEL_EINVAL);
+	/* a snapshot's view, and one after an in-place refresh */
+	assert_int_equal(keel_snapshot_open(f->db, &snap), KEEL_OK);
+	assert_int_equal(keel_snapshot_get(snap, "c00008", 6, &s_v), KEEL_OK);
+	pread_view(&s_v, buf, &fd_s);
+	assert_memory_equal(buf, "value 4 of 8", 12);
+	keel_view_release(&s_v);
+	assert_int_equal(keel_view_file(&s_v, &fd_now, &off), KEEL_EINVAL);
+	/* the file moves: compaction writes a new one and the key a new value */
+	assert_int_equal(keel_compact(f->db), KEEL_OK);
+	assert_int_equal(keel_put(f->db, "c00007", 6, "after", 5, KEEL_REV_ANY, NULL),
+	                 KEEL_OK);
+	assert_int_equal(keel_snapshot_refresh(&snap), KEEL_OK);
+	assert_int_equal(keel_snapshot_get(snap, "c00007", 6, &s_v), KEEL_OK);
+	pread_view(&s_v, buf, &fd_s);
+	assert_memory_equal(buf, "after", 5);
+	keel_view_release(&s_v);
+	keel_snapshot_close(snap);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &now), KEEL_OK);
+	pread_view(&now, buf, &fd_now);
+	assert_memory_equal(buf, "after", 5);
+	assert_int_not_equal(fd_now, fd);
+	/* the old view still reads the old file's bytes */
+	pread_view(&v, buf, NULL);
+	assert_memory_equal(buf, "value 4 of 7", 12);
+	keel_view_release(&now);
+	/* the last holder of the old mapping lets go: its descriptor closes */
+	keel_view_release(&v);
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+	/* an iterator's view holds no pin of its own: not described */
+	keel_iter *it;
+	const void *key;
+	size_t klen;
+	assert_int_equal(keel_snapshot_open(f->db, &snap), KEEL_OK);
+	assert_int_equal(keel_iter_open(snap, NULL, 0, NULL, 0, &it), KEEL_OK);
+	assert_int_equal(keel_iter_next(it, &key, &klen, &v), KEEL_OK);
+	assert_int_equal(keel_view_file(&v, &fd, &off), KEEL_EINVAL);
+	keel_iter_close(it);
+	keel_snapshot_close(snap);
+	/* another backend's mapping may not be the file's page cache */
+	keel_io io = *keel_io_posix();
+	io.mmap = mmap_other;
+	keel_options other = {.flags = KEEL_NOCOMPACT, .io = &io};
+	reopen_with(f, &other);
+	assert_int_equal(keel_get(f->db, "c00007", 6, &v), KEEL_OK);
+	assert_int_equal(keel_view_file(&v, &fd, &off), KEEL_EINVAL);
+	keel_view_release(&v);
 }
 
 typedef struct compact_writer_arg {
@@ -627,6 +717,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(compaction_keeps_everything_and_shrinks_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_views_file_gives_its_bytes_through_compaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(writers_go_on_during_compaction_and_nothing_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failed_compaction_cleans_up_before_the_next_one_starts, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_automatic_policy_bounds_the_file, setup, teardown),
