@@ -47,12 +47,12 @@ done
 # can also arrive by fdopendir+closedir, dup, exec, or SCM_RIGHTS)
 D=$B/shim-tests/dirsync
 # (a descriptor the shim saw opened is not looked at again at each sync:
-# closerange, closeraw, freopenfail, fclose and closedir close one where no close()
+# closerange, closeraw, closealias, freopenfail, fclose and closedir close one where no close()
 # wrapper sees and reuse its number from an internal open, so a sync
 # credited to the old file or directory shows as a false alarm or a missed
 # loss)
 for how in open opendir fdopendir dup exec scm scmraw closerange closeraw \
-	freopenfail fclose; do
+	closealias dup2alias freopenfail fclose; do
 	run "dirsync-$how" 0 "" --power-loss --kill-every 200ms --duration 2s \
 		--seed 11 --workload "$D {dir} $how safe" \
 		--checker "$D {dir} $how --check"

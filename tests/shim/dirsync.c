@@ -8,7 +8,8 @@
  *
  *   open       open(dir, O_DIRECTORY) + fsync: the plain way (control)
  *   opendir    fsync(dirfd(opendir(dir))), as dpkg's dir_sync_path: glibc
- *              opens the directory internally
+ *              opens the directory internally (and, first, closedir(NULL)
+ *              must fail with EINVAL, as glibc's does)
  *   fdopendir  fdopendir(open(dir)) + fsync(dirfd()), closedir closing the
  *              descriptor inside glibc (its number is then reused)
  *   dup        fsync of a dup() of an opendir() descriptor
@@ -23,6 +24,11 @@
  *              number comes back from glibc's internal open, and the sync
  *              must be the directory's, not the closed file's
  *   closeraw   the same with syscall(SYS_close, fd) for close()
+ *   closealias the same with glibc's exported __close(fd)
+ *   dup2alias  each value written and synced through a /dev/null
+ *              descriptor (written to once before) that glibc's exported
+ *              __dup2() put the file on; the directory then synced as
+ *              "opendir" does
  *   freopenfail each value's file dup2()'d onto the descriptor of a stream
  *              (fdopen of /dev/null), then freopen() of that stream on a
  *              path that cannot be opened: glibc closes the number inside
@@ -40,6 +46,7 @@
  * "dirsync DIR METHOD --check" is the checker: "KEY VALUE" per file.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +57,10 @@
 #include <unistd.h>
 
 #define KEYS 8
+
+/* glibc's exported internal names, declared by no header */
+extern int __close(int fd);
+extern int __dup2(int fd, int to);
 
 static const char *dir, *method;
 static int held = -1; /* exec, scm, scmraw: the directory descriptor */
@@ -137,6 +148,8 @@ static void dir_sync(void)
 			die("dup+fsync");
 	} else if (!strcmp(method, "closerange") ||
 	           !strcmp(method, "closeraw") ||
+	           !strcmp(method, "closealias") ||
+	           !strcmp(method, "dup2alias") ||
 	           !strcmp(method, "freopenfail") ||
 	           !strcmp(method, "fclose")) {
 		if (!(d = opendir(dir)) || fsync(dirfd(d)) != 0 || closedir(d))
@@ -162,6 +175,8 @@ static int close_file(int fd, FILE *s)
 		return close_range((unsigned)fd, (unsigned)fd, 0);
 	if (!strcmp(method, "closeraw"))
 		return (int)syscall(SYS_close, fd);
+	if (!strcmp(method, "closealias"))
+		return __close(fd);
 	if (!s)
 		return close(fd);
 	if (dup2(fd, fileno(s)) < 0 || close(fd) != 0)
@@ -187,6 +202,14 @@ static void put(int k, const char *v)
 			die("/dev/null");
 	}
 	int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0 && !strcmp(method, "dup2alias")) {
+		/* a descriptor the shim has looked at and let pass */
+		int null = open("/dev/null", O_WRONLY);
+		if (null < 0 || write(null, "x", 1) != 1 ||
+		    __dup2(fd, null) != null || close(fd) != 0)
+			die("__dup2");
+		fd = null;
+	}
 	if (fd < 0 || write(fd, v, n) != (ssize_t)n || fsync(fd) != 0 ||
 	    close_file(fd, s) != 0)
 		die(from);
@@ -238,6 +261,13 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[3], "--check")) {
 		check();
 		return 0;
+	}
+	if (!strcmp(method, "opendir")) {
+		/* glibc answers closedir(NULL) with EINVAL: so must the shim */
+		DIR *volatile none = NULL;
+		errno = 0;
+		if (closedir(none) != -1 || errno != EINVAL)
+			die("closedir(NULL)");
 	}
 	if (!strcmp(method, "exec")) {
 		if (argc == 5) {
