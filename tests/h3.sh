@@ -193,6 +193,27 @@ kill "$HALF" 2>/dev/null
 wait "$HALF"
 stop "$PID"
 
+# the handshake deadline (--header-timeout) is a QUIC timer the shard's
+# timer heap must fire (serve_h3.c, h3_timers): the half-done handshake
+# is dropped after 1 s, its budget comes back, and a new connection is
+# served without a Retry again (asked every 250 ms, 15 s at most)
+start deadline --max-conns 4 --header-timeout 1s
+"$H3" "$PORT" GET /k -i 30000 >"$T/half" 2>&1 &
+HALF=$!
+waitfor "$T/half" 'half open'
+retried=0
+for i in $(seq 60); do
+	h3 GET /k >/dev/null
+	grep -q 'followed a Retry' "$T/a.err" || break
+	retried=$((retried + 1))
+	sleep 0.25
+done
+[ "$i" -lt 60 ] && ok "handshake deadline: the budget came back ($retried answers through a Retry first)" ||
+	bad "handshake deadline: still a Retry after 15 s (the timer never fired)"
+kill "$HALF" 2>/dev/null
+wait "$HALF"
+stop "$PID"
+
 # SIGHUP (serve_main.c): QUIC takes the new certificate for its new
 # handshakes, as TLS over TCP does; a handshake under way keeps the one it
 # began with (held half done across the swap; the sanitizer builds see

@@ -33,7 +33,9 @@
 #          The server's VmRSS before and 2 s after all are open, per
 #          connection; for HTTP/3 also what ngtcp2 and nghttp3 hold per
 #          connection (live bytes through their counting allocators, the
-#          server's KEEL_H3_MEMSTAT line) and ours.
+#          server's KEEL_H3_MEMSTAT line) and ours.  While they are
+#          held, the get64 part's load on one more connection: what idle
+#          connections cost a busy one (with get64: against its rounds).
 #
 # HTTP/3 through loadgen --http3 (bench/http/loadgen_h3.c, closed loop:
 # --conns 1 --pipeline K; $H3_WARMUP s of warmup, then $H3_SECS s
@@ -235,6 +237,20 @@ idle() {
 	sleep 2 # settled; the sweep (every 250 ms) has printed the figures
 	after=$(rss_kb "$SPID")
 	mem=$(grep 'h3 memory' "$DIR/s.out" | tail -n 1)
+	# the get64 part's load on one more connection while they are held:
+	# what idle connections cost a busy one (as "beside PROTO RATE")
+	local busy
+	if [ "$proto" = h3 ]; then
+		busy=$(jnum "$(taskset -c "$LOAD_CPU" "$LOADGEN" --http3 --port "$PORT" \
+			--conns 1 --pipeline "$GET_K" --duration "$H3_SECS" \
+			--warmup "$H3_WARMUP" --path /doc 2>/dev/null)" answers_per_s)
+	else
+		busy=$(taskset -c "$LOAD_CPU" h2load -t 1 -c 1 -m "$GET_K" -n "$GET_N" \
+			"https://127.0.0.1:$PORT/doc" 2>/dev/null |
+			sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
+	fi
+	echo "idle $proto: beside them a GET 64 B connection got ${busy:-?}/s"
+	echo "beside $proto ${busy:-0}" >>"$DIR/results"
 	kill "$IDLER_PID" 2>/dev/null
 	wait "$IDLER_PID" 2>/dev/null
 	stop
@@ -337,6 +353,20 @@ fi
 			printf "| server VmRSS growth / %d | %.1f | %.1f | %.2fx | %s, %s, %s |\n",
 				n, kb["h3"], kb["h2"], (kb["h2"] ? kb["h3"] / kb["h2"] : 0), q, h, o
 		}' "$DIR/results"
+	want idle && want get64 && awk -v n="$IDLE" -v k="$GET_K" '
+		$1 == "get64" { a[$2] += $3; an[$2]++ }
+		$1 == "beside" { b[$2] = $3 }
+		END {
+			if (!an["h3"] || !an["h2"] || !("h3" in b) || !("h2" in b)) exit
+			a3 = a["h3"] / an["h3"]; a2 = a["h2"] / an["h2"]
+			print ""
+			print "| GET 64 B, " k " streams at a time, one connection | HTTP/3 /s | h2+TLS /s |"
+			print "|---|---|---|"
+			printf "| alone (the rounds above) | %.0f | %.0f |\n", a3, a2
+			printf "| beside %d idle connections | %.0f | %.0f |\n", n, b["h3"], b["h2"]
+			printf "| beside / alone | %.2fx | %.2fx |\n", (a3 ? b["h3"] / a3 : 0),
+				(a2 ? b["h2"] / a2 : 0)
+		}' "$DIR/results"
 } | tee "$DIR/table.md"
 {
 	echo "Means over $ROUNDS round(s); one keel-serve (--threads 1, TLS, so HTTP/3 on the"
@@ -355,7 +385,8 @@ fi
 		"through h3-client -I (a handshake and one GET each, then idle), HTTP/2+TLS through" \
 		"bench/http/h2idle.py (TLS, preface and SETTINGS, no request); VmRSS 2 s after all are" \
 		"open; live KB: what ngtcp2 and nghttp3 hold through their counting allocators" \
-		"(KEEL_H3_MEMSTAT), touched or not, and our own structures."
+		"(KEEL_H3_MEMSTAT), touched or not, and our own structures. Beside them, while they" \
+		"are held, the get64 part's load on one more connection, against its rounds alone."
 	[ -s "$DIR/resumed" ] && awk -v n=$((CONN_N / CONN_K * CONN_K)) '
 		{ r += $1; e += $2; k++ }
 		END {
