@@ -958,32 +958,25 @@ static ssize_t protocol_write(int fd, const void *buf, size_t len)
 	return rc;
 }
 
-/* write and __write; RA: the caller's address, for the report's site */
-static ssize_t shim_write(int fd, const void *buf, size_t len, void *ra)
+ssize_t write(int fd, const void *buf, size_t len)
 {
 	load_write();
 	if (PASS(fd)) /* the protocol pipe is never a tracked file */
 		return fd == proto_fd && active && !in_shim ?
 		       protocol_write(fd, buf, len) : real_write(fd, buf, len);
-	site_ra = ra;
+	site_ra = __builtin_return_address(0);
 	ssize_t n = tracked_write(fd, buf, len, SEEK_CUR, 0, 0);
 	site_ra = NULL;
 	return n;
 }
 
-ssize_t write(int fd, const void *buf, size_t len)
-{
-	return shim_write(fd, buf, len, __builtin_return_address(0));
-}
-
 /* glibc exports internal names of some calls beside the public ones
- * (__write, __close, __dup2, __fcntl, __open, __open64, __read): a
+ * (__write, __read, __open, __open64, __close, __dup2, __fcntl): a
  * program or library that calls those must meet the same wrappers, or a
- * close would leave a stale entry and a write would bypass the record */
-ssize_t __write(int fd, const void *buf, size_t len)
-{
-	return shim_write(fd, buf, len, __builtin_return_address(0));
-}
+ * close would leave a stale entry and a write would bypass the record.
+ * Each is the public wrapper under a second name (the same code, so the
+ * caller's address a report names is the caller's). */
+ssize_t __write(int fd, const void *buf, size_t len) __attribute__((alias("write"), copy(write)));
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
@@ -1561,23 +1554,8 @@ int open64(const char *path, int flags, ...)
 	WITH_SITE(int, shim_openat(AT_FDCWD, path, flags, mode));
 }
 
-int __open(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = mode_arg(flags, ap);
-	va_end(ap);
-	WITH_SITE(int, shim_openat(AT_FDCWD, path, flags, mode));
-}
-
-int __open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	va_start(ap, flags);
-	mode_t mode = mode_arg(flags, ap);
-	va_end(ap);
-	WITH_SITE(int, shim_openat(AT_FDCWD, path, flags, mode));
-}
+int __open(const char *path, int flags, ...) __attribute__((alias("open"), copy(open)));
+int __open64(const char *path, int flags, ...) __attribute__((alias("open64"), copy(open64)));
 
 int openat(int dirfd, const char *path, int flags, ...)
 {
@@ -1657,10 +1635,7 @@ int close(int fd)
 	return real_close(fd);
 }
 
-int __close(int fd)
-{
-	return close(fd);
-}
+int __close(int fd) __attribute__((alias("close"), copy(close)));
 
 /* glibc closes these descriptors inside, where no close wrapper sees */
 int closedir(DIR *d)
@@ -1759,10 +1734,7 @@ int dup2(int fd, int to)
 	return after_dup2(fd, real_dup2(fd, to));
 }
 
-int __dup2(int fd, int to)
-{
-	return dup2(fd, to);
-}
+int __dup2(int fd, int to) __attribute__((alias("dup2"), copy(dup2)));
 
 int dup3(int fd, int to, int flags)
 {
@@ -1816,14 +1788,7 @@ int fcntl64(int fd, int cmd, ...)
 	return shim_fcntl(fd, cmd, arg);
 }
 
-int __fcntl(int fd, int cmd, ...)
-{
-	va_list ap;
-	va_start(ap, cmd);
-	void *arg = va_arg(ap, void *);
-	va_end(ap);
-	return shim_fcntl(fd, cmd, arg);
-}
+int __fcntl(int fd, int cmd, ...) __attribute__((alias("fcntl"), copy(fcntl)));
 
 /* ---- descriptors passed over sockets -------------------------------------- */
 
@@ -2403,10 +2368,7 @@ ssize_t read(int fd, void *buf, size_t len)
 	return real_read(fd, buf, len);
 }
 
-ssize_t __read(int fd, void *buf, size_t len)
-{
-	return read(fd, buf, len);
-}
+ssize_t __read(int fd, void *buf, size_t len) __attribute__((alias("read"), copy(read)));
 
 ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
