@@ -52,6 +52,7 @@
 /* datagrams one sendmsg carries (UDP_SEGMENT): 40 of H3_PKT_MAX stay
  * under the 65507 bytes of one UDP send and the kernel's 64 segments */
 #define H3_GSO_SEGS 40
+#define H3_RCVBUF (4 << 20) /* SO_RCVBUF asked for a shard's UDP socket  */
 #define H3_RESETS_MAX 64  /* stateless resets a shard sends per sweep     */
 #define H3_TICKET_KEY_LEN 64 /* GnuTLS's session ticket master key size  */
 #define H3_REPLAY_SLOTS 16384 /* ClientHellos the anti-replay store holds */
@@ -2146,6 +2147,11 @@ int h3_shard_open(struct serve_shard *sh, const struct sockaddr_in *addr)
 	/* UDP_GRO: a flow's datagrams may come joined (h3_input splits
 	 * them); a kernel without it hands them one by one, as before */
 	(void)setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof one);
+	/* room for many clients' bursts (request bodies) between two
+	 * reads: a datagram the full buffer drops costs its sender a loss
+	 * and a smaller window; net.core.rmem_max caps it (best effort) */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int){H3_RCVBUF},
+	                 sizeof(int));
 	sh->ufd = fd;
 	/* level-triggered: h3_input reads a batch, then lets others run */
 	if (epoll_ctl(sh->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {

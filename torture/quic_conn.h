@@ -42,6 +42,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 
 #define QUIC_CONN_PKT 1500 /* one datagram we send */
+#define QUIC_CONN_RCVBUF (4 << 20) /* SO_RCVBUF asked for the UDP socket */
 
 typedef struct quic_conn {
 	int fd;                           /* connected UDP socket; -1: none */
