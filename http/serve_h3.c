@@ -1485,7 +1485,7 @@ static void batch_add(struct serve_shard *sh, struct h3_batch *b,
  * Every connection sits in the shard's binary min-heap on the expiry
  * ngtcp2 gave it after it last ran (due), so h3_timers handles the
  * connections that are due and looks at no other: asking each of them at
- * every turn of the loop cost a busy connection 70 % of its rate beside
+ * every turn of the loop left a busy connection 0.39x its rate beside
  * 3,000 idle ones.  A connection's expiry moves only when ngtcp2 runs for
  * it, and every such run -- a datagram read, a timer handled, an answer
  * or a cut stream submitted -- ends in conn_write, which renews it
@@ -2181,10 +2181,10 @@ void h3_shard_close(struct serve_shard *sh)
 	}
 	if (sh->h3 && sh->h3->anti_replay)
 		gnutls_anti_replay_deinit(sh->h3->anti_replay);
-	if (sh->h3)
+	if (sh->h3) {
 		closing_expire(sh->h3, 0, 1);
-	if (sh->h3)
 		free(sh->h3->heap);
+	}
 	free(sh->h3); /* its connections were closed (shard_stop) */
 	sh->h3 = NULL;
 }
