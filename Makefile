@@ -20,14 +20,15 @@ OPT ?= -O2
 SAN ?=
 CFLAGS_BASE = -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wvla \
 	-fPIC -D_GNU_SOURCE -DFIU_ENABLE=1 $(SAN) \
-	-Ibase -Iengine -Irecovery -Ifaultsim -Ihttp -Itorture -Itools -Ishim
+	-Ibase -Iengine -Irecovery -Ifaultsim -Ihttp -Itorture -Itools -Ishim -Isupervisor
 CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS)
 LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 
 # Debian packages: build and test needs, then the benchmark peers.
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
 	openssl python3 libnghttp2-dev nghttp2-client libngtcp2-dev \
-	libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev
+	libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev \
+	liburing-dev golang-go
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
@@ -68,13 +69,16 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
-SHIM_SRCS = shim/shim.c shim/shim_backstop.c faultsim/cache.c faultsim/sync.c \
+SHIM_SRCS = shim/shim.c shim/shim_backstop.c shim/shim_common.c faultsim/cache.c faultsim/sync.c \
 	faultsim/namespace.c faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c faultsim/explain.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
+# tests/shim/unseen.c writes through io_uring where liburing is installed
+SHIM_TEST_LIBS_unseen = $(if $(wildcard /usr/include/liburing.h),-DHAVE_LIBURING -luring)
 SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/shim/*.c)) \
-	$(patsubst tests/targets/%.c,$(B)/shim-tests/%,$(wildcard tests/targets/*.c))
+	$(patsubst tests/targets/%.c,$(B)/shim-tests/%,$(wildcard tests/targets/*.c)) \
+	$(B)/shim-tests/unseen-static
 
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
@@ -112,7 +116,9 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/http3_client.c torture/quic_conn.c torture/http_conn.c torture/rot.c tools/duration.c \
 	torture/exec_target.c torture/exec_proto.c torture/adapters.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
-	torture/campaign_json.c shim/shim_ctl.c torture/exec_explain.c
+	torture/campaign_json.c shim/shim_ctl.c shim/shim_common.c \
+	shim/shim_tree.c supervisor/guard.c supervisor/record.c \
+	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
 	http/serve_h3.c http/serve_fields.c
@@ -144,7 +150,7 @@ TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 # tests/run.sh runs KEEL_TEST_JOBS tests side by side, in the order given:
 # the long ones start first, so the lanes end together
 TEST_LONG = tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
@@ -207,7 +213,13 @@ $(B)/libkeel-shim.so: $(SHIM_OBJS) shim/shim.map
 # Small programs the shim tests run under it (tests/shim/*.c), plain libc.
 $(B)/shim-tests/%: tests/shim/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_CFLAGS) -o $@ $<
+	$(CC) $(SHIM_CFLAGS) -o $@ $< $(SHIM_TEST_LIBS_$*)
+
+# the same workload statically linked: the shim cannot load, the
+# supervisor records it (tests/shim_sound.sh)
+$(B)/shim-tests/unseen-static: tests/shim/unseen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -static -o $@ $<
 
 $(B)/shim-tests/%: tests/targets/%.c
 	@mkdir -p $(dir $@)

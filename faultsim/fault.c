@@ -325,12 +325,17 @@ uint64_t faultsim_faults_steps(const faultsim_faults *f)
 	return f ? __atomic_load_n(&f->steps, __ATOMIC_RELAXED) : 0;
 }
 
-void faultsim_faults_step(faultsim_faults *f)
+int faultsim_faults_step_due(faultsim_faults *f)
 {
 	if (!f)
-		return;
+		return 0;
 	uint64_t s = __atomic_add_fetch(&f->steps, 1, __ATOMIC_RELAXED);
 	/* the crash point of an enumeration: die before call kill_after+1 */
-	if (f->kill_after && s > f->kill_after)
+	return f->kill_after && s > f->kill_after;
+}
+
+void faultsim_faults_step(faultsim_faults *f)
+{
+	if (faultsim_faults_step_due(f))
 		kill(getpid(), SIGKILL);
 }

@@ -342,6 +342,11 @@ uint64_t faultsim_cache_sync_begin(faultsim_cache *c);
 void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
                              int result, faultsim_profile profile);
 
+/* 1 when NAME (a path or a bare name) is a stash the cache made
+ * (".faultsim.<seq>.stash", above): the simulator's own, never the
+ * program's. */
+int faultsim_is_stash(const char *name);
+
 /*
  * Namespace calls, on absolute paths (faultsim_cache_abspath).  As the data
  * calls: _begin records (and for unlink, or a rename onto an existing name,
@@ -720,6 +725,10 @@ uint64_t faultsim_faults_steps(const faultsim_faults *f);
 void faultsim_faults_crash_on_failed_sync(faultsim_faults *f, int on);
 int faultsim_faults_crashes_on_failed_sync(const faultsim_faults *f);
 void faultsim_faults_step(faultsim_faults *f);
+/* The same count, for a recorder outside the writer (the supervisor):
+ * returns 1 where faultsim_faults_step would SIGKILL its caller, and
+ * leaves the kill of the writer to the recorder. */
+int faultsim_faults_step_due(faultsim_faults *f);
 
 const char *faultsim_op_name(faultsim_op op);
 

@@ -22,6 +22,18 @@
 
 #define STASH_FMT "%.*s/.faultsim.%" PRIu64 ".stash"
 
+int faultsim_is_stash(const char *name)
+{
+	const char *base = strrchr(name, '/'), *p;
+
+	base = base ? base + 1 : name;
+	if (strncmp(base, ".faultsim.", 10) != 0)
+		return 0;
+	for (p = base + 10; *p >= '0' && *p <= '9'; p++)
+		;
+	return p > base + 10 && strcmp(p, ".stash") == 0;
+}
+
 /* Lock held.  Reserves a namespace record for A (and B), with room for a
  * stash name next to STASH_NEXT_TO when that is not NULL; publishes it. */
 static fs_rec *ns_record(faultsim_cache *c, uint8_t kind, const char *a,

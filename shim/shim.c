@@ -575,21 +575,7 @@ static char volatile_pats[1024];
 
 static int is_volatile(const char *abs)
 {
-	const char *base = strrchr(abs, '/');
-	char pat[256];
-
-	base = base ? base + 1 : abs;
-	for (const char *p = volatile_pats; *p;) {
-		size_t n = strcspn(p, ":");
-		if (n && n < sizeof pat) {
-			memcpy(pat, p, n);
-			pat[n] = '\0';
-			if (fnmatch(pat, base, 0) == 0)
-				return 1;
-		}
-		p += n + (p[n] == ':');
-	}
-	return 0;
+	return shim_volatile_match(volatile_pats, abs);
 }
 
 static int is_watched(const char *abs)
@@ -787,6 +773,58 @@ static void expect_forget_path(const char *abs)
 		expect_forget(&st);
 }
 
+/* ---- this life's changes (shim.h, the soundness floor) -------------------- */
+
+/* A recorded namespace call is about to change the name ABS (below the
+ * watched directory): entered before the real call, so a kill between
+ * the two leaves the change explained. */
+static void name_touch(const char *abs)
+{
+	const char *rel = relative(abs);
+
+	if (rel != abs)
+		shim_name_enter(ctl, rel, strlen(rel));
+	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
+}
+
+static shim_seen *seen_of(int file)
+{
+	const shim_file *f = &ctl->files[file];
+
+	return shim_seen_slot(ctl, shim_seen_key(f->dev, f->ino));
+}
+
+/* A recorded change of FILE's bytes or size begins (before the real call)
+ * and ends (after it returned, with the clock the kernel stamps mtime
+ * from). */
+static void seen_begin(int file)
+{
+	shim_seen *e = seen_of(file);
+
+	if (e)
+		__atomic_add_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
+}
+
+static void seen_end(int file)
+{
+	shim_seen *e = seen_of(file);
+	struct timespec now;
+
+	if (!e)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
+	              (uint64_t)now.tv_nsec;
+	uint64_t old = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
+	while (old < ns &&
+	       !__atomic_compare_exchange_n(&e->last_ns, &old, ns, 0,
+	                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	if (__atomic_load_n(&e->inflight, __ATOMIC_ACQUIRE))
+		__atomic_sub_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
+}
+
 /* ---- faults ---------------------------------------------------------------- */
 
 static int inject(faultsim_op op)
@@ -808,6 +846,7 @@ static void expect_begin(int file, uint64_t new_end, int truncate)
 {
 	shim_file *f = &ctl->files[file];
 	f->pending = 1;
+	seen_begin(file);
 	if (truncate) {
 		if (new_end < f->size_lo)
 			f->size_lo = new_end;
@@ -837,6 +876,7 @@ static void expect_end(int file, int fd, uint64_t size, const void *buf,
 	} else if (f->sample_len && f->sample_off + f->sample_len > f->size_lo) {
 		f->sample_len = 0; /* cut off by a truncate */
 	}
+	seen_end(file);
 	f->pending = 0;
 }
 
@@ -1182,9 +1222,12 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
 		rc = tracked_zero(fd, mode, off, len);
 	} else if (mode & FALLOC_FL_KEEP_SIZE) {
-		/* blocks only: nothing a reader or a crash can tell apart */
+		/* blocks only: nothing a reader or a crash can tell apart;
+		 * the file system may stamp its mtime all the same */
+		seen_begin(file);
 		rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0
 		                                                        : -errno;
+		seen_end(file);
 	} else {
 		rc = RECORD(faultsim_cache_extend_begin(cache, file, fd, off, len, &t));
 		if (rc < 0) {
@@ -1490,8 +1533,10 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 	 * open is made read-write (falling back when reading is not allowed,
 	 * which the first overwrite then reports) */
 	fd = -1;
-	if ((flags & O_CREAT) && !exists)
+	if ((flags & O_CREAT) && !exists) {
+		name_touch(abs);
 		remember_begin(SHIM_OP_CREATE, -1, abs, NULL, 0, 0, t.seq);
+	}
 	if ((flags & O_ACCMODE) == O_WRONLY)
 		fd = real_openat(dirfd, path, ((exists ? flags & ~O_TRUNC : flags) &
 		                               ~O_ACCMODE) | O_RDWR, mode);
@@ -2142,6 +2187,9 @@ static void map_follow(void *p, size_t len, int prot, int fd, off_t off)
 	faultsim_cache_map_lock(cache, &t);
 	map_slot *m = &maps[map_slot_new(fd_path[fd])];
 	m->file = fd_file[fd] - 1;
+	shim_seen *e = seen_of(m->file);
+	if (e)
+		__atomic_store_n(&e->mapped, 1, __ATOMIC_RELEASE);
 	m->fd = dfd;
 	m->prot = prot;
 	m->addr = (uintptr_t)p;
@@ -2562,6 +2610,8 @@ static int shim_rename(int odir, const char *from, int ndir, const char *to,
 		refuse("rename of directory %s is not modelled",
 		       relative(afrom));
 	step();
+	name_touch(afrom);
+	name_touch(ato);
 	expect_forget_path(ato);
 	if ((rc = inject(FAULTSIM_OP_RENAME)) == 0 &&
 	    (rc = RECORD(faultsim_cache_rename_begin(cache, afrom, ato, &t))) < 0)
@@ -2614,6 +2664,7 @@ static int shim_unlink(int dirfd, const char *path, int flags)
 	int seen = !(flags & AT_REMOVEDIR) && lstat(abs, &st) == 0;
 	if (!seen || !S_ISREG(st.st_mode))
 		faultsim_cache_names_changed(cache);
+	name_touch(abs);
 	if ((flags & AT_REMOVEDIR) || (seen && S_ISDIR(st.st_mode))) {
 		rc = real_unlinkat(dirfd, path, flags) == 0 ? 0 : -errno;
 		remember(SHIM_OP_RMDIR, -1, abs, NULL, 0, 0, rc, 0);
@@ -2687,6 +2738,7 @@ static int shim_link(int odir, const char *from, int ndir, const char *to,
 		return real_linkat(odir, from, ndir, to, flags);
 	in_shim = 1;
 	step();
+	name_touch(ato);
 	if ((rc = RECORD(faultsim_cache_create_begin(cache, ato, &t))) < 0)
 		recording_failed(rc, "link", ato);
 	if (rc == 0) {
@@ -2718,6 +2770,7 @@ static int shim_mkdir(int dirfd, const char *path, mode_t mode)
 	if (!active || in_shim || !watched_path(dirfd, path, abs))
 		return real_mkdirat(dirfd, path, mode);
 	in_shim = 1;
+	name_touch(abs);
 	int rc = real_mkdirat(dirfd, path, mode) == 0 ? 0 : -errno;
 	remember(SHIM_OP_MKDIR, -1, abs, NULL, 0, 0, rc, 0);
 	in_shim = 0;
@@ -2929,9 +2982,38 @@ static FILE *cookie_reopen(cookie *k, const char *path, const char *mode)
  * descriptor is looked up and followed, so that the check of what the
  * shim saw covers the file (stdio writes through glibc's internal write:
  * without --syscall-backstop they are a bypass, refused, never a verdict). */
+/* glibc's freopen opens through its own open, which no wrapper sees: a
+ * create or a truncate it would make is made here first, through the
+ * wrappers, so that it is recorded.  Returns the mode to hand glibc: "w"
+ * becomes "r+" (the file is empty already, and a second truncate would
+ * stamp it again where no one sees).  An exclusive create ("x") is left
+ * to glibc, and the check after the life refuses what it made. */
+static const char *freopen_prepare(const char *path, const char *mode,
+                                   char *buf, size_t cap)
+{
+	char abs[PATH_MAX];
+	int fl, fd;
+
+	if (!path || !mode || !active || in_shim || strchr(mode, 'x'))
+		return mode;
+	fl = mode_flags(mode);
+	if (!(fl & (O_CREAT | O_TRUNC)) || !watched_path(AT_FDCWD, path, abs))
+		return mode;
+	fd = shim_openat(AT_FDCWD, path,
+	                 O_WRONLY | O_CLOEXEC | (fl & (O_CREAT | O_TRUNC)), 0666);
+	if (fd < 0)
+		return mode; /* glibc's open fails the same way */
+	close(fd);
+	if (!(fl & O_TRUNC) || mode[0] != 'w')
+		return mode;
+	snprintf(buf, cap, "r+%s", mode + 1);
+	return buf;
+}
+
 static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
                           const char *name)
 {
+	char mbuf[32];
 	FILE *(*real)(const char *, const char *, FILE *) =
 		(FILE * (*)(const char *, const char *, FILE *))dlsym(RTLD_NEXT,
 		                                                     name);
@@ -2939,7 +3021,8 @@ static FILE *shim_freopen(const char *path, const char *mode, FILE *stream,
 	if (k)
 		return cookie_reopen(k, path, mode);
 	int old = stream && active && !in_shim ? real_fileno(stream) : -1;
-	FILE *f = real(path, mode, stream);
+	FILE *f = real(path, freopen_prepare(path, mode, mbuf, sizeof mbuf),
+	               stream);
 	if (active && !in_shim) {
 		int err = errno, fd = f ? real_fileno(f) : -1;
 		in_shim = 1;

@@ -151,6 +151,32 @@ typedef struct shim_file {
 	unsigned char sample[SHIM_SAMPLE];
 } shim_file;
 
+/*
+ * What one life changed, for the soundness floor (shim_tree_check): the
+ * harness clears both tables before it starts a program (shim_shared_new_life)
+ * and, after the program died, every change it finds below the watched
+ * directory must be explained by them.
+ *
+ * A file the shim recorded a change to (a write, truncate, allocation, a
+ * store through a shared mapping) has a slot, keyed by its device and
+ * inode.  INFLIGHT counts recorded changes whose real call has not
+ * returned; LAST_NS is CLOCK_REALTIME when the newest one returned.  The
+ * kernel stamps a change's mtime from the same clock while the call runs,
+ * so a file whose mtime is later than LAST_NS (and nothing in flight) was
+ * changed after the last change the shim saw: by a call it did not see.
+ */
+#define SHIM_SEEN 8192    /* files changed in one life, at most         */
+#define SHIM_NAMES 16384  /* names changed in one life, at most         */
+
+typedef struct shim_seen {
+	uint64_t key;          /* shim_seen_key(dev, ino); 0: slot unused     */
+	uint64_t last_ns;      /* newest recorded change returned (0: none)   */
+	uint32_t inflight;     /* recorded changes under way                  */
+	uint32_t mapped;       /* a writable shared mapping is followed: the
+	                          kernel stamps mtime at its own times, so
+	                          only the size and the sample are checked  */
+} shim_seen;
+
 /* The control block: one memfd the harness creates (shim_shared_create),
  * mapped by every process the shim is loaded into. */
 typedef struct shim_shared {
@@ -165,7 +191,32 @@ typedef struct shim_shared {
 	uint32_t nmodules;     /* module slots taken (a slot is published by
 	                          its path's first byte, stored last)       */
 	char modules[SHIM_MODULES][SHIM_MODULE_PATH]; /* absolute paths     */
+	/* the soundness floor (above): this life's changes */
+	uint32_t seen_full;    /* a change found no free slot in SEEN        */
+	uint32_t names_full;   /* a name found no free slot in NAMES         */
+	uint64_t nnames;       /* names entered this life                    */
+	uint64_t changes;      /* recorded changes, over the whole run       */
+	shim_seen seen[SHIM_SEEN];
+	uint64_t names[SHIM_NAMES]; /* shim_name_hash of each name a recorded
+	                          namespace call touched (created, removed,
+	                          renamed from or to, linked), relative to
+	                          the watched directory; 0: slot unused      */
 } shim_shared;
+
+/* ---- both sides (shim_common.c) ---------------------------------------- */
+
+/* The slot key of a file (never 0). */
+uint64_t shim_seen_key(uint64_t dev, uint64_t ino);
+/* The key of a name relative to the watched directory, N bytes (never 0). */
+uint64_t shim_name_hash(const char *rel, size_t n);
+/* 1 when the file name of ABS (its last part) matches one of PATS, a
+ * ':'-separated list of shell patterns (KEEL_SHIM_VOLATILE). */
+int shim_volatile_match(const char *pats, const char *abs);
+/* Finds the slot of KEY, entering it when absent: NULL when SEEN is full
+ * (SEEN_FULL is set then). */
+shim_seen *shim_seen_slot(shim_shared *s, uint64_t key);
+/* Enters the name REL[N] in NAMES (NAMES_FULL is set when it is full). */
+void shim_name_enter(shim_shared *s, const char *rel, size_t n);
 
 /* ---- the harness side (shim_ctl.c) ------------------------------------- */
 
@@ -187,6 +238,37 @@ void shim_shared_reset_files(shim_shared *s);
  */
 int shim_check_files(const shim_shared *s, const char *dir, char *why,
                      size_t whylen);
+
+/* Clears this life's tables (SEEN, NAMES and their flags). */
+void shim_shared_new_life(shim_shared *s);
+
+/* Refuses the run from the harness's side (the seccomp guard's thread):
+ * the first refusal's words stay, as the shim's own. */
+void shim_shared_refuse(shim_shared *s, const char *what);
+
+/*
+ * The soundness floor (shim_tree.c).  shim_tree_scan notes every entry
+ * below DIR (name, kind, inode, size, mtime), skipping names that match
+ * VOLATILE (may be NULL); NULL with the reason in WHY when it cannot.
+ * shim_tree_check scans DIR again and explains every difference from
+ * BEFORE by what S recorded since shim_shared_new_life:
+ *   - a name that appeared, vanished or names another inode must be in
+ *     NAMES, itself or a directory above it (a directory renamed);
+ *   - a regular file that is new or whose size or mtime changed must have
+ *     a slot in SEEN whose newest change is no older than its mtime (or a
+ *     change still in flight, or a followed shared mapping), unless it is
+ *     new and empty (an O_CREAT open, recorded before it was made);
+ *   - sockets and FIFOs hold no data and are not judged.
+ * 0, or -1 with one line in WHY naming the file and what was not
+ * recorded.  Call while no program under the shim runs.
+ */
+typedef struct shim_tree shim_tree;
+shim_tree *shim_tree_scan(const char *dir, const char *volatile_pats,
+                          char *why, size_t whylen);
+int shim_tree_check(const shim_shared *s, const shim_tree *before,
+                    const char *dir, const char *volatile_pats, char *why,
+                    size_t whylen);
+void shim_tree_free(shim_tree *t);
 
 /* 0 when this kernel and machine can run the system-call backstop
  * (KEEL_SHIM_BACKSTOP=1: Syscall User Dispatch, Linux 5.11+, x86-64); -1

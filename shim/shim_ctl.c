@@ -55,6 +55,21 @@ void shim_shared_reset_files(shim_shared *s)
 	__atomic_store_n(&s->ncalls, 0, __ATOMIC_RELEASE);
 }
 
+void shim_shared_new_life(shim_shared *s)
+{
+	memset(s->seen, 0, sizeof(s->seen));
+	memset(s->names, 0, sizeof(s->names));
+	__atomic_store_n(&s->nnames, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seen_full, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->names_full, 0, __ATOMIC_RELEASE);
+}
+
+void shim_shared_refuse(shim_shared *s, const char *what)
+{
+	if (__atomic_exchange_n(&s->refused, 1, __ATOMIC_ACQ_REL) == 0)
+		snprintf(s->refusal, sizeof s->refusal, "%s", what);
+}
+
 const char *shim_op_name(uint32_t op)
 {
 	static const char *const names[SHIM_OP_COUNT] = {

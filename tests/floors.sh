@@ -19,6 +19,7 @@ recovery 1
 faultsim 1
 engine 2
 shim 2
+supervisor 2
 torture 3
 http 3
 tools 3
@@ -35,6 +36,7 @@ engine torture
 engine http
 engine bench
 shim engine
+supervisor engine
 recovery engine
 faultsim engine
 http faultsim

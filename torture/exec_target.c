@@ -27,6 +27,7 @@
 #include "exec_proto.h"
 #include "faultsim.h"
 #include "shim.h"
+#include "supervisor.h"
 
 #define CHECKER_TIMEOUT_NS (60ull * 1000000000ull)
 #define SETUP_TIMEOUT_NS (600ull * 1000000000ull)
@@ -105,6 +106,19 @@ typedef struct xrun {
 	 * report names them.  Circular; *_n counts every entry added. */
 	shim_call *hist_calls, *hist_proto;
 	uint64_t hist_calls_n, hist_proto_n, hist_drained;
+	/* the soundness floor (shim.h, shim_tree_check): the watched
+	 * directory before the life under way; NULL in a kills-only run,
+	 * where nothing recorded is ever undone */
+	shim_tree *tree;
+	sup_guard *guard;        /* the seccomp guard of the program starting */
+	int guard_warned;        /* it could not be installed: said once      */
+	/* the front end of each program (supervisor.h): 1 = the supervisor
+	 * records its calls, 0 = the shim does (and the guard stands by) */
+	int sup_workload, sup_checker;
+	int supervised;          /* the program starting now                  */
+	char front_why[2][PATH_MAX + 100]; /* why the supervisor, per program */
+	sup_record rec;          /* what the supervisor records into           */
+	uint64_t sup_calls;      /* calls the supervisor answered             */
 } xrun;
 
 static volatile sig_atomic_t stop_requested;
@@ -143,6 +157,13 @@ static const char *setup_try;
 #define TRY_BYPASS "find what writes around libc (a raw system call, " \
 	"io_uring, a libc-internal call): docs/targets.md, \"Writes that " \
 	"bypass the wrappers\""
+/* The seccomp guard's refusals are told apart from the shim's by their
+ * start. */
+#define GUARD_SAYS "guard: "
+#define TRY_UNSEEN "run it where the kit sees its calls (a dynamically " \
+	"linked build, without io_uring), or name the file in --volatile " \
+	"if the program never needs it after a crash: docs/faults.md, " \
+	"\"What the kit sees\""
 #define TRY_OVERFLOW "fewer writes between two power cuts: a shorter " \
 	"--kill-every, or kills alone (no --power-loss, --fail)"
 #define TRY_OTHER "fix what the message names and run again; the " \
@@ -252,11 +273,17 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 	char buf[PATH_MAX + 64], *old = getenv("LD_PRELOAD");
 	pid_t parent = getppid();
 
-	if (old && *old)
+	/* under the supervisor the shim stays out: one front end records */
+	if (r->supervised)
+		snprintf(buf, sizeof buf, "%s", old ? old : "");
+	else if (old && *old)
 		snprintf(buf, sizeof buf, "%s:%s", r->shim, old);
 	else
 		snprintf(buf, sizeof buf, "%s", r->shim);
-	setenv("LD_PRELOAD", buf, 1);
+	if (buf[0])
+		setenv("LD_PRELOAD", buf, 1);
+	else
+		unsetenv("LD_PRELOAD");
 	setenv("KEEL_SHIM_DIR", r->dir, 1);
 	setenv("KEEL_TORTURE_DIR", r->dir, 1);
 	snprintf(buf, sizeof buf, "/proc/%d/fd/%d", (int)parent, r->ctl_fd);
@@ -326,6 +353,8 @@ static pid_t spawn(xrun *r, const char *cmd, int proto_fd, int out_fd,
 	if (proto_fd >= 0)
 		fcntl(proto_fd, F_SETFD, 0);
 	child_env(r, proto_fd, seed, cycle);
+	if (r->guard)
+		sup_guard_child(r->guard); /* the parent learns how it went */
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	_exit(127);
 }
@@ -552,6 +581,147 @@ static int count_line(xrun *r, const char *line, size_t n, char *why,
  * ENUM_RUN_TIMEOUT_NS), then kills its group and drains the pipe.  0, or 2
  * after a set-up message.
  */
+/* ---- the seccomp guard and the soundness floor ------------------------------ */
+
+static void guard_refusal(void *arg, const char *what)
+{
+	char line[SHIM_REFUSAL];
+
+	snprintf(line, sizeof line, GUARD_SAYS "%s", what);
+	shim_shared_refuse(((xrun *)arg)->ctl, line);
+}
+
+/* Before a program under test is forked: its guard, and under the
+ * supervisor its recorder (supervisor.h).  0, or 2 after a set-up error
+ * (a supervised program must not run unrecorded). */
+static int guard_prepare(xrun *r, int supervised, int proto_fd)
+{
+	int rc;
+
+	r->guard = NULL;
+	r->supervised = supervised;
+	r->rec = (sup_record){
+		.cache = r->cache,
+		.faults = proto_fd >= 0 ? r->faults : NULL,
+		.profile = (faultsim_profile)r->o->profile,
+		.kills_only = kills_only(r),
+		.dir = r->dir,
+		.volatile_pats = r->o->volatile_files,
+		.ctl = r->ctl,
+		.role = proto_fd >= 0 ? SHIM_ROLE_WORKLOAD : SHIM_ROLE_CHECKER,
+		.proto_fd = proto_fd,
+	};
+	rc = sup_guard_prepare(&r->guard, supervised ? &r->rec : NULL);
+	if (rc < 0) {
+		r->guard = NULL;
+		if (supervised)
+			return setup_error("the supervisor: %s", strerror(-rc));
+	}
+	return 0;
+}
+
+/* After the fork: serve the guard.  Without the recorder a guard that
+ * cannot be had is said once; a supervised program cannot be judged
+ * without it (2). */
+static int guard_start(xrun *r)
+{
+	char why[300];
+
+	if (!r->guard)
+		return 0;
+	if (sup_guard_start(r->guard, guard_refusal, r, why, sizeof why) == 0)
+		return 0;
+	if (r->supervised)
+		return setup_error("%s: the supervisor cannot record the "
+		                   "program's calls (it needs Linux 5.9+ and "
+		                   "seccomp; try --front-end shim for a "
+		                   "dynamically linked program)", why);
+	if (!r->guard_warned) {
+		r->guard_warned = 1;
+		fprintf(stderr, "torture: warning: %s; io_uring and Linux AIO "
+		        "are caught only by the check after each life\n", why);
+	}
+	return 0;
+}
+
+/* After the program's group was reaped. */
+static void guard_stop(xrun *r)
+{
+	r->sup_calls += sup_guard_calls(r->guard);
+	sup_guard_stop(r->guard);
+	r->guard = NULL;
+}
+
+/* Which front end records each program (--front-end; auto: the
+ * supervisor for a program the shim cannot see). */
+static void front_choose(xrun *r)
+{
+	int f = r->o->front_end;
+
+	r->front_why[0][0] = r->front_why[1][0] = '\0';
+	r->sup_workload = f == TORTURE_FRONT_SUPERVISOR ||
+	                  (f == TORTURE_FRONT_AUTO &&
+	                   sup_wants(r->workload, r->front_why[0],
+	                             sizeof r->front_why[0]));
+	r->sup_checker = f == TORTURE_FRONT_SUPERVISOR ||
+	                 (f == TORTURE_FRONT_AUTO &&
+	                  sup_wants(r->checker, r->front_why[1],
+	                            sizeof r->front_why[1]));
+	if (r->o->quiet)
+		return;
+	if (r->sup_workload)
+		fprintf(stderr, "torture: the supervisor records the workload%s%s%s\n",
+		        r->front_why[0][0] ? " (" : "", r->front_why[0],
+		        r->front_why[0][0] ? ")" : "");
+	if (r->sup_checker)
+		fprintf(stderr, "torture: the supervisor records the checker%s%s%s\n",
+		        r->front_why[1][0] ? " (" : "", r->front_why[1],
+		        r->front_why[1][0] ? ")" : "");
+}
+
+/* A life begins: note the directory, clear the life's tables.  0 or 2. */
+static int tree_note(xrun *r)
+{
+	char why[PATH_MAX + 100];
+
+	shim_tree_free(r->tree);
+	r->tree = NULL;
+	if (kills_only(r))
+		return 0;
+	r->tree = shim_tree_scan(r->dir, r->o->volatile_files, why, sizeof why);
+	if (!r->tree)
+		return setup_error("%s", why);
+	shim_shared_new_life(r->ctl);
+	return 0;
+}
+
+/* A life ended (its programs reaped, before any crash): every change
+ * below the directory must be one the kit recorded.  0 or 2. */
+static int tree_judge(xrun *r, uint64_t cycle)
+{
+	char why[PATH_MAX + 400];
+
+	if (!r->tree)
+		return 0;
+	if (shim_tree_check(r->ctl, r->tree, r->dir, r->o->volatile_files, why,
+	                    sizeof why) < 0)
+		return setup_refusal(TRY_UNSEEN, "unrecorded change in cycle %"
+		                     PRIu64 " (%s): %s", cycle, r->stage, why);
+	/* a run that acknowledged writes must have recorded some: else
+	 * its writes all went where the kit does not look */
+	if (r->acked + exec_model_acked(r->model) > 0 &&
+	    __atomic_load_n(&r->ctl->changes, __ATOMIC_ACQUIRE) == 0)
+		return setup_refusal(TRY_UNSEEN, "the workload acknowledged %"
+		                     PRIu64 " operations by cycle %" PRIu64
+		                     ", but the kit recorded no change below %s: "
+		                     "what it wrote, it wrote where the kit does "
+		                     "not see (a program's own system calls, as Go "
+		                     "makes them; io_uring; another directory)",
+		                     r->acked + exec_model_acked(r->model), cycle,
+		                     r->dir);
+	return 0;
+}
+
 static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
                         uint64_t kill_at, wresult *w)
 {
@@ -570,11 +740,28 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 		return setup_error("pipe: %s", strerror(errno));
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	exec_model_new_process(r->model);
+	if (tree_note(r) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return 2;
+	}
+	if (guard_prepare(r, r->sup_workload, p[1]) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return 2;
+	}
 	pid = spawn(r, r->workload, p[1], -1, seed, cycle);
 	close(p[1]);
 	if (pid < 0) {
+		guard_stop(r);
 		close(p[0]);
 		return setup_error("fork: %s", strerror(errno));
+	}
+	if (guard_start(r) != 0) {
+		kill_group(pid, &w->status, 0);
+		guard_stop(r);
+		close(p[0]);
+		return 2;
 	}
 	why[0] = '\0';
 	for (;;) {
@@ -602,6 +789,7 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	}
 	if (!kill_at && !w->exited && rc == 0) {
 		kill_group(pid, &w->status, 0);
+		guard_stop(r);
 		close(p[0]);
 		return setup_error("the workload did not finish in %llu s "
 		                   "(--enumerate runs it to its end)",
@@ -609,10 +797,12 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 		                                        1000000000ull));
 	}
 	if (kill_group(pid, &w->status, w->exited) < 0) {
+		guard_stop(r);
 		close(p[0]);
 		return setup_error("a process of the workload survived SIGKILL "
 		                   "for 5 s");
 	}
+	guard_stop(r);
 	trace_drain(r, w->exited ? 1 : 2);
 	if (!w->exited)
 		r->kills++;
@@ -655,11 +845,23 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return setup_error("pipe: %s", strerror(errno));
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	if (guard_prepare(r, r->sup_checker, -1) != 0) {
+		close(p[0]);
+		close(p[1]);
+		return 2;
+	}
 	pid = spawn(r, r->checker, -1, p[1], r->o->seed, cycle);
 	close(p[1]);
 	if (pid < 0) {
+		guard_stop(r);
 		close(p[0]);
 		return setup_error("fork: %s", strerror(errno));
+	}
+	if (guard_start(r) != 0) {
+		kill_group(pid, &st, 0);
+		guard_stop(r);
+		close(p[0]);
+		return 2;
 	}
 	while (!(reaped && l.eof)) {
 		struct pollfd pf = { l.eof ? -1 : p[0], POLLIN, 0 };
@@ -677,6 +879,7 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 		}
 	}
 	kill_group(pid, &st, reaped);
+	guard_stop(r);
 	close(p[0]);
 	r->checker_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	if (rc == 0 && !failed[0] && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
@@ -696,7 +899,12 @@ static int refused(xrun *r)
 {
 	if (!__atomic_load_n(&r->ctl->refused, __ATOMIC_ACQUIRE))
 		return 0;
-	setup_refusal(TRY_REFUSED, "the shim refused: %s", r->ctl->refusal);
+	if (strncmp(r->ctl->refusal, GUARD_SAYS, strlen(GUARD_SAYS)) == 0)
+		setup_refusal(TRY_REFUSED, "the seccomp guard refused: %s",
+		              r->ctl->refusal + strlen(GUARD_SAYS));
+	else
+		setup_refusal(TRY_REFUSED, "the shim refused: %s",
+		              r->ctl->refusal);
 	return 1;
 }
 
@@ -943,6 +1151,8 @@ static int after_workload(xrun *r, uint64_t cycle)
 		                     r->o->syscall_backstop ? "" :
 		                     " (--syscall-backstop records what no "
 		                     "wrapper sees)");
+	if (tree_judge(r, cycle) != 0)
+		return 2;
 	/* in a kills-only run the shim settles a full cache and records the
 	 * call after all; a kill between the two leaves the flag set with
 	 * nothing dropped (the real call comes after its record) */
@@ -1179,10 +1389,14 @@ static int verify(xrun *r, uint64_t cycle)
 
 	r->cycle_acked = exec_model_acked(r->model);
 	exec_model_verify_begin(r->model);
+	if ((rc = tree_note(r)) != 0)
+		return rc;
 	rc = run_checker(r, cycle, checker_line, failed, sizeof failed);
 	if (rc)
 		return rc;
 	if (refused(r))
+		return 2;
+	if (tree_judge(r, cycle) != 0)
 		return 2;
 	after_checker(r);
 	/* counted before the verdict: a cycle that ends in a structure
@@ -1740,6 +1954,12 @@ static int run_setup(xrun *r)
 	cmd = subst_dir(r->o->setup, r->dir);
 	if (!cmd)
 		return setup_error("out of memory");
+	/* what --setup leaves counts as durable: a program the shim cannot
+	 * load runs without it, and nothing records it */
+	char why[PATH_MAX + 100];
+	r->supervised = r->o->front_end == TORTURE_FRONT_SUPERVISOR ||
+	                (r->o->front_end == TORTURE_FRONT_AUTO &&
+	                 sup_wants(cmd, why, sizeof why));
 	pid = spawn(r, cmd, -1, -1, r->o->seed, 0);
 	free(cmd);
 	if (pid < 0)
@@ -1927,7 +2147,16 @@ static void summary(const xrun *r, int rc, const char *replay)
 		       "stopped on one: %" PRIu64 ")\n", r->faults_fired,
 		       r->fault_stops);
 	printf("  tracked calls          %" PRIu64 " bytes written through "
-	       "the shim\n", r->ctl ? r->ctl->bytes : 0);
+	       "the %s\n", r->ctl ? r->ctl->bytes : 0,
+	       r->sup_workload ? "supervisor" : "shim");
+	printf("  front end              workload: %s, checker: %s",
+	       r->sup_workload ? "supervisor" : "shim",
+	       r->sup_checker ? "supervisor" : "shim");
+	if (r->sup_workload || r->sup_checker)
+		printf(" (%" PRIu64 " calls answered%s%s)", r->sup_calls,
+		       r->front_why[0][0] || r->front_why[1][0] ? "; " : "",
+		       r->front_why[0][0] ? r->front_why[0] : r->front_why[1]);
+	printf("\n");
 	printf("  seed                   %" PRIu64 "\n", r->o->seed);
 	printf("  directory              %s (%s)\n", r->dir,
 	       rc != 0 || !r->dir_made ? "kept" : "removed");
@@ -2054,6 +2283,7 @@ static void teardown(xrun *r, int remove_dir)
 	free(r->hist_calls);
 	free(r->hist_proto);
 	explain_dir_free(r->saved);
+	shim_tree_free(r->tree);
 	faultsim_snapshot_free(r->snap);
 	free(r->dropped);
 	free(r->why_value);
@@ -2103,6 +2333,7 @@ int exec_target_main(const torture_options *given, const char *prog)
 		rc = setup_error("out of memory");
 		goto out;
 	}
+	front_choose(r);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, NULL);

@@ -470,6 +470,19 @@ static int f_syscall_backstop(torture_options *o, const char *f,
 	return 0;
 }
 
+static int f_front_end(torture_options *o, const char *f, const char *a)
+{
+	if (!strcmp(a, "auto"))
+		o->front_end = TORTURE_FRONT_AUTO;
+	else if (!strcmp(a, "shim"))
+		o->front_end = TORTURE_FRONT_SHIM;
+	else if (!strcmp(a, "supervisor"))
+		o->front_end = TORTURE_FRONT_SUPERVISOR;
+	else
+		return bad(f, a, "want auto, shim or supervisor");
+	return 0;
+}
+
 static int f_checker(torture_options *o, const char *f, const char *a)
 {
 	if (!*a)
@@ -644,6 +657,11 @@ static const flag_def flags[] = {
 	 "                        redirected stdout, raw syscalls) are recorded\n"
 	 "                        instead of refused as bypasses; costs a signal\n"
 	 "                        per system call"},
+	{"--front-end", "WHICH", f_front_end,
+	 "--target exec: who records the program's calls: shim (LD_PRELOAD),\n"
+	 "                        supervisor (seccomp: Go and static programs),\n"
+	 "                        or auto (default: the supervisor for a program\n"
+	 "                        the shim cannot see)"},
 	{"--list-targets", NULL, NULL, "the engine adapters' NAME:CONFIG, one a "
 	 "line"},
 	{"--help", NULL, NULL, "this text"},
@@ -824,10 +842,10 @@ static int check_together(torture_options *o)
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
 	if ((o->workload || o->checker || o->volatile_files || o->setup ||
-	     o->syscall_backstop) && !o->target_exec) {
+	     o->syscall_backstop || o->front_end) && !o->target_exec) {
 		fprintf(stderr, "torture: --workload, --checker, --setup, "
-		        "--volatile and --syscall-backstop are for --target "
-		        "exec, which is not given\n");
+		        "--volatile, --syscall-backstop and --front-end are for "
+		        "--target exec, which is not given\n");
 		return -1;
 	}
 	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {

@@ -115,6 +115,7 @@ typedef struct torture_options {
 	const char *volatile_files; /* --volatile PATTERNS: not tracked        */
 	const char *setup;          /* --setup CMD: prepares the directory    */
 	int syscall_backstop;    /* --syscall-backstop: KEEL_SHIM_BACKSTOP=1   */
+	int front_end;           /* --front-end: TORTURE_FRONT_*               */
 	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
 	 * adapter's own workload and checker. */
 	const struct torture_adapter *adapter; /* NULL: none             */
@@ -142,5 +143,8 @@ void options_unsafe_names(const torture_options *o, char *buf, unsigned cap);
 /* Writes the flags that reproduce this run's workload (seed included) into
  * BUF, e.g. "--kill-every 50ms --jitter 20 --threads 4 ... --seed 7". */
 void options_reproducer(const torture_options *o, char *buf, unsigned cap);
+
+/* --front-end: who records a program's calls (supervisor/supervisor.h) */
+enum { TORTURE_FRONT_AUTO = 0, TORTURE_FRONT_SHIM, TORTURE_FRONT_SUPERVISOR };
 
 #endif /* TORTURE_OPTIONS_H */

@@ -1,0 +1,107 @@
+/*
+ * shim_common.c -- what the shim (in the program) and the harness both
+ * need to agree on (shim.h, "both sides"): the keys of this life's tables
+ * and the volatile-name patterns.  Built into libkeel-shim.so and torture.
+ * Nothing here allocates or takes a lock: the shim calls it from inside
+ * wrappers, a SIGSEGV handler included.
+ */
+
+#include "shim.h"
+
+#include <fnmatch.h>
+#include <string.h>
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+uint64_t shim_seen_key(uint64_t dev, uint64_t ino)
+{
+	return mix64(ino ^ mix64(dev + 0x9e3779b97f4a7c15ull)) | 1;
+}
+
+uint64_t shim_name_hash(const char *rel, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)rel[i];
+		h *= 0x100000001b3ull;
+	}
+	return mix64(h) | 1;
+}
+
+int shim_volatile_match(const char *pats, const char *abs)
+{
+	const char *base = strrchr(abs, '/');
+	char pat[256];
+
+	if (!pats)
+		return 0;
+	base = base ? base + 1 : abs;
+	for (const char *p = pats; *p;) {
+		size_t n = strcspn(p, ":");
+		if (n && n < sizeof pat) {
+			memcpy(pat, p, n);
+			pat[n] = '\0';
+			if (fnmatch(pat, base, 0) == 0)
+				return 1;
+		}
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}
+
+/* Open addressing, linear probing; a slot is claimed by a compare-and-swap
+ * of its key, so processes and threads enter keys at the same time safely.
+ * Slots are never freed within a life. */
+shim_seen *shim_seen_slot(shim_shared *s, uint64_t key)
+{
+	for (uint32_t i = 0; i < SHIM_SEEN; i++) {
+		shim_seen *e = &s->seen[(key + i) % SHIM_SEEN];
+		uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+
+		if (k == key)
+			return e;
+		if (k == 0) {
+			uint64_t zero = 0;
+			if (__atomic_compare_exchange_n(&e->key, &zero, key, 0,
+			                                __ATOMIC_ACQ_REL,
+			                                __ATOMIC_ACQUIRE) ||
+			    zero == key)
+				return e;
+		}
+	}
+	__atomic_store_n(&s->seen_full, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+void shim_name_enter(shim_shared *s, const char *rel, size_t n)
+{
+	uint64_t key = shim_name_hash(rel, n);
+
+	for (uint32_t i = 0; i < SHIM_NAMES; i++) {
+		uint64_t *e = &s->names[(key + i) % SHIM_NAMES];
+		uint64_t k = __atomic_load_n(e, __ATOMIC_ACQUIRE), zero = 0;
+
+		if (k == key)
+			return;
+		if (k == 0 &&
+		    (__atomic_compare_exchange_n(e, &zero, key, 0,
+		                                 __ATOMIC_ACQ_REL,
+		                                 __ATOMIC_ACQUIRE) ||
+		     zero == key)) {
+			if (zero != key)
+				__atomic_add_fetch(&s->nnames, 1,
+				                   __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	__atomic_store_n(&s->names_full, 1, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,471 @@
+/*
+ * guard.c -- the supervisor's filter, its listener and the thread that
+ * serves it (supervisor.h): the guard alone sends io_uring_setup and
+ * io_setup to the harness, wherever in the program's tree of processes and
+ * threads they are made; the recorder (record.c) adds the calls that change
+ * files.
+ *
+ * The filter is built before the fork (the child only installs it).  The
+ * listener goes from child to parent over a socketpair (SCM_RIGHTS); a
+ * child that could not install the filter sends its errno instead, so the
+ * parent never waits for a listener that will not come.
+ */
+
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/audit.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define ARCH_NATIVE AUDIT_ARCH_X86_64
+#define X32_BIT 0x40000000u
+#define NR_X32_IO_SETUP 543u      /* x32's own number                  */
+#define NR_I386_IO_SETUP 245u
+#define NR_I386_IO_URING_SETUP 425u
+#elif defined(__aarch64__)
+#define ARCH_NATIVE AUDIT_ARCH_AARCH64
+#endif
+
+#define LISTENER_WAIT_MS 10000
+
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+
+
+/* ---- the filter, built before the fork ------------------------------------ */
+
+#define LD_ARCH BPF_STMT(BPF_LD | BPF_W | BPF_ABS, \
+                         offsetof(struct seccomp_data, arch))
+#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
+
+static int emit(sup_guard *g, struct sock_filter f)
+{
+	if (g->nprog >= SUP_FILTER_MAX)
+		return -1;
+	g->prog[g->nprog++] = f;
+	return 0;
+}
+
+/* NR goes to the harness: two instructions */
+static int notify_if(sup_guard *g, uint32_t nr)
+{
+	return emit(g, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	                                            nr, 0, 1)) |
+	       emit(g, (struct sock_filter)RET(SECCOMP_RET_USER_NOTIF));
+}
+
+/*
+ *   load arch
+ *   [x86-64: arch i386?  io_setup, io_uring_setup -> notify; else allow;
+ *    the recorder: anything -> notify (refused: not modelled)]
+ *   arch not native -> allow
+ *   load nr
+ *   io_setup, io_uring_setup (and their x32 numbers) -> notify
+ *   [the recorder's calls: record.c]
+ *   allow
+ */
+static int build(sup_guard *g)
+{
+	int bad = 0;
+
+	g->nprog = 0;
+#ifdef ARCH_NATIVE
+	bad |= emit(g, (struct sock_filter)LD_ARCH);
+	bad |= emit(g, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	                                            ARCH_NATIVE, 1, 0));
+	bad |= emit(g, (struct sock_filter)RET(g->rec ? SECCOMP_RET_USER_NOTIF
+	                                              : SECCOMP_RET_ALLOW));
+	bad |= emit(g, (struct sock_filter)LD_NR);
+	bad |= notify_if(g, __NR_io_setup);
+	bad |= notify_if(g, __NR_io_uring_setup);
+#if defined(__x86_64__)
+	bad |= notify_if(g, X32_BIT | NR_X32_IO_SETUP);
+	bad |= notify_if(g, X32_BIT | __NR_io_uring_setup);
+#endif
+	if (g->rec && sup_record_filter(g->prog, &g->nprog, SUP_FILTER_MAX) < 0)
+		bad = 1;
+	bad |= emit(g, (struct sock_filter)RET(SECCOMP_RET_ALLOW));
+#if defined(__x86_64__)
+	/* 32-bit programs under the guard alone: their own numbers */
+	if (!g->rec && !bad) {
+		/* the arch test above jumps over one RET when native: put the
+		 * 32-bit checks in that RET's place */
+		struct sock_filter tail[SUP_FILTER_MAX];
+		unsigned short n = g->nprog;
+		memcpy(tail, g->prog, n * sizeof tail[0]);
+		g->nprog = 0;
+		bad |= emit(g, (struct sock_filter)LD_ARCH);
+		bad |= emit(g, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ |
+		                                            BPF_K, AUDIT_ARCH_I386,
+		                                            0, 5));
+		bad |= emit(g, (struct sock_filter)LD_NR);
+		bad |= notify_if(g, NR_I386_IO_SETUP);
+		bad |= notify_if(g, NR_I386_IO_URING_SETUP);
+		/* not i386: the rest, from its arch test */
+		for (unsigned short k = 1; k < n && !bad; k++)
+			bad |= emit(g, tail[k]);
+		/* A holds the number when an i386 call falls through here:
+		 * no number equals ARCH_NATIVE, so it is allowed */
+	}
+#endif
+#else
+	bad |= emit(g, (struct sock_filter)RET(SECCOMP_RET_ALLOW));
+	if (g->rec)
+		bad = 1; /* the recorder knows x86-64's and arm64's numbers */
+#endif
+	return bad ? -ENOSPC : 0;
+}
+
+int sup_guard_prepare(sup_guard **out, const sup_record *rec)
+{
+	sup_guard *g = calloc(1, sizeof *g);
+	int rc;
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	g->listener = -1;
+	g->stop[0] = g->stop[1] = -1;
+	g->sock[0] = g->sock[1] = -1;
+	g->rec = rec;
+	if ((rc = build(g)) < 0) {
+		free(g);
+		return rc;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g->sock) != 0) {
+		rc = -errno;
+		free(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+}
+
+/* ---- the child's side ------------------------------------------------------ */
+
+static int send_result(int sock, int fd, int err)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &err, sizeof err };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memset(cbuf, 0, sizeof cbuf);
+	if (fd >= 0) {
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof cbuf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int sup_guard_child(sup_guard *g)
+{
+	struct sock_fprog prog = { g->nprog, g->prog };
+	int fd, err = 0;
+
+	close(g->sock[0]);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		err = errno;
+		fd = -1;
+	} else {
+		/* once the harness has taken a call, the caller waits for
+		 * its answer through every signal but a kill: the recorder
+		 * makes the call itself, and a call interrupted after that
+		 * (a Go runtime's SIGURG) would be made twice (Linux 5.19) */
+		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		                  SECCOMP_FILTER_FLAG_NEW_LISTENER |
+		                  SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+		if (fd < 0 && errno == EINVAL && !g->rec)
+			fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			                  SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+		if (fd < 0)
+			err = errno;
+	}
+	int rc = send_result(g->sock[1], fd, err);
+	if (fd >= 0)
+		close(fd);
+	close(g->sock[1]);
+	return err ? -err : rc;
+}
+
+/* ---- the parent's side ----------------------------------------------------- */
+
+static const char *call_name(const struct seccomp_data *d)
+{
+#if defined(__x86_64__)
+	if (d->arch == AUDIT_ARCH_I386)
+		return d->nr == NR_I386_IO_SETUP ? "io_setup (32-bit)"
+		                                 : "io_uring_setup (32-bit)";
+	if (d->nr == (int)(X32_BIT | NR_X32_IO_SETUP))
+		return "io_setup (x32)";
+	if (d->nr == (int)(X32_BIT | __NR_io_uring_setup))
+		return "io_uring_setup (x32)";
+#endif
+	return d->nr == __NR_io_setup ? "io_setup" : "io_uring_setup";
+}
+
+static int is_async_io(const struct seccomp_data *d)
+{
+#if defined(__x86_64__)
+	if (d->arch == AUDIT_ARCH_I386)
+		return d->nr == NR_I386_IO_SETUP ||
+		       d->nr == NR_I386_IO_URING_SETUP;
+	if (d->nr == (int)(X32_BIT | NR_X32_IO_SETUP) ||
+	    d->nr == (int)(X32_BIT | __NR_io_uring_setup))
+		return 1;
+#endif
+	return d->arch == ARCH_NATIVE &&
+	       (d->nr == __NR_io_setup || d->nr == __NR_io_uring_setup);
+}
+
+void sup_site(int pid, uint64_t ip, char *out, size_t cap)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(out, cap, "0x%" PRIx64, ip);
+	snprintf(path, sizeof path, "/proc/%d/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi, off;
+		int name = 0;
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &off,
+		           &name) < 3 || ip < lo || ip >= hi)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(out, cap, "%s+0x%llx", name && line[name] ?
+		         line + name : "[anonymous]", ip - lo + off);
+		break;
+	}
+	fclose(f);
+}
+
+static void comm_of(int pid, char *out, size_t cap)
+{
+	char path[64];
+	int fd;
+	ssize_t n;
+
+	snprintf(out, cap, "?");
+	snprintf(path, sizeof path, "/proc/%d/comm", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	n = read(fd, out, cap - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(out, cap, "?");
+		return;
+	}
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* The kernel's answer structure may be larger than this header's: the
+ * thread's buffer has the kernel's size, zeroed for each answer. */
+static __thread struct seccomp_notif_resp *resp_buf;
+static __thread size_t resp_size;
+
+static int send_resp(sup_guard *g, uint64_t id, int error, int64_t val,
+                     uint32_t flags)
+{
+	memset(resp_buf, 0, resp_size);
+	resp_buf->id = id;
+	resp_buf->error = error;
+	resp_buf->val = val;
+	resp_buf->flags = flags;
+	g->calls++;
+	return ioctl(g->listener, SECCOMP_IOCTL_NOTIF_SEND, resp_buf) == 0
+	       ? 0 : -errno;
+}
+
+int sup_answer(sup_guard *g, uint64_t id, int error, int64_t val)
+{
+	return send_resp(g, id, error ? -error : 0, error ? 0 : val, 0);
+}
+
+int sup_continue(sup_guard *g, uint64_t id)
+{
+	return send_resp(g, id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+}
+
+void sup_refuse(sup_guard *g, const struct seccomp_notif *req,
+                const char *fmt, ...)
+{
+	char msg[400], site[300], comm[32], what[800];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	/* the caller waits in the kernel: its maps are still there to read */
+	sup_site((int)req->pid, req->data.instruction_pointer, site, sizeof site);
+	comm_of((int)req->pid, comm, sizeof comm);
+	snprintf(what, sizeof what, "%s, by pid %u (%s) at %s", msg, req->pid,
+	         comm, site);
+	g->fn(g->arg, what);
+	sup_answer(g, req->id, EPERM, 0);
+}
+
+static void serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
+{
+	memset(req, 0, reqsize);
+	if (ioctl(g->listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
+		return; /* the caller died meanwhile (ENOENT), or EINTR */
+	if (is_async_io(&req->data)) {
+		sup_refuse(g, req, "%s: I/O submitted through %s never passes a "
+		           "call the kit records (a program's own switch to "
+		           "plain writes avoids it: MariaDB's "
+		           "innodb_use_native_aio=0)", call_name(&req->data),
+		           strstr(call_name(&req->data), "uring") ? "io_uring"
+		                                                 : "Linux AIO");
+		return;
+	}
+	if (g->rec)
+		sup_record_serve(g, req);
+	else
+		sup_continue(g, req->id); /* not asked for: let it be */
+}
+
+static void *serve(void *arg)
+{
+	sup_guard *g = arg;
+	struct seccomp_notif_sizes sz = { 0 };
+	size_t reqsize = sizeof(struct seccomp_notif);
+
+	resp_size = sizeof(struct seccomp_notif_resp);
+	/* the kernel's structures may have grown: RECV fills its size */
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) == 0) {
+		if (sz.seccomp_notif > reqsize)
+			reqsize = sz.seccomp_notif;
+		if (sz.seccomp_notif_resp > resp_size)
+			resp_size = sz.seccomp_notif_resp;
+	}
+	struct seccomp_notif *req = calloc(1, reqsize);
+	resp_buf = calloc(1, resp_size);
+	if (!req || !resp_buf)
+		goto out;
+	for (;;) {
+		struct pollfd p[2] = { { g->listener, POLLIN, 0 },
+		                       { g->stop[0], POLLIN, 0 } };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[0].revents & POLLIN)
+			serve_one(g, req, reqsize); /* before a stop: answered */
+		else if (p[1].revents)
+			break;
+		else if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+			break; /* every filtered process is gone */
+	}
+out:
+	free(req);
+	free(resp_buf);
+	resp_buf = NULL;
+	return NULL;
+}
+
+/* The child's answer: its listener, or its errno. */
+static int take_listener(sup_guard *g, int *err)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { err, sizeof *err };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	                    .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+	struct pollfd p = { g->sock[0], POLLIN, 0 };
+	int fd = -1, rc;
+
+	*err = 0;
+	do
+		rc = poll(&p, 1, LISTENER_WAIT_MS);
+	while (rc < 0 && errno == EINTR);
+	if (rc <= 0) {
+		*err = rc == 0 ? ETIMEDOUT : errno;
+		return -1;
+	}
+	ssize_t n = recvmsg(g->sock[0], &m, MSG_CMSG_CLOEXEC);
+	if (n != (ssize_t)sizeof *err) {
+		*err = n < 0 ? errno : EPROTO; /* the child died before it said */
+		return -1;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	if (fd < 0 && !*err)
+		*err = EPROTO;
+	return fd;
+}
+
+int sup_guard_start(sup_guard *g, sup_refusal_fn fn, void *arg, char *why,
+                    size_t whylen)
+{
+	int err;
+
+	close(g->sock[1]);
+	g->sock[1] = -1;
+	g->fn = fn;
+	g->arg = arg;
+	g->listener = take_listener(g, &err);
+	close(g->sock[0]);
+	g->sock[0] = -1;
+	if (g->listener < 0) {
+		snprintf(why, whylen, "the seccomp guard could not be installed: "
+		         "%s", strerror(err));
+		return -1;
+	}
+	if (pipe2(g->stop, O_CLOEXEC) != 0 ||
+	    pthread_create(&g->thread, NULL, serve, g) != 0) {
+		snprintf(why, whylen, "the seccomp guard's thread: %s",
+		         strerror(errno));
+		return -1;
+	}
+	g->running = 1;
+	return 0;
+}
+
+void sup_guard_stop(sup_guard *g)
+{
+	if (!g)
+		return;
+	if (g->running) {
+		(void)!write(g->stop[1], "x", 1);
+		pthread_join(g->thread, NULL);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (g->sock[i] >= 0)
+			close(g->sock[i]);
+		if (g->stop[i] >= 0)
+			close(g->stop[i]);
+	}
+	if (g->listener >= 0)
+		close(g->listener);
+	free(g->buf);
+	free(g);
+}
+
+uint64_t sup_guard_calls(const sup_guard *g)
+{
+	return g ? g->calls : 0;
+}

@@ -1,0 +1,1319 @@
+/*
+ * record.c -- the supervisor's recorder (supervisor.h): the calls that
+ * change files, recorded in the faultsim cache as the shim records them,
+ * made by the harness on the program's behalf, answered with their result.
+ *
+ * One notification at a time, on the guard's thread.  For each call:
+ *   1. what it names: a descriptor (readlink /proc/TID/fd/N) or a path
+ *      (read from the program's memory, resolved against its working
+ *      directory or its directory descriptor);
+ *   2. not below the watched directory (or volatile, or a stash): it
+ *      continues in the kernel, untouched;
+ *   3. below it: the program's descriptor is fetched (pidfd_getfd: the same
+ *      open file, so the same offset and flags), the faults asked, the
+ *      record begun, the real call made here, the record ended, the call
+ *      entered in the shim's ring and this life's tables (shim.h), and the
+ *      program answered with the call's result.
+ * The invariants the shim keeps hold the same way: a change is recorded
+ * before it is made (a kill between the two leaves a record the crash
+ * trims to what the file shows), and a name is entered in this life's
+ * table before it changes.
+ *
+ * Per-descriptor error reporting after a failed sync (errseq: the shim
+ * reports a failure once to every descriptor open on the file) is the
+ * shim's alone: here the failed call gets its error, and later syncs
+ * through other descriptors succeed.
+ */
+
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/falloc.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WRITE_MAX (8u << 20)  /* bytes one call moves; more: a short write */
+#define IOV_MAX_CALL 1024     /* iovecs one call may name (UIO_MAXIOV)   */
+#define ZERO_MAX (64u << 20)  /* a zeroed range recorded as zeros, at most */
+
+#if defined(__x86_64__)
+#define ARCH_NATIVE_RECORD AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define ARCH_NATIVE_RECORD AUDIT_ARCH_AARCH64
+#else
+#define ARCH_NATIVE_RECORD 0
+#endif
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+/* ---- the filter ------------------------------------------------------------ */
+
+static int put(struct sock_filter *prog, unsigned short *n, unsigned short cap,
+               struct sock_filter f)
+{
+	if (*n >= cap)
+		return -1;
+	prog[(*n)++] = f;
+	return 0;
+}
+
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+
+int sup_record_filter(struct sock_filter *prog, unsigned short *n,
+                      unsigned short cap)
+{
+	static const uint32_t calls[] = {
+		__NR_write, __NR_pwrite64, __NR_writev, __NR_pwritev,
+		__NR_pwritev2, __NR_openat, __NR_openat2, __NR_truncate,
+		__NR_ftruncate, __NR_fallocate, __NR_fsync, __NR_fdatasync,
+		__NR_sync, __NR_syncfs, __NR_renameat, __NR_renameat2,
+		__NR_unlinkat, __NR_linkat, __NR_mkdirat, __NR_symlinkat,
+		__NR_mknodat, __NR_copy_file_range, __NR_splice,
+#ifdef __NR_open
+		__NR_open, __NR_creat, __NR_rename, __NR_unlink, __NR_rmdir,
+		__NR_link, __NR_mkdir, __NR_symlink, __NR_mknod,
+#endif
+#ifdef __NR_sendfile
+		__NR_sendfile,
+#endif
+	};
+	int bad = 0;
+
+	/* A holds the call's number */
+#if defined(__x86_64__)
+	/* x32's numbers (bit 30): not followed, so sent here to be refused */
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_JUMP(
+	                    BPF_JMP | BPF_JSET | BPF_K, 0x40000000u, 0, 1));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_STMT(
+	                    BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+#endif
+	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+		bad |= put(prog, n, cap, (struct sock_filter)BPF_JUMP(
+		                    BPF_JMP | BPF_JEQ | BPF_K, calls[i], 0, 1));
+		bad |= put(prog, n, cap, (struct sock_filter)BPF_STMT(
+		                    BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+	}
+	/* mmap only when shared and writable: a Go runtime maps memory
+	 * often, and nothing else of it matters here */
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_JUMP(
+	                    BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 5));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_STMT(
+	                    BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_JUMP(
+	                    BPF_JMP | BPF_JSET | BPF_K, PROT_WRITE, 0, 3));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_STMT(
+	                    BPF_LD | BPF_W | BPF_ABS, ARG_LO(3)));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_JUMP(
+	                    BPF_JMP | BPF_JSET | BPF_K, MAP_SHARED, 0, 1));
+	bad |= put(prog, n, cap, (struct sock_filter)BPF_STMT(
+	                    BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+	return bad ? -1 : 0;
+}
+
+/* ---- the program: its memory, its descriptors, its paths ----------------- */
+
+typedef struct call {
+	sup_guard *g;
+	const sup_record *r;
+	const struct seccomp_notif *req;
+	int tid;
+	uint64_t a[6];
+} call;
+
+/* Reads LEN bytes at ADDR of the caller: 0 or a negative errno. */
+static int peek(const call *c, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	if (len == 0)
+		return 0;
+	ssize_t n = process_vm_readv(c->tid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 && errno != EFAULT ? -errno : -EFAULT;
+}
+
+/* A NUL-terminated string at ADDR (PATH_MAX bytes at most), read a page at
+ * a time: the string may end just before an unmapped page. */
+static int peek_path(const call *c, uint64_t addr, char *out)
+{
+	size_t got = 0;
+
+	while (got < PATH_MAX) {
+		size_t page = 4096 - ((addr + got) & 4095);
+		if (page > PATH_MAX - got)
+			page = PATH_MAX - got;
+		int rc = peek(c, addr + got, out + got, page);
+		if (rc < 0)
+			return rc;
+		char *z = memchr(out + got, '\0', page);
+		if (z)
+			return 0;
+		got += page;
+	}
+	return -ENAMETOOLONG;
+}
+
+static int link_of(const call *c, const char *what, char *out)
+{
+	char p[64];
+
+	snprintf(p, sizeof p, "/proc/%d/%s", c->tid, what);
+	ssize_t n = readlink(p, out, PATH_MAX - 1);
+	if (n < 0)
+		return -errno;
+	out[n] = '\0';
+	return 0;
+}
+
+/* What descriptor FD names (a path, "pipe:[...]", ...) in OUT; a name
+ * removed since shows without its " (deleted)". */
+static int fd_name(const call *c, int fd, char *out)
+{
+	char what[32];
+
+	snprintf(what, sizeof what, "fd/%d", fd);
+	int rc = link_of(c, what, out);
+	if (rc == 0) {
+		size_t n = strlen(out), d = sizeof " (deleted)" - 1;
+		if (n > d && strcmp(out + n - d, " (deleted)") == 0)
+			out[n - d] = '\0';
+	}
+	return rc;
+}
+
+/* PATH as the caller names it relative to DIRFD, made absolute with its
+ * directory part resolved (the last part is kept: it may not exist yet,
+ * or be a link the call acts on).  0 or a negative errno. */
+static int resolve(const call *c, int dirfd, const char *path, char *abs)
+{
+	char base[PATH_MAX], joined[PATH_MAX * 2], dir[PATH_MAX];
+	int rc = 0;
+
+	if (path[0] == '/') {
+		snprintf(joined, sizeof joined, "%s", path);
+	} else {
+		if ((int)dirfd == AT_FDCWD)
+			rc = link_of(c, "cwd", base);
+		else
+			rc = fd_name(c, dirfd, base);
+		if (rc < 0)
+			return rc;
+		snprintf(joined, sizeof joined, "%s/%s", base, path);
+	}
+	size_t n = strlen(joined);
+	while (n > 1 && joined[n - 1] == '/')
+		joined[--n] = '\0';
+	char *slash = strrchr(joined, '/');
+	const char *last = slash + 1;
+	if (!strcmp(last, ".") || !strcmp(last, "..") || !*last) {
+		if (!realpath(joined, abs))
+			return -errno;
+		return 0;
+	}
+	if (slash == joined)
+		snprintf(dir, sizeof dir, "/");
+	else {
+		*slash = '\0';
+		if (!realpath(joined, dir))
+			return -errno;
+	}
+	if (snprintf(abs, PATH_MAX, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+	             last) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int watched(const sup_record *r, const char *abs)
+{
+	size_t n = strlen(r->dir);
+
+	return strncmp(abs, r->dir, n) == 0 &&
+	       (abs[n] == '/' || abs[n] == '\0') &&
+	       !shim_volatile_match(r->volatile_pats, abs) &&
+	       !faultsim_is_stash(abs);
+}
+
+/* The caller's descriptor FD in the harness (the same open file). */
+static int take_fd(const call *c, int fd)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD);
+
+	if (pidfd < 0) {
+		/* a kernel before 6.9 knows only thread-group leaders */
+		char p[64], line[128];
+		int tgid = -1;
+		snprintf(p, sizeof p, "/proc/%d/status", c->tid);
+		FILE *f = fopen(p, "re");
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "Tgid: %d", &tgid) == 1)
+				break;
+		if (f)
+			fclose(f);
+		pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+		if (pidfd < 0)
+			return -errno;
+	}
+	int dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	int e = errno;
+	close(pidfd);
+	/* the caller must still be waiting: else the number may name
+	 * something of another process that reused its id */
+	if (dfd >= 0 && ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
+	                      &c->req->id) != 0) {
+		close(dfd);
+		return -ESRCH;
+	}
+	return dfd < 0 ? -e : dfd;
+}
+
+/* The caller's umask, for the modes of what the harness creates for it. */
+static mode_t umask_of(const call *c)
+{
+	char p[64], line[128];
+	unsigned m = 022;
+
+	snprintf(p, sizeof p, "/proc/%d/status", c->tid);
+	FILE *f = fopen(p, "re");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (mode_t)m;
+}
+
+/* ---- what the shim's control block learns ----------------------------------- */
+
+static const char *relative(const sup_record *r, const char *abs)
+{
+	size_t n = strlen(r->dir);
+
+	if (strncmp(abs, r->dir, n) == 0 && abs[n] == '/')
+		return abs + n + 1;
+	return abs;
+}
+
+/* One call in the ring, complete (the harness made it: nothing in
+ * flight outlives the answer). */
+static void ring(const call *c, uint32_t op, int file, const char *path,
+                 const char *path2, uint64_t off, uint64_t len, int64_t result,
+                 int durable)
+{
+	shim_shared *s = c->r->ctl;
+	uint64_t i = __atomic_fetch_add(&s->ncalls, 1, __ATOMIC_ACQ_REL);
+	shim_call *e = &s->ring[i % SHIM_RING];
+
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+	e->op = op;
+	e->file = file;
+	e->pid = c->tid;
+	e->durable = (uint32_t)durable;
+	e->result = result;
+	e->off = off;
+	e->len = len;
+	e->rec = 0;
+	e->site = 0;
+	e->module = 0;
+	e->role = c->r->role;
+	e->inflight = 0;
+	if (path2)
+		snprintf(e->path, sizeof e->path, "%s -> %s",
+		         relative(c->r, path), relative(c->r, path2));
+	else
+		snprintf(e->path, sizeof e->path, "%s",
+		         path ? relative(c->r, path) : "?");
+	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+static void name_touch(const call *c, const char *abs)
+{
+	const char *rel = relative(c->r, abs);
+
+	if (rel != abs)
+		shim_name_enter(c->r->ctl, rel, strlen(rel));
+	__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
+}
+
+/* A change of FILE's bytes is made: its slot in this life's table gets
+ * the time it returned (the harness makes it, so nothing is in flight
+ * once the answer is sent). */
+static void seen(const call *c, int fd)
+{
+	struct stat st;
+	struct timespec now;
+
+	__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
+	if (fstat(fd, &st) != 0)
+		return;
+	shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
+	                              (uint64_t)st.st_dev, (uint64_t)st.st_ino));
+	if (!e)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
+	              (uint64_t)now.tv_nsec;
+	if (__atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE) < ns)
+		__atomic_store_n(&e->last_ns, ns, __ATOMIC_RELEASE);
+}
+
+/* ---- faults, and a full cache ----------------------------------------------- */
+
+/* The fault for OP: 0, a negative errno, or FAULTSIM_SHORT/_CRASH.  An
+ * enumeration's crash point kills the caller's process first (*KILLED). */
+static int fault(const call *c, faultsim_op op, int step, int *killed)
+{
+	*killed = 0;
+	if (step && faultsim_faults_step_due(c->r->faults)) {
+		kill(c->tid, SIGKILL);
+		*killed = 1;
+		return 0;
+	}
+	return c->r->faults ? faultsim_faults_check(c->r->faults, op) : 0;
+}
+
+/* sync(2) settles every file and directory: nftw's callback has no
+ * argument pointer (one thread records) */
+static uint64_t all_mark;
+static const sup_record *rec_now;
+
+static int settle_dir(const char *path, const struct stat *st, int type,
+                      struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_D || type == FTW_DP)
+		faultsim_cache_dir_sync_end(rec_now->cache, path, all_mark, 0);
+	return 0;
+}
+
+static void settle_all(const sup_record *r, uint64_t mark)
+{
+	all_mark = mark;
+	rec_now = r;
+	for (uint32_t i = 0; i < faultsim_cache_nfiles(r->cache); i++)
+		faultsim_cache_sync_end(r->cache, (int)i, mark, 0, r->profile);
+	nftw(r->dir, settle_dir, 16, FTW_PHYS);
+}
+
+/* A full cache in a kills-only run is settled as sync(2) would settle
+ * it (nothing recorded can be undone there): 1, try again. */
+static int settle_full(const call *c, int rc)
+{
+	if (rc != -ENOBUFS || !c->r->kills_only)
+		return 0;
+	uint64_t mark = faultsim_cache_sync_begin(c->r->cache);
+	sync();
+	settle_all(c->r, mark);
+	faultsim_cache_clear_overflow(c->r->cache);
+	return 1;
+}
+
+/* A recording call failed with RC: a full cache refuses the run; any
+ * other error is the call's answer, as the shim answers it (a rename of a
+ * name that is not there: ENOENT). */
+static void record_failed(const call *c, int rc, const char *what,
+                          const char *path)
+{
+	if (rc == -ENOBUFS)
+		sup_refuse(c->g, c->req, "%s %s: the fault simulator's cache is "
+		           "full: cut power more often (a shorter --kill-every)",
+		           what, relative(c->r, path));
+	else
+		sup_answer(c->g, c->req->id, -rc, 0);
+}
+
+/* RC = CALL, a faultsim recording call (made once more after a settled
+ * full cache).  On failure the call has been answered or the run
+ * refused: the caller only cleans up. */
+#define RECORD(c, rc, what, path, call) do {                              \
+	(rc) = (call);                                                    \
+	if ((rc) < 0 && settle_full((c), (rc)))                           \
+		(rc) = (call);                                            \
+	if ((rc) < 0)                                                     \
+		record_failed((c), (rc), (what), (path));                 \
+} while (0)
+
+/* ---- writes -------------------------------------------------------------------- */
+
+/* The bytes a write call names, gathered into the guard's buffer (at
+ * most WRITE_MAX: a longer call becomes a short write).  *LEN gets their
+ * count.  0 or a negative errno. */
+static int gather(const call *c, int vector, size_t *len)
+{
+	sup_guard *g = c->g;
+	size_t want;
+
+	if (!vector) {
+		want = c->a[2] < WRITE_MAX ? (size_t)c->a[2] : WRITE_MAX;
+	} else {
+		if (c->a[2] > IOV_MAX_CALL)
+			return -EINVAL;
+		want = 0;
+	}
+	struct iovec iov[IOV_MAX_CALL];
+	size_t cnt = vector ? (size_t)c->a[2] : 0;
+	if (vector) {
+		int rc = peek(c, c->a[1], iov, cnt * sizeof iov[0]);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < cnt && want < WRITE_MAX; i++)
+			want += iov[i].iov_len < WRITE_MAX - want ?
+			        iov[i].iov_len : WRITE_MAX - want;
+	}
+	if (want > g->bufcap) {
+		unsigned char *b = realloc(g->buf, want);
+		if (!b)
+			return -ENOMEM;
+		g->buf = b;
+		g->bufcap = want;
+	}
+	if (!vector) {
+		*len = want;
+		return peek(c, c->a[1], g->buf, want);
+	}
+	size_t got = 0;
+	for (size_t i = 0; i < cnt && got < want; i++) {
+		size_t n = iov[i].iov_len < want - got ? iov[i].iov_len
+		                                       : want - got;
+		int rc = peek(c, (uint64_t)(uintptr_t)iov[i].iov_base,
+		              g->buf + got, n);
+		if (rc < 0)
+			return rc;
+		got += n;
+	}
+	*len = got;
+	return 0;
+}
+
+/* write, pwrite64, writev, pwritev, pwritev2 on a watched file */
+static void do_write(const call *c, int nr)
+{
+	char abs[PATH_MAX];
+	int vector = nr == __NR_writev || nr == __NR_pwritev ||
+	             nr == __NR_pwritev2;
+	int positioned = nr == __NR_pwrite64 || nr == __NR_pwritev ||
+	                 (nr == __NR_pwritev2 && (int64_t)c->a[3] != -1);
+	int fd = (int)c->a[0], dfd, file, killed, e, durable;
+	faultsim_ticket t = { 0 };
+	size_t len;
+	struct stat st;
+
+	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	if ((dfd = take_fd(c, fd)) < 0) {
+		sup_answer(c->g, c->req->id, dfd == -ESRCH ? ESRCH : EBADF, 0);
+		return;
+	}
+	int fl = fcntl(dfd, F_GETFL);
+	if (fl >= 0 && (fl & O_DIRECT)) {
+		sup_refuse(c->g, c->req, "a write to %s opened with O_DIRECT: "
+		           "direct I/O is not modelled", relative(c->r, abs));
+		goto out_close;
+	}
+	st.st_mode = 0;
+	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	if (!S_ISREG(st.st_mode)) {
+		sup_continue(c->g, c->req->id); /* a directory, a device */
+		goto out_close;
+	}
+	if (file < 0 && settle_full(c, file))
+		file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	if (file < 0) {
+		record_failed(c, file, "write", abs);
+		goto out_close;
+	}
+	if ((e = gather(c, vector, &len)) < 0) {
+		sup_answer(c->g, c->req->id, -e, 0);
+		goto out_close;
+	}
+	e = fault(c, FAULTSIM_OP_PWRITE, 1, &killed);
+	if (killed)
+		goto out_close;
+	if (e == FAULTSIM_SHORT) {
+		len /= 2;
+	} else if (e < 0) {
+		sup_answer(c->g, c->req->id, -e, 0);
+		goto out_close;
+	}
+	uint64_t off = positioned ? c->a[3] : 0;
+	int whence = (fl & O_APPEND) ? SEEK_END : positioned ? SEEK_SET : SEEK_CUR;
+	int rwf = nr == __NR_pwritev2 ? (int)c->a[5] : 0;
+	if (rwf & RWF_APPEND)
+		whence = SEEK_END;
+	durable = (fl >= 0 && (fl & (O_SYNC | O_DSYNC))) ||
+	          (rwf & (RWF_SYNC | RWF_DSYNC));
+	int rc;
+	RECORD(c, rc, "write", abs, faultsim_cache_write_begin_at(c->r->cache,
+	       file, dfd, c->g->buf, len, whence, &off, &t));
+	if (rc < 0)
+		goto out_close;
+	ssize_t n = whence == SEEK_SET ? pwrite(dfd, c->g->buf, len, (off_t)off)
+	                               : write(dfd, c->g->buf, len);
+	int err = n < 0 ? errno : 0;
+	seen(c, dfd);
+	if (durable)
+		faultsim_cache_write_end_durable(&t, n < 0 ? -err : n);
+	else
+		faultsim_cache_write_end(&t, n < 0 ? -err : n);
+	if (n > 0)
+		__atomic_add_fetch(&c->r->ctl->bytes, (uint64_t)n,
+		                   __ATOMIC_RELAXED);
+	ring(c, SHIM_OP_WRITE, file, abs, NULL, off, len, n < 0 ? -err : n,
+	     durable);
+	if (e == FAULTSIM_CRASH)
+		kill(c->tid, SIGKILL);
+	else
+		sup_answer(c->g, c->req->id, err, n);
+out_close:
+	close(dfd);
+}
+
+/* A protocol line of the workload's: to the ring, so the trace shows
+ * where each acknowledgement fell among the calls.  The call continues. */
+static void protocol(const call *c)
+{
+	char line[SHIM_LABEL];
+	size_t n = c->a[2] < sizeof line - 1 ? (size_t)c->a[2] : sizeof line - 1;
+
+	if (peek(c, c->a[1], line, n) == 0) {
+		while (n && line[n - 1] == '\n')
+			n--;
+		line[n] = '\0';
+		ring(c, SHIM_OP_PROTOCOL, -1, line, NULL, 0, 0, (int64_t)c->a[2],
+		     0);
+	}
+	sup_continue(c->g, c->req->id);
+}
+
+/* ---- syncs ---------------------------------------------------------------------- */
+
+/* fsync, fdatasync of a watched file or directory */
+static void do_sync(const call *c, int nr)
+{
+	char abs[PATH_MAX];
+	int fd = (int)c->a[0], dfd, killed, rc, file;
+	faultsim_op op = nr == __NR_fsync ? FAULTSIM_OP_FSYNC
+	                                  : FAULTSIM_OP_FDATASYNC;
+	struct stat st;
+
+	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	if ((dfd = take_fd(c, fd)) < 0) {
+		sup_answer(c->g, c->req->id, dfd == -ESRCH ? ESRCH : EBADF, 0);
+		return;
+	}
+	if (fstat(dfd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = fault(c, FAULTSIM_OP_FSYNC_DIR, 1, &killed);
+		if (killed)
+			goto out_close;
+		int crash = rc == FAULTSIM_CRASH;
+		uint64_t mark = faultsim_cache_dir_sync_begin(c->r->cache);
+		if (rc == 0 || crash)
+			rc = (nr == __NR_fsync ? fsync(dfd) : fdatasync(dfd)) == 0
+			     ? 0 : -errno;
+		faultsim_cache_dir_sync_end(c->r->cache, abs, mark, rc);
+		ring(c, SHIM_OP_DIR_FSYNC, -1, abs, NULL, 0, 0, rc, 0);
+		if (crash && rc == 0)
+			rc = FAULTSIM_CRASH;
+	} else if (S_ISREG(st.st_mode)) {
+		st.st_mode = 0;
+		file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+		if (file < 0 && settle_full(c, file))
+			file = faultsim_cache_track_stat(c->r->cache, dfd, abs,
+			                                 &st);
+		if (file < 0) {
+			record_failed(c, file, "fsync", abs);
+			goto out_close;
+		}
+		rc = fault(c, op, 1, &killed);
+		if (killed)
+			goto out_close;
+		uint64_t mark = faultsim_cache_sync_begin(c->r->cache);
+		if (rc == 0 || rc == FAULTSIM_CRASH) {
+			int crash = rc == FAULTSIM_CRASH;
+			rc = (nr == __NR_fsync ? fsync(dfd) : fdatasync(dfd)) == 0
+			     ? 0 : -errno;
+			if (crash && rc == 0)
+				rc = FAULTSIM_CRASH;
+		}
+		faultsim_cache_sync_end(c->r->cache, file, mark,
+		                        rc == FAULTSIM_CRASH ? 0 : rc,
+		                        c->r->profile);
+		ring(c, nr == __NR_fsync ? SHIM_OP_FSYNC : SHIM_OP_FDATASYNC,
+		     file, abs, NULL, 0, 0, rc == FAULTSIM_CRASH ? 0 : rc, 0);
+	} else {
+		sup_continue(c->g, c->req->id);
+		goto out_close;
+	}
+	if (rc == FAULTSIM_CRASH)
+		kill(c->tid, SIGKILL);
+	else
+		sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+out_close:
+	close(dfd);
+}
+
+/* sync(2), syncfs(2): every file and directory */
+static void do_sync_all(const call *c, int nr)
+{
+	int dfd = -1, rc;
+
+	if (nr == __NR_syncfs && (dfd = take_fd(c, (int)c->a[0])) < 0) {
+		sup_answer(c->g, c->req->id, EBADF, 0);
+		return;
+	}
+	uint64_t mark = faultsim_cache_sync_begin(c->r->cache);
+	if (dfd >= 0) {
+		rc = syncfs(dfd) == 0 ? 0 : -errno;
+		close(dfd);
+	} else {
+		sync();
+		rc = 0;
+	}
+	if (rc == 0)
+		settle_all(c->r, mark);
+	ring(c, SHIM_OP_SYNC_ALL, -1, c->r->dir, NULL, 0, 0, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+}
+
+/* ---- size changes ----------------------------------------------------------------- */
+
+/* A truncate of DFD (a watched regular file at ABS) to LEN: recorded and
+ * made.  0 or a negative errno; *REFUSED when the run was refused. */
+static int truncate_fd(const call *c, int dfd, const char *abs, uint64_t len,
+                       int *refused)
+{
+	faultsim_ticket t = { 0 };
+	struct stat st;
+	int file, rc;
+
+	*refused = 0;
+	st.st_mode = 0;
+	RECORD(c, file, "truncate", abs, faultsim_cache_track_stat(
+	       c->r->cache, dfd, abs, &st));
+	if (file < 0) {
+		*refused = 1;
+		return file;
+	}
+	RECORD(c, rc, "truncate", abs, faultsim_cache_truncate_begin(
+	       c->r->cache, file, dfd, len, &t));
+	if (rc < 0) {
+		*refused = 1;
+		return rc;
+	}
+	rc = ftruncate(dfd, (off_t)len) == 0 ? 0 : -errno;
+	seen(c, dfd);
+	faultsim_cache_change_end(&t, rc);
+	ring(c, SHIM_OP_TRUNCATE, file, abs, NULL, len, 0, rc, 0);
+	return rc;
+}
+
+/* truncate(path), ftruncate(fd) */
+static void do_truncate(const call *c, int by_path)
+{
+	char abs[PATH_MAX], path[PATH_MAX];
+	int dfd, killed, refused, rc;
+	struct stat st;
+
+	if (by_path) {
+		if ((rc = peek_path(c, c->a[0], path)) < 0 ||
+		    (rc = resolve(c, AT_FDCWD, path, abs)) < 0 ||
+		    !watched(c->r, abs)) {
+			sup_continue(c->g, c->req->id);
+			return;
+		}
+		dfd = open(abs, O_RDWR | O_CLOEXEC);
+		if (dfd < 0) {
+			sup_continue(c->g, c->req->id); /* the same error there */
+			return;
+		}
+	} else {
+		if (fd_name(c, (int)c->a[0], abs) < 0 || abs[0] != '/' ||
+		    !watched(c->r, abs)) {
+			sup_continue(c->g, c->req->id);
+			return;
+		}
+		if ((dfd = take_fd(c, (int)c->a[0])) < 0) {
+			sup_answer(c->g, c->req->id, EBADF, 0);
+			return;
+		}
+	}
+	if (fstat(dfd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (int64_t)c->a[1] < 0) {
+		sup_continue(c->g, c->req->id);
+		goto out_close;
+	}
+	rc = fault(c, FAULTSIM_OP_FTRUNCATE, 1, &killed);
+	if (killed)
+		goto out_close;
+	if (rc < 0) {
+		sup_answer(c->g, c->req->id, -rc, 0);
+		goto out_close;
+	}
+	rc = truncate_fd(c, dfd, abs, c->a[1], &refused);
+	if (!refused)
+		sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+out_close:
+	close(dfd);
+}
+
+/* fallocate(fd, mode, off, len) */
+static void do_fallocate(const call *c)
+{
+	char abs[PATH_MAX];
+	int fd = (int)c->a[0], mode = (int)c->a[1], dfd, file, killed, rc;
+	uint64_t off = c->a[2], len = c->a[3];
+	faultsim_ticket t = { 0 };
+	struct stat st;
+
+	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	if ((dfd = take_fd(c, fd)) < 0) {
+		sup_answer(c->g, c->req->id, EBADF, 0);
+		return;
+	}
+	st.st_mode = 0;
+	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	if (!S_ISREG(st.st_mode) || (int64_t)off < 0 || (int64_t)len <= 0) {
+		sup_continue(c->g, c->req->id);
+		goto out_close;
+	}
+	if (file < 0 && settle_full(c, file))
+		file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	if (file < 0) {
+		record_failed(c, file, "fallocate", abs);
+		goto out_close;
+	}
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+	             FALLOC_FL_ZERO_RANGE)) {
+		sup_refuse(c->g, c->req, "fallocate(%#x) on %s: collapsing or "
+		           "inserting ranges is not modelled", (unsigned)mode,
+		           relative(c->r, abs));
+		goto out_close;
+	}
+	rc = fault(c, FAULTSIM_OP_FALLOCATE, 1, &killed);
+	if (killed)
+		goto out_close;
+	if (rc < 0) {
+		sup_answer(c->g, c->req->id, -rc, 0);
+		goto out_close;
+	}
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		/* a zeroed range: recorded as a write of zeros */
+		if ((mode & FALLOC_FL_KEEP_SIZE) && off + len > (uint64_t)st.st_size)
+			len = off < (uint64_t)st.st_size ? (uint64_t)st.st_size - off
+			                                : 0;
+		if (len > ZERO_MAX) {
+			sup_refuse(c->g, c->req, "fallocate(%#x) of %" PRIu64
+			           " bytes on %s: a zeroed range is recorded as a "
+			           "write of zeros, at most %u bytes", (unsigned)mode,
+			           len, relative(c->r, abs), ZERO_MAX);
+			goto out_close;
+		}
+		unsigned char *zeros = calloc(1, len ? len : 1);
+		if (!zeros) {
+			sup_answer(c->g, c->req->id, ENOMEM, 0);
+			goto out_close;
+		}
+		RECORD(c, rc, "fallocate", abs, faultsim_cache_write_begin(
+		       c->r->cache, file, dfd, zeros, len, off, &t));
+		free(zeros);
+		if (rc < 0)
+			goto out_close;
+		rc = fallocate(dfd, mode, (off_t)off, (off_t)c->a[3]) == 0 ? 0
+		                                                         : -errno;
+		seen(c, dfd);
+		faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : rc);
+	} else if (mode & FALLOC_FL_KEEP_SIZE) {
+		/* blocks only: nothing a reader or a crash can tell apart */
+		rc = fallocate(dfd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
+		seen(c, dfd);
+	} else {
+		RECORD(c, rc, "fallocate", abs, faultsim_cache_extend_begin(
+		       c->r->cache, file, dfd, off, len, &t));
+		if (rc < 0)
+			goto out_close;
+		rc = fallocate(dfd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
+		seen(c, dfd);
+		faultsim_cache_change_end(&t, rc);
+	}
+	ring(c, SHIM_OP_ALLOCATE, file, abs, NULL, off, len, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+out_close:
+	close(dfd);
+}
+
+/* ---- opens ------------------------------------------------------------------------ */
+
+/* open, creat, openat, openat2 below the watched directory: one that
+ * creates or truncates is made here and its descriptor placed in the
+ * caller; any other continues. */
+static void do_open(const call *c, int nr)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	int dirfd = AT_FDCWD, flags, rc, killed, fd = -1, refused;
+	uint64_t pathp, mode;
+	faultsim_ticket t = { 0 };
+	struct stat st;
+
+	switch (nr) {
+#ifdef __NR_open
+	case __NR_open:
+		pathp = c->a[0], flags = (int)c->a[1], mode = c->a[2];
+		break;
+	case __NR_creat:
+		pathp = c->a[0], flags = O_CREAT | O_WRONLY | O_TRUNC;
+		mode = c->a[1];
+		break;
+#endif
+	case __NR_openat2: {
+		struct open_how how;
+		if (c->a[3] < sizeof how || peek(c, c->a[2], &how, sizeof how)) {
+			sup_continue(c->g, c->req->id);
+			return;
+		}
+		dirfd = (int)c->a[0], pathp = c->a[1];
+		flags = (int)how.flags, mode = how.mode;
+		break;
+	}
+	default:
+		dirfd = (int)c->a[0], pathp = c->a[1];
+		flags = (int)c->a[2], mode = c->a[3];
+	}
+	if (peek_path(c, pathp, path) < 0 || resolve(c, dirfd, path, abs) < 0 ||
+	    !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	int writable = (flags & O_ACCMODE) != O_RDONLY;
+	if (flags & O_DIRECT) {
+		sup_refuse(c->g, c->req, "open(%s, O_DIRECT): direct I/O "
+		           "bypasses the page cache the kit models",
+		           relative(c->r, abs));
+		return;
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE) {
+		sup_refuse(c->g, c->req, "open(%s, O_TMPFILE): unnamed files are "
+		           "not modelled", relative(c->r, abs));
+		return;
+	}
+	int exists = lstat(abs, &st) == 0;
+	int creates = (flags & O_CREAT) && !exists;
+	int truncates = exists && (flags & O_TRUNC) && writable &&
+	                S_ISREG(st.st_mode);
+	if (!creates && !truncates) {
+		sup_continue(c->g, c->req->id); /* nothing changes */
+		return;
+	}
+	if (writable || creates) {
+		rc = fault(c, FAULTSIM_OP_OPEN, 1, &killed);
+		if (killed)
+			return;
+		if (rc < 0) {
+			sup_answer(c->g, c->req->id, -rc, 0);
+			return;
+		}
+	}
+	if (creates) {
+		RECORD(c, rc, "open", abs,
+		       faultsim_cache_create_begin(c->r->cache, abs, &t));
+		if (rc < 0)
+			return;
+		name_touch(c, abs);
+	}
+	/* made here, without O_TRUNC (a recorded truncate follows); the
+	 * caller's umask, not the harness's, shapes the mode */
+	fd = open(abs, (flags & ~(O_TRUNC | O_NOCTTY)) | O_CLOEXEC,
+	          (mode_t)mode);
+	int err = fd < 0 ? errno : 0;
+	if (creates) {
+		if (fd >= 0)
+			fchmod(fd, (mode_t)mode & 07777 & ~umask_of(c));
+		faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
+		ring(c, SHIM_OP_CREATE, -1, abs, NULL, 0, 0, fd < 0 ? -err : 0,
+		     0);
+	}
+	if (fd < 0) {
+		sup_answer(c->g, c->req->id, err, 0);
+		return;
+	}
+	if (truncates) {
+		/* the caller's descriptor may be write-only: truncate through
+		 * one that can also read the pre-image */
+		int rw = open(abs, O_RDWR | O_CLOEXEC);
+		rc = truncate_fd(c, rw >= 0 ? rw : fd, abs, 0, &refused);
+		if (rw >= 0)
+			close(rw);
+		if (refused || rc < 0) {
+			if (!refused)
+				sup_answer(c->g, c->req->id, -rc, 0);
+			close(fd);
+			return;
+		}
+	} else if (S_ISREG(st.st_mode) || creates) {
+		seen(c, fd);
+	}
+	struct seccomp_notif_addfd add = {
+		.id = c->req->id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (uint32_t)fd,
+		.newfd = 0,
+		.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0,
+	};
+	c->g->calls++;
+	if (ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 &&
+	    errno != ENOENT)
+		sup_refuse(c->g, c->req, "open(%s): the descriptor could not be "
+		           "placed in the program: %s", relative(c->r, abs),
+		           strerror(errno));
+	close(fd);
+}
+
+/* ---- names -------------------------------------------------------------------------- */
+
+/* rename, renameat, renameat2 */
+static void do_rename(const call *c, int nr)
+{
+	char from[PATH_MAX], to[PATH_MAX], afrom[PATH_MAX], ato[PATH_MAX];
+	int odir = AT_FDCWD, ndir = AT_FDCWD, killed, rc;
+	uint64_t pf, pt;
+	unsigned flags = 0;
+	faultsim_ticket t = { 0 };
+	struct stat st;
+
+#ifdef __NR_rename
+	if (nr == __NR_rename) {
+		pf = c->a[0], pt = c->a[1];
+	} else
+#endif
+	{
+		odir = (int)c->a[0], pf = c->a[1], ndir = (int)c->a[2];
+		pt = c->a[3];
+		if (nr == __NR_renameat2)
+			flags = (unsigned)c->a[4];
+	}
+	if (peek_path(c, pf, from) < 0 || peek_path(c, pt, to) < 0 ||
+	    resolve(c, odir, from, afrom) < 0 || resolve(c, ndir, to, ato) < 0) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	int wf = watched(c->r, afrom), wt = watched(c->r, ato);
+	if (!wf && !wt) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	if (wf != wt) {
+		sup_refuse(c->g, c->req, "rename %s -> %s crosses the watched "
+		           "directory's edge", relative(c->r, afrom),
+		           relative(c->r, ato));
+		return;
+	}
+	if (flags & RENAME_EXCHANGE) {
+		sup_refuse(c->g, c->req, "renameat2(RENAME_EXCHANGE) %s, %s is "
+		           "not modelled", relative(c->r, afrom),
+		           relative(c->r, ato));
+		return;
+	}
+	if (lstat(afrom, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sup_refuse(c->g, c->req, "rename of directory %s is not modelled",
+		           relative(c->r, afrom));
+		return;
+	}
+	rc = fault(c, FAULTSIM_OP_RENAME, 1, &killed);
+	if (killed)
+		return;
+	if (rc < 0) {
+		sup_answer(c->g, c->req->id, -rc, 0);
+		return;
+	}
+	name_touch(c, afrom);
+	name_touch(c, ato);
+	faultsim_cache_names_changed(c->r->cache);
+	RECORD(c, rc, "rename", afrom,
+	       faultsim_cache_rename_begin(c->r->cache, afrom, ato, &t));
+	if (rc < 0)
+		return;
+	rc = renameat2(AT_FDCWD, afrom, AT_FDCWD, ato, flags) == 0 ? 0 : -errno;
+	faultsim_cache_namespace_end(&t, rc);
+	ring(c, SHIM_OP_RENAME, -1, afrom, ato, 0, 0, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+}
+
+/* unlink, unlinkat, rmdir */
+static void do_unlink(const call *c, int nr)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	int dirfd = AT_FDCWD, flags = 0, killed, rc;
+	uint64_t pp = c->a[0];
+	faultsim_ticket t = { 0 };
+	struct stat st;
+
+	if (nr == __NR_unlinkat) {
+		dirfd = (int)c->a[0], pp = c->a[1], flags = (int)c->a[2];
+#ifdef __NR_rmdir
+	} else if (nr == __NR_rmdir) {
+		flags = AT_REMOVEDIR;
+#endif
+	}
+	if (peek_path(c, pp, path) < 0 || resolve(c, dirfd, path, abs) < 0 ||
+	    !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	faultsim_cache_names_changed(c->r->cache);
+	name_touch(c, abs);
+	int there = lstat(abs, &st) == 0;
+	if ((flags & AT_REMOVEDIR) || (there && S_ISDIR(st.st_mode))) {
+		rc = unlinkat(AT_FDCWD, abs, flags) == 0 ? 0 : -errno;
+		ring(c, SHIM_OP_RMDIR, -1, abs, NULL, 0, 0, rc, 0);
+		sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+		return;
+	}
+	rc = fault(c, FAULTSIM_OP_UNLINK, 1, &killed);
+	if (killed)
+		return;
+	if (rc < 0) {
+		sup_answer(c->g, c->req->id, -rc, 0);
+		return;
+	}
+	RECORD(c, rc, "unlink", abs, there ?
+	       faultsim_cache_unlink_begin_ino(c->r->cache, abs,
+	                                       (uint64_t)st.st_ino, &t) :
+	       faultsim_cache_unlink_begin(c->r->cache, abs, &t));
+	if (rc < 0)
+		return;
+	rc = unlinkat(AT_FDCWD, abs, 0) == 0 ? 0 : -errno;
+	faultsim_cache_namespace_end(&t, rc);
+	ring(c, SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+}
+
+/* link, linkat: a new name, recorded as a create of it */
+static void do_link(const call *c, int nr)
+{
+	char from[PATH_MAX], to[PATH_MAX], afrom[PATH_MAX], ato[PATH_MAX];
+	int odir = AT_FDCWD, ndir = AT_FDCWD, flags = 0, rc;
+	uint64_t pf = c->a[0], pt = c->a[1];
+	faultsim_ticket t = { 0 };
+
+	if (nr == __NR_linkat) {
+		odir = (int)c->a[0], pf = c->a[1], ndir = (int)c->a[2];
+		pt = c->a[3], flags = (int)c->a[4];
+	}
+	if (peek_path(c, pt, to) < 0 || resolve(c, ndir, to, ato) < 0 ||
+	    !watched(c->r, ato)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	if ((flags & AT_EMPTY_PATH) || peek_path(c, pf, from) < 0 ||
+	    resolve(c, odir, from, afrom) < 0) {
+		sup_refuse(c->g, c->req, "link to %s from a descriptor or an "
+		           "unreadable name is not modelled", relative(c->r, ato));
+		return;
+	}
+	name_touch(c, ato);
+	RECORD(c, rc, "link", ato,
+	       faultsim_cache_create_begin(c->r->cache, ato, &t));
+	if (rc < 0)
+		return;
+	rc = linkat(AT_FDCWD, afrom, AT_FDCWD, ato, flags & AT_SYMLINK_FOLLOW)
+	     == 0 ? 0 : -errno;
+	faultsim_cache_namespace_end(&t, rc);
+	ring(c, SHIM_OP_LINK, -1, ato, NULL, 0, 0, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+}
+
+/* mkdir, mkdirat: made here (a crash never undoes it, as in the shim) */
+static void do_mkdir(const call *c, int nr)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	int dirfd = AT_FDCWD, rc;
+	uint64_t pp = c->a[0], mode = c->a[1];
+
+	if (nr == __NR_mkdirat)
+		dirfd = (int)c->a[0], pp = c->a[1], mode = c->a[2];
+	if (peek_path(c, pp, path) < 0 || resolve(c, dirfd, path, abs) < 0 ||
+	    !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	name_touch(c, abs);
+	faultsim_cache_names_changed(c->r->cache);
+	rc = mkdir(abs, (mode_t)mode & 07777 & ~umask_of(c)) == 0 ? 0 : -errno;
+	ring(c, SHIM_OP_MKDIR, -1, abs, NULL, 0, 0, rc, 0);
+	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
+}
+
+/* symlink, symlinkat, mknod, mknodat: refused below the directory */
+static void do_special(const call *c, int nr, const char *what)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	int dirfd = AT_FDCWD;
+	uint64_t pp = c->a[0];
+
+	if (nr == __NR_symlinkat)
+		dirfd = (int)c->a[1], pp = c->a[2];
+#ifdef __NR_symlink
+	else if (nr == __NR_symlink)
+		pp = c->a[1];
+#endif
+	else if (nr == __NR_mknodat)
+		dirfd = (int)c->a[0], pp = c->a[1];
+	if (peek_path(c, pp, path) < 0 || resolve(c, dirfd, path, abs) < 0 ||
+	    !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	sup_refuse(c->g, c->req, "%s %s: not modelled", what,
+	           relative(c->r, abs));
+}
+
+/* ---- what cannot be followed ----------------------------------------------------- */
+
+/* mmap (the filter sends only shared writable ones), copy_file_range,
+ * sendfile, splice: refused when they reach a watched file */
+static void do_refuse_fd(const call *c, int fd, const char *what)
+{
+	char abs[PATH_MAX];
+
+	if (fd < 0 || fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
+	    !watched(c->r, abs)) {
+		sup_continue(c->g, c->req->id);
+		return;
+	}
+	sup_refuse(c->g, c->req, "%s of %s: %s", what, relative(c->r, abs),
+	           strncmp(what, "mmap", 4) == 0
+	           ? "stores through a shared mapping make no system call the "
+	             "supervisor sees (the shim follows them: a dynamically "
+	             "linked program that is not Go)"
+	           : "copies into a watched file are not modelled by the "
+	             "supervisor");
+}
+
+/* ---- one notification -------------------------------------------------------------- */
+
+void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
+{
+	call c = { g, g->rec, req, (int)req->pid, { 0 } };
+	int nr = req->data.nr;
+
+	memcpy(c.a, req->data.args, sizeof c.a);
+	if (req->data.arch != ARCH_NATIVE_RECORD || (nr & 0x40000000)) {
+		sup_refuse(g, req, "a system call of another architecture (a "
+		           "32-bit program): the supervisor knows only this "
+		           "machine's calls");
+		return;
+	}
+	switch (nr) {
+	case __NR_write:
+		if (g->rec->proto_fd >= 0 && (int)c.a[0] == g->rec->proto_fd) {
+			protocol(&c);
+			return;
+		}
+		/* fall through */
+	case __NR_pwrite64: case __NR_writev: case __NR_pwritev:
+	case __NR_pwritev2:
+		do_write(&c, nr);
+		return;
+	case __NR_fsync: case __NR_fdatasync:
+		do_sync(&c, nr);
+		return;
+	case __NR_sync: case __NR_syncfs:
+		do_sync_all(&c, nr);
+		return;
+	case __NR_truncate:
+		do_truncate(&c, 1);
+		return;
+	case __NR_ftruncate:
+		do_truncate(&c, 0);
+		return;
+	case __NR_fallocate:
+		do_fallocate(&c);
+		return;
+	case __NR_openat: case __NR_openat2:
+#ifdef __NR_open
+	case __NR_open: case __NR_creat:
+#endif
+		do_open(&c, nr);
+		return;
+	case __NR_renameat: case __NR_renameat2:
+#ifdef __NR_rename
+	case __NR_rename:
+#endif
+		do_rename(&c, nr);
+		return;
+	case __NR_unlinkat:
+#ifdef __NR_unlink
+	case __NR_unlink: case __NR_rmdir:
+#endif
+		do_unlink(&c, nr);
+		return;
+	case __NR_linkat:
+#ifdef __NR_link
+	case __NR_link:
+#endif
+		do_link(&c, nr);
+		return;
+	case __NR_mkdirat:
+#ifdef __NR_mkdir
+	case __NR_mkdir:
+#endif
+		do_mkdir(&c, nr);
+		return;
+	case __NR_symlinkat:
+#ifdef __NR_symlink
+	case __NR_symlink:
+#endif
+		do_special(&c, nr, "symlink");
+		return;
+	case __NR_mknodat:
+#ifdef __NR_mknod
+	case __NR_mknod:
+#endif
+		do_special(&c, nr, "mknod");
+		return;
+	case __NR_mmap:
+		do_refuse_fd(&c, (int)c.a[4], "mmap(PROT_WRITE, MAP_SHARED)");
+		return;
+	case __NR_copy_file_range:
+		do_refuse_fd(&c, (int)c.a[2], "copy_file_range");
+		return;
+	case __NR_splice:
+		do_refuse_fd(&c, (int)c.a[2], "splice");
+		return;
+#ifdef __NR_sendfile
+	case __NR_sendfile:
+		do_refuse_fd(&c, (int)c.a[0], "sendfile");
+		return;
+#endif
+	default:
+		sup_continue(g, req->id);
+	}
+}

@@ -1,0 +1,229 @@
+/*
+ * unseen.c -- a workload that writes where the shim's wrappers cannot see,
+ * for the soundness floor (shim.h, shim_tree_check) and the seccomp guard
+ * (supervisor/supervisor.h):
+ *
+ *     unseen DIR MODE [N]    (the workload: N puts, default a million)
+ *     unseen DIR --check     (its checker)
+ *
+ * DIR/data holds one 32-byte record, "data vNNN" padded with spaces, made
+ * durable first through the wrappers (write, fsync, fsync of DIR).  Each
+ * put overwrites the record in place -- the file's size never changes, so
+ * the shim's own size check cannot notice a write it missed -- and then
+ * acknowledges it.  MODE says how the record is written:
+ *
+ *   safe      pwrite + fdatasync: the kit sees both; it must pass
+ *   unsafe    pwrite, never a sync: seen, and lost at a power cut
+ *   syscall   syscall(SYS_pwrite64, ...), no sync: the shim passes
+ *             syscall(2) straight through, recording nothing
+ *   asm       a syscall instruction of its own, no sync
+ *   uring     IORING_OP_WRITE through liburing, no sync
+ *   scm       the descriptor comes from a forked child over a socketpair,
+ *             received with syscall(SYS_recvmsg) (no wrapper sees it);
+ *             written with pwrite, no sync: the shim adopts the descriptor
+ *             at its first write, so the loss is seen and judged
+ *   scm-raw   the same descriptor written with syscall(SYS_pwrite64)
+ *   init      makes the record durable and exits (for --setup: then no
+ *             life records a write of its own, and the shim's sample of
+ *             the newest recorded write has nothing to compare)
+ *
+ * Every mode but safe loses acknowledged writes at a power cut; the kit
+ * must say so (unsafe, scm) or refuse the run (the rest), never pass it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#if __has_include(<liburing.h>) && defined(HAVE_LIBURING)
+#include <liburing.h>
+#define UNSEEN_URING 1
+#endif
+
+#define REC 32
+
+static void die(const char *what)
+{
+	fprintf(stderr, "unseen: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void say(int fd, const char *line)
+{
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+		die("protocol");
+}
+
+static int check(const char *dir)
+{
+	char path[4096], rec[REC + 1], key[16], val[REC];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/data", dir);
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return errno == ENOENT ? 0 : 1;
+	ssize_t n = pread(fd, rec, REC, 0);
+	close(fd);
+	if (n != REC)
+		return 0; /* not made yet */
+	rec[REC] = '\0';
+	if (sscanf(rec, "%15s %31s", key, val) == 2 && strcmp(key, "data") == 0)
+		printf("data %s\n", val);
+	return 0;
+}
+
+/* The record made durable through the wrappers, once. */
+static int open_data(const char *dir)
+{
+	char path[4096], rec[REC];
+	int fd, dfd;
+
+	snprintf(path, sizeof path, "%s/data", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT, 0644)) < 0)
+		die("open");
+	if (lseek(fd, 0, SEEK_END) == REC)
+		return fd;
+	memset(rec, ' ', REC);
+	memcpy(rec, "data v0", 7);
+	rec[REC - 1] = '\n';
+	if (pwrite(fd, rec, REC, 0) != REC || fsync(fd) != 0)
+		die("first write");
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) < 0 || fsync(dfd) != 0)
+		die("fsync of the directory");
+	close(dfd);
+	return fd;
+}
+
+static long raw_pwrite(int fd, const void *buf, size_t n, long off)
+{
+#if defined(__x86_64__)
+	long rc;
+	register long r10 __asm__("r10") = off;
+	__asm__ volatile("syscall"
+	                 : "=a"(rc)
+	                 : "0"((long)SYS_pwrite64), "D"((long)fd), "S"(buf),
+	                   "d"(n), "r"(r10)
+	                 : "rcx", "r11", "memory");
+	return rc;
+#else
+	return syscall(SYS_pwrite64, fd, buf, n, off);
+#endif
+}
+
+/* A descriptor on DIR/data that this process never opened: a child opens
+ * it and sends it; it is received with a raw recvmsg. */
+static int received_fd(const char *dir)
+{
+	int sv[2], fd = -1;
+	char cbuf[CMSG_SPACE(sizeof(int))], c = 0;
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	                    .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		die("socketpair");
+	pid_t pid = fork();
+	if (pid == 0) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/data", dir);
+		int f = open(path, O_RDWR);
+		struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &f, sizeof f);
+		_exit(f < 0 || sendmsg(sv[1], &m, 0) != 1);
+	}
+	if (syscall(SYS_recvmsg, sv[0], &m, 0) != 1)
+		die("recvmsg");
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof fd);
+	waitpid(pid, NULL, 0);
+	close(sv[0]);
+	close(sv[1]);
+	if (fd < 0)
+		die("no descriptor received");
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	const char *env = getenv("KEEL_TORTURE_FD");
+	char line[128], rec[REC + 1];
+	int proto, fd;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: unseen DIR MODE | unseen DIR --check\n");
+		return 2;
+	}
+	if (strcmp(argv[2], "--check") == 0)
+		return check(argv[1]);
+	proto = env ? atoi(env) : -1;
+	if (!env && strcmp(argv[2], "init") != 0)
+		return 2;
+	const char *mode = argv[2];
+	fd = open_data(argv[1]);
+	if (strcmp(mode, "init") == 0)
+		return 0;
+#ifdef UNSEEN_URING
+	struct io_uring ring;
+	if (strcmp(mode, "uring") == 0 && io_uring_queue_init(4, &ring, 0) < 0) {
+		/* the guard answers ENOSYS: the run is refused already */
+		fprintf(stderr, "unseen: io_uring_queue_init failed\n");
+		return 1;
+	}
+#else
+	if (strcmp(mode, "uring") == 0) {
+		fprintf(stderr, "unseen: built without liburing\n");
+		return 2;
+	}
+#endif
+	if (strncmp(mode, "scm", 3) == 0) {
+		close(fd);
+		fd = received_fd(argv[1]);
+	}
+	int puts = argc > 3 ? atoi(argv[3]) : 1000000;
+	for (int i = 1; i <= puts; i++) {
+		snprintf(line, sizeof line, "intent %d data v%d\n", i, i);
+		say(proto, line);
+		memset(rec, ' ', REC);
+		int n = snprintf(rec, sizeof rec, "data v%d", i);
+		rec[n] = ' ';
+		rec[REC - 1] = '\n';
+		long rc;
+		if (!strcmp(mode, "safe") || !strcmp(mode, "unsafe") ||
+		    !strcmp(mode, "scm")) {
+			rc = pwrite(fd, rec, REC, 0);
+			if (rc == REC && !strcmp(mode, "safe") && fdatasync(fd) != 0)
+				die("fdatasync");
+		} else if (!strcmp(mode, "syscall")) {
+			rc = syscall(SYS_pwrite64, fd, rec, REC, 0L);
+		} else if (!strcmp(mode, "asm") || !strcmp(mode, "scm-raw")) {
+			rc = raw_pwrite(fd, rec, REC, 0);
+#ifdef UNSEEN_URING
+		} else if (!strcmp(mode, "uring")) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_cqe *cqe;
+			io_uring_prep_write(sqe, fd, rec, REC, 0);
+			io_uring_submit(&ring);
+			if (io_uring_wait_cqe(&ring, &cqe) < 0)
+				die("io_uring_wait_cqe");
+			rc = cqe->res;
+			io_uring_cqe_seen(&ring, cqe);
+#endif
+		} else {
+			fprintf(stderr, "unseen: unknown mode %s\n", mode);
+			return 2;
+		}
+		if (rc != REC)
+			die("write");
+		snprintf(line, sizeof line, "ack %d\n", i);
+		say(proto, line);
+	}
+	return 0;
+}
