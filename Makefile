@@ -39,7 +39,7 @@ DEPS_TEST_ROOT = slurm-wlm munge chromium
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
-	libdb5.3-dev
+	libdb5.3-dev etcd-server jq
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -150,10 +150,10 @@ TEST_EXTRA_test_limits = http/serve_limits.c
 TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/sound_servers.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 # tests/run.sh runs KEEL_TEST_JOBS tests side by side, in the order given:
 # the long ones start first, so the lanes end together
-TEST_LONG = tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
+TEST_LONG = tests/sound_servers.sh tests/shim_sound.sh tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
 TEST_ORDER = $(foreach t,$(TEST_LONG),$(filter $(t),$(TEST_SCRIPTS))) $(filter-out $(TEST_LONG),$(TEST_BINS) $(TEST_SCRIPTS))
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)

@@ -89,9 +89,53 @@ static int has_section(int fd, const Elf64_Ehdr *eh, const char *name)
 	return found;
 }
 
+/* Shells write through libc's internal calls (a builtin's output to a
+ * redirected file): no wrapper of the shim sees those writes. */
+static int is_shell(const char *path)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh",
+	                                      "mksh", "busybox", NULL };
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (int i = 0; shells[i]; i++)
+		if (strcmp(base, shells[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A script's interpreter ("#!/bin/sh -e" -> /bin/sh) in OUT, from FD. */
+static int interpreter(int fd, char *out, size_t cap)
+{
+	char line[256];
+	ssize_t n = pread(fd, line, sizeof line - 1, 0);
+
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -1;
+	line[n] = '\0';
+	char *p = line + 2;
+	p += strspn(p, " \t");
+	size_t len = strcspn(p, " \t\n");
+	if (len == 0 || len >= cap)
+		return -1;
+	memcpy(out, p, len);
+	out[len] = '\0';
+	/* "#!/usr/bin/env bash": the word after env */
+	if (strcmp(out, "/usr/bin/env") == 0 || strcmp(out, "/bin/env") == 0) {
+		p += len;
+		p += strspn(p, " \t");
+		len = strcspn(p, " \t\n");
+		if (len == 0 || len >= cap)
+			return -1;
+		memcpy(out, p, len);
+		out[len] = '\0';
+	}
+	return 0;
+}
+
 int sup_wants(const char *cmd, char *why, size_t whylen)
 {
-	char word[PATH_MAX], path[PATH_MAX];
+	char word[PATH_MAX], path[PATH_MAX], interp_path[PATH_MAX];
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
 	int fd, interp = 0, go;
@@ -100,6 +144,15 @@ int sup_wants(const char *cmd, char *why, size_t whylen)
 	    lookup(word, path, sizeof path) < 0 ||
 	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
+	if (is_shell(path) ||
+	    (interpreter(fd, interp_path, sizeof interp_path) == 0 &&
+	     is_shell(interp_path))) {
+		close(fd);
+		snprintf(why, whylen, "%s %s a shell (its builtins write through "
+		         "libc's internal calls, which no wrapper sees)", path,
+		         is_shell(path) ? "is" : "runs in");
+		return 1;
+	}
 	if (read_at(fd, &eh, sizeof eh, 0) < 0 ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof ph) {

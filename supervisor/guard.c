@@ -431,8 +431,9 @@ int sup_guard_start(sup_guard *g, sup_refusal_fn fn, void *arg, char *why,
 	close(g->sock[0]);
 	g->sock[0] = -1;
 	if (g->listener < 0) {
-		snprintf(why, whylen, "the seccomp guard could not be installed: "
-		         "%s", strerror(err));
+		snprintf(why, whylen, "the %s could not be installed: %s",
+		         g->rec ? "supervisor's filter" : "seccomp guard",
+		         strerror(err));
 		return -1;
 	}
 	if (pipe2(g->stop, O_CLOEXEC) != 0 ||

@@ -506,70 +506,69 @@ static int gather(const call *c, int vector, size_t *len)
 	return 0;
 }
 
-/* write, pwrite64, writev, pwritev, pwritev2 on a watched file */
-static void do_write(const call *c, int nr)
+/* The watched regular file descriptor FD of the caller names, fetched
+ * and tracked: 1 (*DFD, *FILE, *FL, ABS filled), or 0 when the call has
+ * been answered already (it continues: not a watched regular file; or an
+ * error, or a refusal). */
+static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
+                    int *fl)
 {
-	char abs[PATH_MAX];
-	int vector = nr == __NR_writev || nr == __NR_pwritev ||
-	             nr == __NR_pwritev2;
-	int positioned = nr == __NR_pwrite64 || nr == __NR_pwritev ||
-	                 (nr == __NR_pwritev2 && (int64_t)c->a[3] != -1);
-	int fd = (int)c->a[0], dfd, file, killed, e, durable;
-	faultsim_ticket t = { 0 };
-	size_t len;
 	struct stat st;
 
-	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
+	if (fd < 0 || fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
+	    !watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
-		return;
+		return 0;
 	}
-	if ((dfd = take_fd(c, fd)) < 0) {
-		sup_answer(c->g, c->req->id, dfd == -ESRCH ? ESRCH : EBADF, 0);
-		return;
+	if ((*dfd = take_fd(c, fd)) < 0) {
+		sup_answer(c->g, c->req->id, *dfd == -ESRCH ? ESRCH : EBADF, 0);
+		return 0;
 	}
-	int fl = fcntl(dfd, F_GETFL);
-	if (fl >= 0 && (fl & O_DIRECT)) {
+	*fl = fcntl(*dfd, F_GETFL);
+	if (*fl >= 0 && (*fl & O_DIRECT)) {
 		sup_refuse(c->g, c->req, "a write to %s opened with O_DIRECT: "
 		           "direct I/O is not modelled", relative(c->r, abs));
 		goto out_close;
 	}
 	st.st_mode = 0;
-	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	*file = faultsim_cache_track_stat(c->r->cache, *dfd, abs, &st);
 	if (!S_ISREG(st.st_mode)) {
 		sup_continue(c->g, c->req->id); /* a directory, a device */
 		goto out_close;
 	}
-	if (file < 0 && settle_full(c, file))
-		file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
-	if (file < 0) {
-		record_failed(c, file, "write", abs);
+	if (*file < 0 && settle_full(c, *file))
+		*file = faultsim_cache_track_stat(c->r->cache, *dfd, abs, &st);
+	if (*file < 0) {
+		record_failed(c, *file, "write", abs);
 		goto out_close;
 	}
-	if ((e = gather(c, vector, &len)) < 0) {
-		sup_answer(c->g, c->req->id, -e, 0);
-		goto out_close;
-	}
-	e = fault(c, FAULTSIM_OP_PWRITE, 1, &killed);
-	if (killed)
-		goto out_close;
-	if (e == FAULTSIM_SHORT) {
-		len /= 2;
-	} else if (e < 0) {
-		sup_answer(c->g, c->req->id, -e, 0);
-		goto out_close;
-	}
-	uint64_t off = positioned ? c->a[3] : 0;
-	int whence = (fl & O_APPEND) ? SEEK_END : positioned ? SEEK_SET : SEEK_CUR;
-	int rwf = nr == __NR_pwritev2 ? (int)c->a[5] : 0;
-	if (rwf & RWF_APPEND)
-		whence = SEEK_END;
-	durable = (fl >= 0 && (fl & (O_SYNC | O_DSYNC))) ||
-	          (rwf & (RWF_SYNC | RWF_DSYNC));
+	return 1;
+out_close:
+	close(*dfd);
+	return 0;
+}
+
+/* The recorded write of the guard's buffer (LEN bytes) to DFD: at OFF
+ * when POSITIONED, else at the descriptor's position (or its end under
+ * O_APPEND or RWF_APPEND).  The byte count, or a negative errno; *RECORDED
+ * is 0 when recording failed (the call has been answered then). */
+static ssize_t write_out(const call *c, int dfd, int file, const char *abs,
+                         int fl, size_t len, int positioned, uint64_t off,
+                         int rwf, int *recorded)
+{
+	faultsim_ticket t = { 0 };
+	int whence = (fl & O_APPEND) || (rwf & RWF_APPEND) ? SEEK_END
+	           : positioned ? SEEK_SET : SEEK_CUR;
+	int durable = (fl >= 0 && (fl & (O_SYNC | O_DSYNC))) ||
+	              (rwf & (RWF_SYNC | RWF_DSYNC));
 	int rc;
+
+	*recorded = 0;
 	RECORD(c, rc, "write", abs, faultsim_cache_write_begin_at(c->r->cache,
 	       file, dfd, c->g->buf, len, whence, &off, &t));
 	if (rc < 0)
-		goto out_close;
+		return rc;
+	*recorded = 1;
 	ssize_t n = whence == SEEK_SET ? pwrite(dfd, c->g->buf, len, (off_t)off)
 	                               : write(dfd, c->g->buf, len);
 	int err = n < 0 ? errno : 0;
@@ -583,10 +582,132 @@ static void do_write(const call *c, int nr)
 		                   __ATOMIC_RELAXED);
 	ring(c, SHIM_OP_WRITE, file, abs, NULL, off, len, n < 0 ? -err : n,
 	     durable);
+	return n < 0 ? -err : n;
+}
+
+/* write, pwrite64, writev, pwritev, pwritev2 on a watched file */
+static void do_write(const call *c, int nr)
+{
+	char abs[PATH_MAX];
+	int vector = nr == __NR_writev || nr == __NR_pwritev ||
+	             nr == __NR_pwritev2;
+	int positioned = nr == __NR_pwrite64 || nr == __NR_pwritev ||
+	                 (nr == __NR_pwritev2 && (int64_t)c->a[3] != -1);
+	int dfd, file, fl, killed, e, recorded;
+	size_t len;
+
+	if (!out_file(c, (int)c->a[0], abs, &dfd, &file, &fl))
+		return;
+	if ((e = gather(c, vector, &len)) < 0) {
+		sup_answer(c->g, c->req->id, -e, 0);
+		goto out_close;
+	}
+	e = fault(c, FAULTSIM_OP_PWRITE, 1, &killed);
+	if (killed)
+		goto out_close;
+	if (e == FAULTSIM_SHORT) {
+		len /= 2;
+	} else if (e < 0) {
+		sup_answer(c->g, c->req->id, -e, 0);
+		goto out_close;
+	}
+	ssize_t n = write_out(c, dfd, file, abs, fl, len, positioned,
+	                      positioned ? c->a[3] : 0,
+	                      nr == __NR_pwritev2 ? (int)c->a[5] : 0, &recorded);
+	if (!recorded)
+		goto out_close;
 	if (e == FAULTSIM_CRASH)
 		kill(c->tid, SIGKILL);
 	else
-		sup_answer(c->g, c->req->id, err, n);
+		sup_answer(c->g, c->req->id, n < 0 ? (int)-n : 0, n);
+out_close:
+	close(dfd);
+}
+
+static int poke(const call *c, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_writev(c->tid, &local, 1, &remote, 1, 0) ==
+	       (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* copy_file_range(in, *off_in, out, *off_out, len, flags) and
+ * sendfile(out, in, *offset, count) into a watched file: a read of the
+ * source here and a recorded write, as the shim's backstop makes them.
+ * The source's position (or *OFF_IN) moves by what was written. */
+static void do_copy(const call *c, int nr)
+{
+	char abs[PATH_MAX];
+	int is_cfr = nr == __NR_copy_file_range;
+	int in = (int)(is_cfr ? c->a[0] : c->a[1]);
+	uint64_t in_offp = is_cfr ? c->a[1] : c->a[2];
+	uint64_t out_offp = is_cfr ? c->a[3] : 0;
+	uint64_t count = is_cfr ? c->a[4] : c->a[3];
+	int dfd, file, fl, din, killed, e, recorded;
+	int64_t in_off = 0, out_off = 0;
+
+	if (!out_file(c, (int)(is_cfr ? c->a[2] : c->a[0]), abs, &dfd, &file,
+	              &fl))
+		return;
+	if ((din = take_fd(c, in)) < 0) {
+		sup_answer(c->g, c->req->id, EBADF, 0);
+		goto out_close;
+	}
+	if ((in_offp && peek(c, in_offp, &in_off, sizeof in_off) < 0) ||
+	    (out_offp && peek(c, out_offp, &out_off, sizeof out_off) < 0)) {
+		sup_answer(c->g, c->req->id, EFAULT, 0);
+		goto out_close_in;
+	}
+	if (!in_offp && (in_off = lseek(din, 0, SEEK_CUR)) < 0) {
+		sup_answer(c->g, c->req->id, errno, 0);
+		goto out_close_in;
+	}
+	size_t len = count < WRITE_MAX ? (size_t)count : WRITE_MAX;
+	if (len > c->g->bufcap) {
+		unsigned char *b = realloc(c->g->buf, len);
+		if (!b) {
+			sup_answer(c->g, c->req->id, ENOMEM, 0);
+			goto out_close_in;
+		}
+		c->g->buf = b;
+		c->g->bufcap = len;
+	}
+	ssize_t got = pread(din, c->g->buf, len, (off_t)in_off);
+	if (got <= 0) {
+		sup_answer(c->g, c->req->id, got < 0 ? errno : 0, 0);
+		goto out_close_in;
+	}
+	e = fault(c, FAULTSIM_OP_PWRITE, 1, &killed);
+	if (killed)
+		goto out_close_in;
+	if (e < 0 && e != FAULTSIM_SHORT) {
+		sup_answer(c->g, c->req->id, -e, 0);
+		goto out_close_in;
+	}
+	if (e == FAULTSIM_SHORT)
+		got /= 2;
+	ssize_t n = write_out(c, dfd, file, abs, fl, (size_t)got,
+	                      out_offp != 0, (uint64_t)out_off, 0, &recorded);
+	if (!recorded)
+		goto out_close_in;
+	if (n > 0) {
+		in_off += n;
+		out_off += n;
+		if (in_offp)
+			poke(c, in_offp, &in_off, sizeof in_off);
+		else
+			lseek(din, (off_t)in_off, SEEK_SET);
+		if (out_offp)
+			poke(c, out_offp, &out_off, sizeof out_off);
+	}
+	if (e == FAULTSIM_CRASH)
+		kill(c->tid, SIGKILL);
+	else
+		sup_answer(c->g, c->req->id, n < 0 ? (int)-n : 0, n);
+out_close_in:
+	close(din);
 out_close:
 	close(dfd);
 }
@@ -1303,14 +1424,14 @@ void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
 		do_refuse_fd(&c, (int)c.a[4], "mmap(PROT_WRITE, MAP_SHARED)");
 		return;
 	case __NR_copy_file_range:
-		do_refuse_fd(&c, (int)c.a[2], "copy_file_range");
+		do_copy(&c, nr);
 		return;
 	case __NR_splice:
 		do_refuse_fd(&c, (int)c.a[2], "splice");
 		return;
 #ifdef __NR_sendfile
 	case __NR_sendfile:
-		do_refuse_fd(&c, (int)c.a[0], "sendfile");
+		do_copy(&c, nr);
 		return;
 #endif
 	default:

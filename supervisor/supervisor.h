@@ -101,7 +101,9 @@ uint64_t sup_guard_calls(const sup_guard *g);
 /*
  * sup_wants - whether CMD (a shell command: its first word is looked up as
  * the shell would, through PATH) runs a program the shim cannot see: a
- * statically linked ELF file, or one built by Go (its own system calls).
+ * statically linked ELF file, one built by Go (its own system calls), or
+ * a shell or a script it runs (a builtin's output to a redirected file
+ * goes through libc's internal write).
  * 1 with the reason in WHY, 0 when the shim sees it (or it is a script or
  * cannot be read: the shim's exec check still refuses a static program it
  * starts).

@@ -76,6 +76,8 @@ EXCEPTIONS='
 --section bench/run-engine.sh option (the script, not bench-engine)
 --toggle-collect valgrind option (callgrind), in the scan instruction counts of bench.md
 --quick bench/run-engine.sh passes it on to bench-engine
+--unsafe-no-fsync etcd option, in the etcd example (tests/targets/etcd.sh)
+--init tests/targets/etcd.sh option, in the etcd example
 '
 
 # program_path NAME -- the binary, or nothing when it is not built

@@ -74,14 +74,14 @@ run "syscall-kills-only" 0 "" --kill-every 200ms --duration 2s --seed 6 \
 	--workload "$U {dir} syscall" --checker "$U {dir} --check"
 
 # ---- io_uring: the seccomp guard refuses it, naming the call site ---------
-URING="seccomp guard refused: io_uring_setup: .*, by pid [0-9]+ \(unseen\) at [^ ]*liburing[^ ]*\+0x[0-9a-f]+"
+URING="(seccomp guard|supervisor) refused: io_uring_setup: .*, by pid [0-9]+ \(unseen\) at [^ ]*liburing[^ ]*\+0x[0-9a-f]+"
 if grep -q io_uring_queue_init "$U" 2>/dev/null; then
 	run "uring" 2 "$URING" \
 		--power-loss --kill-every 200ms --duration 3s --seed 7 \
 		--setup "$U {dir} init" \
 		--workload "$U {dir} uring" --checker "$U {dir} --check"
 	# in a child of the workload too (the filter is inherited)
-	run "uring-child" 2 "seccomp guard refused: io_uring_setup" \
+	run "uring-child" 2 "(seccomp guard|supervisor) refused: io_uring_setup" \
 		--power-loss --kill-every 200ms --duration 3s --seed 8 \
 		--setup "$U {dir} init" \
 		--workload "sh -c '$U {dir} uring; exit 0'" \

@@ -160,6 +160,7 @@ static const char *setup_try;
 /* The seccomp guard's refusals are told apart from the shim's by their
  * start. */
 #define GUARD_SAYS "guard: "
+#define SUPERVISOR_SAYS "supervisor: "
 #define TRY_UNSEEN "run it where the kit sees its calls (a dynamically " \
 	"linked build, without io_uring), or name the file in --volatile " \
 	"if the program never needs it after a crash: docs/faults.md, " \
@@ -587,7 +588,8 @@ static void guard_refusal(void *arg, const char *what)
 {
 	char line[SHIM_REFUSAL];
 
-	snprintf(line, sizeof line, GUARD_SAYS "%s", what);
+	snprintf(line, sizeof line, "%s%s", ((xrun *)arg)->supervised ?
+	         SUPERVISOR_SAYS : GUARD_SAYS, what);
 	shim_shared_refuse(((xrun *)arg)->ctl, line);
 }
 
@@ -902,6 +904,10 @@ static int refused(xrun *r)
 	if (strncmp(r->ctl->refusal, GUARD_SAYS, strlen(GUARD_SAYS)) == 0)
 		setup_refusal(TRY_REFUSED, "the seccomp guard refused: %s",
 		              r->ctl->refusal + strlen(GUARD_SAYS));
+	else if (strncmp(r->ctl->refusal, SUPERVISOR_SAYS,
+	                 strlen(SUPERVISOR_SAYS)) == 0)
+		setup_refusal(TRY_REFUSED, "the supervisor refused: %s",
+		              r->ctl->refusal + strlen(SUPERVISOR_SAYS));
 	else
 		setup_refusal(TRY_REFUSED, "the shim refused: %s",
 		              r->ctl->refusal);
