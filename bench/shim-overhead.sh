@@ -1,16 +1,19 @@
 #!/bin/sh
-# shim-overhead.sh [BUILD_DIR] [N] -- what libkeel-shim.so costs a program,
-# and how fast torture --target exec power-cuts a SQLite workload.
+# shim-overhead.sh [BUILD_DIR] [N] -- what each front end (libkeel-shim.so,
+# and the seccomp supervisor) costs a program, and how fast torture
+# --target exec power-cuts a SQLite workload under each.
 #
 #   1. 100 N getppid() calls (what any untracked system call costs), N x
 #      (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
 #      each, synchronous=EXTRA), each timed inside the program, plain, under
 #      the shim (torture --target exec --power-loss, one cycle that ends on
-#      its own) and under the shim with --syscall-backstop, ROUNDS rounds
+#      its own), under the shim with --syscall-backstop and under the
+#      supervisor (--front-end supervisor), ROUNDS rounds
 #      (default 3, odd) alternating; the median of each, and microseconds
 #      per operation.
 #   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
-#      SQLite workload (synchronous=EXTRA, which passes): cycles per second.
+#      SQLite workload (synchronous=EXTRA, which passes): cycles per second
+#      under the shim and under the supervisor, and their ratio.
 # Needs libsqlite3-dev (make deps-bench).  Prints the figures and writes
 # them to docs/results/shim.md (bench/results.sh: with the command, the
 # machine and the commit; a rerun replaces its section, one for tmpfs and one
@@ -49,43 +52,53 @@ shimmed() { # shimmed MODE [FLAG] -> seconds
 us() { echo "scale=2; $1 * 1000000 / $n" | bc; } # us SECONDS -> per op
 
 {
-	echo "| workload | operations | plain ops/s | under the shim ops/s | overhead | us/op plain | us/op shim | us/op shim + --syscall-backstop |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| workload | operations | plain ops/s | under the shim ops/s | overhead | us/op plain | us/op shim | us/op shim + --syscall-backstop | us/op supervisor |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$T/table.md"
 for mode in syscalls fsync sqlite; do
 	n=$N
 	[ $mode = syscalls ] && n=$((N * 100))
-	: >"$T/p"; : >"$T/s"; : >"$T/b"
+	: >"$T/p"; : >"$T/s"; : >"$T/b"; : >"$T/v"
 	for round in $(seq "$ROUNDS"); do
 		plain $mode >>"$T/p"
 		shimmed $mode >>"$T/s"
 		shimmed $mode --syscall-backstop >>"$T/b"
+		shimmed $mode "--front-end supervisor" >>"$T/v"
 	done
 	p=$(median <"$T/p")
 	s=$(median <"$T/s")
 	b=$(median <"$T/b")
+	v=$(median <"$T/v")
 	echo "$mode: $n ops  plain $p s ($(echo "$n / $p" | bc) ops/s)  shim $s s ($(echo "$n / $s" | bc) ops/s)  overhead $(echo "scale=1; ($s - $p) * 100 / $p" | bc) %  (rounds: plain $(tr '\n' ' ' <"$T/p")shim $(tr '\n' ' ' <"$T/s"))"
-	echo "$mode: us per op  plain $(us $p)  shim $(us $s)  shim+backstop $(us $b)  (backstop rounds: $(tr '\n' ' ' <"$T/b"))"
-	echo "| $mode | $n | $(echo "$n / $p" | bc) | $(echo "$n / $s" | bc) | $(echo "scale=1; ($s - $p) * 100 / $p" | bc) % | $(us $p) | $(us $s) | $(us $b) |" >>"$T/table.md"
+	echo "$mode: us per op  plain $(us $p)  shim $(us $s)  shim+backstop $(us $b)  supervisor $(us $v)  (backstop rounds: $(tr '\n' ' ' <"$T/b")supervisor rounds: $(tr '\n' ' ' <"$T/v"))"
+	echo "| $mode | $n | $(echo "$n / $p" | bc) | $(echo "$n / $s" | bc) | $(echo "scale=1; ($s - $p) * 100 / $p" | bc) % | $(us $p) | $(us $s) | $(us $b) | $(us $v) |" >>"$T/table.md"
 done
 
-"$B/torture" --target exec --quiet --power-loss --kill-every 50ms \
-	--duration 20s --seed 1 --json "$T/run.json" \
-	--workload "$S sqlite-kv {dir} EXTRA" \
-	--checker "$S sqlite-kv-check {dir} EXTRA" >"$T/log" 2>&1 ||
-	{ cat "$T/log"; exit 1; }
-sed -n 's/.*"cycles": \([0-9]*\).*"acked_writes": \([0-9]*\).*"cycles_per_second": \([0-9.]*\).*/sqlite power-loss: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p' "$T/run.json" |
-	tee "$T/powerloss"
+cps() { sed -n 's/.*"cycles_per_second": \([0-9.]*\).*/\1/p' "$1"; }
+for front in shim supervisor; do
+	"$B/torture" --target exec --quiet --power-loss --kill-every 50ms \
+		--duration 20s --seed 1 --json "$T/run-$front.json" \
+		--front-end $front \
+		--workload "$S sqlite-kv {dir} EXTRA" \
+		--checker "$S sqlite-kv-check {dir} EXTRA" >"$T/log" 2>&1 ||
+		{ cat "$T/log"; exit 1; }
+	sed -n "s/.*\"cycles\": \([0-9]*\).*\"acked_writes\": \([0-9]*\).*\"cycles_per_second\": \([0-9.]*\).*/sqlite power-loss under the $front: \1 cycles, \2 acknowledged, \3 cycles\/s at --kill-every 50ms/p" "$T/run-$front.json" |
+		tee -a "$T/powerloss"
+done
+echo "supervisor/shim: $(echo "scale=2; $(cps "$T/run-supervisor.json") / $(cps "$T/run-shim.json")" | bc)x" |
+	tee -a "$T/powerloss"
 {
-	echo "Each figure is the median of $ROUNDS rounds (plain, shim and shim with the backstop"
-	echo "alternating), timed inside the program (bench/shim_bench.c): getppid() for"
+	echo "Each figure is the median of $ROUNDS rounds (plain, shim, shim with the backstop and"
+	echo "the supervisor alternating), timed inside the program (bench/shim_bench.c): getppid() for"
 	echo "\`syscalls\`, pwrite 4 KiB + fdatasync for \`fsync\`, one SQLite insert per"
 	echo "transaction (synchronous=EXTRA) for \`sqlite\`."
 	echo
 	cat "$T/table.md"
 	echo
 	echo "torture --target exec --power-loss --kill-every 50ms --duration 20s --seed 1 on a"
-	echo "SQLite workload (synchronous=EXTRA): $(sed 's/^sqlite power-loss: //' "$T/powerloss")."
+	echo "SQLite workload (synchronous=EXTRA):"
+	echo
+	sed 's/^/- /' "$T/powerloss"
 } >"$T/section.md"
 # one section per kind of file system: tmpfs (the shim's CPU cost alone)
 # and a disk's (what a synced write costs there besides)

@@ -30,11 +30,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -794,16 +796,58 @@ static shim_seen *seen_of(int file)
 	return shim_seen_slot(ctl, shim_seen_key(f->dev, f->ino));
 }
 
-/* A recorded change of FILE's bytes or size begins (before the real call)
- * and ends (after it returned, with the clock the kernel stamps mtime
- * from). */
-static void seen_begin(int file)
+static uint64_t mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
+	       (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* A recorded open made the file on FD: its slot starts again (its inode
+ * number may be one an earlier file of this life had), as a change that
+ * returned now, with no start to compare with the harness's note. */
+static void seen_created(int fd)
+{
+	struct stat st;
+	struct timespec now;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	shim_seen *e = shim_seen_slot(ctl, shim_seen_key((uint64_t)st.st_dev,
+	                                                 (uint64_t)st.st_ino));
+	if (!e)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	__atomic_store_n(&e->unseen, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->mapped, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->first_mtime, UINT64_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->last_ns, (uint64_t)now.tv_sec * 1000000000ull +
+	                 (uint64_t)now.tv_nsec, __ATOMIC_RELEASE);
+}
+
+/* A recorded change of FILE's bytes or size begins (before the real call
+ * on FD) and ends (after it returned, with the clock the kernel stamps
+ * mtime from).  With no other change in flight, the file as it stands is
+ * looked at first (shim.h, "this life's changes"): its mtime must be the
+ * one the last recorded change left, or the one the life began with. */
+static void seen_begin(int file, int fd)
 {
 	shim_seen *e = seen_of(file);
+	struct stat st;
 
-	if (e)
-		__atomic_add_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
+	if (!e)
+		return;
+	if (__atomic_fetch_add(&e->inflight, 1, __ATOMIC_ACQ_REL) != 0 ||
+	    __atomic_load_n(&e->mapped, __ATOMIC_ACQUIRE) || fstat(fd, &st) != 0)
+		return;
+	uint64_t last = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
+	if (last == 0) {
+		uint64_t zero = 0;
+		__atomic_compare_exchange_n(&e->first_mtime, &zero, mtime_ns(&st),
+		                            0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	} else if (mtime_ns(&st) > last) {
+		__atomic_store_n(&e->unseen, 1, __ATOMIC_RELEASE);
+	}
 }
 
 static void seen_end(int file)
@@ -842,11 +886,11 @@ static void step(void)
 
 /* ---- the size and sample a write leaves (bypass detection) ---------------- */
 
-static void expect_begin(int file, uint64_t new_end, int truncate)
+static void expect_begin(int file, int fd, uint64_t new_end, int truncate)
 {
 	shim_file *f = &ctl->files[file];
 	f->pending = 1;
-	seen_begin(file);
+	seen_begin(file, fd);
 	if (truncate) {
 		if (new_end < f->size_lo)
 			f->size_lo = new_end;
@@ -915,7 +959,7 @@ static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
 		errno = -rc;
 		return -1;
 	}
-	expect_begin(file, off + len, 0);
+	expect_begin(file, fd, off + len, 0);
 	remember_begin(SHIM_OP_WRITE, file, fd_path[fd], NULL, off, len, t.seq);
 	n = whence == SEEK_SET ? real_pwrite(fd, buf, len, (off_t)off)
 	                       : real_write(fd, buf, len);
@@ -1110,7 +1154,7 @@ static int tracked_truncate(int fd, uint64_t len)
 		recording_failed(rc, "ftruncate", fd_path[fd]);
 		return rc;
 	}
-	expect_begin(file, len, 1);
+	expect_begin(file, fd, len, 1);
 	remember_begin(SHIM_OP_TRUNCATE, file, fd_path[fd], NULL, len, 0, t.seq);
 	rc = real_ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 	expect_end(file, fd, UINT64_MAX, NULL, 0, 0);
@@ -1192,7 +1236,7 @@ static int tracked_zero(int fd, int mode, uint64_t off, uint64_t len)
 		free(zeros);
 		return rc;
 	}
-	expect_begin(file, off + len, 0);
+	expect_begin(file, fd, off + len, 0);
 	remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off, len,
 	               t.seq);
 	rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
@@ -1224,7 +1268,7 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 	} else if (mode & FALLOC_FL_KEEP_SIZE) {
 		/* blocks only: nothing a reader or a crash can tell apart;
 		 * the file system may stamp its mtime all the same */
-		seen_begin(file);
+		seen_begin(file, fd);
 		rc = real_fallocate(fd, mode, (off_t)off, (off_t)len) == 0 ? 0
 		                                                        : -errno;
 		seen_end(file);
@@ -1234,7 +1278,7 @@ static int tracked_allocate(int fd, int mode, uint64_t off, uint64_t len,
 			recording_failed(rc, "fallocate", fd_path[fd]);
 			return rc;
 		}
-		expect_begin(file, off + len, 0);
+		expect_begin(file, fd, off + len, 0);
 		remember_begin(SHIM_OP_ALLOCATE, file, fd_path[fd], NULL, off,
 		               len, t.seq);
 		if (posix)
@@ -1552,6 +1596,8 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 		errno = err;
 		return -1;
 	}
+	if ((flags & O_CREAT) && !exists)
+		seen_created(fd);
 	fd_track(fd, abs, flags);
 	if ((fd_file[fd] && (writable || (flags & O_CREAT))) || open_slot)
 		remember(exists ? SHIM_OP_OPEN : SHIM_OP_CREATE, fd_file[fd] - 1,
@@ -2789,6 +2835,136 @@ int mkdirat(int dirfd, const char *path, mode_t mode)
 	return shim_mkdir(dirfd, path, mode);
 }
 
+/* A symbolic link below the directory: passed through and listed, as a
+ * directory is (a crash never undoes it); its name is entered first. */
+static int shim_symlink(const char *target, int dirfd, const char *path)
+{
+	static int (*real)(const char *, int, const char *);
+	char abs[PATH_MAX];
+
+	if (!real)
+		real = (int (*)(const char *, int, const char *))dlsym(RTLD_NEXT,
+		                                                      "symlinkat");
+	if (!active || in_shim || !watched_path(dirfd, path, abs))
+		return real(target, dirfd, path);
+	in_shim = 1;
+	name_touch(abs);
+	int rc = real(target, dirfd, path) == 0 ? 0 : -errno;
+	remember(SHIM_OP_SYMLINK, -1, abs, NULL, 0, 0, rc, 0);
+	in_shim = 0;
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+int symlink(const char *target, const char *path)
+{
+	return shim_symlink(target, AT_FDCWD, path);
+}
+
+int symlinkat(const char *target, int dirfd, const char *path)
+{
+	return shim_symlink(target, dirfd, path);
+}
+
+/* Times set on a file below the directory (touch, tar, rsync): a change
+ * of its mtime that no write explains, entered as one when it returned
+ * (at the later of now and the time set). */
+static void times_set(int fd, const char *abs)
+{
+	struct stat st;
+	struct timespec now;
+
+	if ((fd >= 0 ? fstat(fd, &st) : lstat(abs, &st)) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	shim_seen *e = shim_seen_slot(ctl, shim_seen_key((uint64_t)st.st_dev,
+	                                                 (uint64_t)st.st_ino));
+	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
+	if (!e)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
+	              (uint64_t)now.tv_nsec;
+	if (mtime_ns(&st) > ns)
+		ns = mtime_ns(&st);
+	uint64_t old = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
+	while (old < ns &&
+	       !__atomic_compare_exchange_n(&e->last_ns, &old, ns, 0,
+	                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	/* a time set before the life's first recorded change: the start
+	 * cannot be compared with the harness's note any more */
+	uint64_t zero = 0;
+	__atomic_compare_exchange_n(&e->first_mtime, &zero, UINT64_MAX, 0,
+	                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	remember(SHIM_OP_TIMES, -1, abs, NULL, 0, 0, 0, 0);
+}
+
+int utimensat(int dirfd, const char *path, const struct timespec t[2],
+              int flags)
+{
+	static int (*real)(int, const char *, const struct timespec *, int);
+	char abs[PATH_MAX];
+
+	if (!real)
+		real = (int (*)(int, const char *, const struct timespec *,
+		                int))dlsym(RTLD_NEXT, "utimensat");
+	/* the kernel takes a NULL path (DIRFD itself) though glibc's
+	 * declaration says nonnull: the barrier keeps the test */
+	const char *p = path;
+	__asm__("" : "+r"(p));
+	if (!active || in_shim || !p || !watched_path(dirfd, path, abs))
+		return real(dirfd, path, t, flags);
+	int rc = real(dirfd, path, t, flags);
+	int err = errno;
+	in_shim = 1;
+	if (rc == 0)
+		times_set(-1, abs);
+	in_shim = 0;
+	errno = err;
+	return rc;
+}
+
+int futimens(int fd, const struct timespec t[2])
+{
+	static int (*real)(int, const struct timespec *);
+
+	if (!real)
+		real = (int (*)(int, const struct timespec *))dlsym(RTLD_NEXT,
+		                                                    "futimens");
+	if (PASS(fd))
+		return real(fd, t);
+	int rc = real(fd, t);
+	int err = errno;
+	in_shim = 1;
+	if (rc == 0)
+		times_set(fd, fd_path[fd]);
+	in_shim = 0;
+	errno = err;
+	return rc;
+}
+
+int utimes(const char *path, const struct timeval tv[2])
+{
+	static int (*real)(const char *, const struct timeval *);
+	char abs[PATH_MAX];
+
+	if (!real)
+		real = (int (*)(const char *, const struct timeval *))dlsym(
+		        RTLD_NEXT, "utimes");
+	if (!active || in_shim || !watched_path(AT_FDCWD, path, abs))
+		return real(path, tv);
+	int rc = real(path, tv);
+	int err = errno;
+	in_shim = 1;
+	if (rc == 0)
+		times_set(-1, abs);
+	in_shim = 0;
+	errno = err;
+	return rc;
+}
+
 /* ---- stdio on tracked files -------------------------------------------------- */
 
 /*
@@ -3004,7 +3180,12 @@ static const char *freopen_prepare(const char *path, const char *mode,
 	if (fd < 0)
 		return mode; /* glibc's open fails the same way */
 	close(fd);
-	if (!(fl & O_TRUNC) || mode[0] != 'w')
+	/* only where "r+" can open it as "w" would: a regular file the
+	 * program may read (else glibc's own truncate of the empty file is
+	 * left to the check after the life) */
+	struct stat st;
+	if (!(fl & O_TRUNC) || mode[0] != 'w' || lstat(abs, &st) != 0 ||
+	    !S_ISREG(st.st_mode) || access(abs, R_OK) != 0)
 		return mode;
 	snprintf(buf, cap, "r+%s", mode + 1);
 	return buf;

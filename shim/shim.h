@@ -97,6 +97,8 @@ enum shim_op {
 	                          written with write(2) to KEEL_TORTURE_FD:
 	                          path holds them, so the trace shows where
 	                          each acknowledgement fell among the calls */
+	SHIM_OP_SYMLINK,       /* passed through: a crash never undoes it     */
+	SHIM_OP_TIMES,         /* utimensat and its kin: times set            */
 	SHIM_OP_COUNT
 };
 
@@ -164,6 +166,11 @@ typedef struct shim_file {
  * kernel stamps a change's mtime from the same clock while the call runs,
  * so a file whose mtime is later than LAST_NS (and nothing in flight) was
  * changed after the last change the shim saw: by a call it did not see.
+ * The same look is taken as each recorded change begins (an fstat, when
+ * no other is in flight): FIRST_MTIME for the life's first, which must be
+ * the mtime the harness noted before the life, and UNSEEN when a later one
+ * finds the file changed since the one before it returned.  Times set by
+ * utimensat and its kin are entered as changes too.
  */
 #define SHIM_SEEN 8192    /* files changed in one life, at most         */
 #define SHIM_NAMES 16384  /* names changed in one life, at most         */
@@ -171,10 +178,16 @@ typedef struct shim_file {
 typedef struct shim_seen {
 	uint64_t key;          /* shim_seen_key(dev, ino); 0: slot unused     */
 	uint64_t last_ns;      /* newest recorded change returned (0: none)   */
+	uint64_t first_mtime;  /* the file's mtime when this life's first
+	                          recorded change began (0: not looked)    */
 	uint32_t inflight;     /* recorded changes under way                  */
 	uint32_t mapped;       /* a writable shared mapping is followed: the
 	                          kernel stamps mtime at its own times, so
 	                          only the size and the sample are checked  */
+	uint32_t unseen;       /* a recorded change began on a file whose
+	                          mtime was later than LAST_NS, with none in
+	                          flight: something changed it in between  */
+	uint32_t pad;
 } shim_seen;
 
 /* The control block: one memfd the harness creates (shim_shared_create),

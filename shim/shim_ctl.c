@@ -76,7 +76,7 @@ const char *shim_op_name(uint32_t op)
 		"?", "open", "create", "write", "truncate", "allocate", "fsync",
 		"fdatasync", "sync_file_range", "fsync(dir)", "sync",
 		"rename", "unlink", "link", "mkdir", "rmdir", "mapped write",
-		"msync", "protocol",
+		"msync", "protocol", "symlink", "set times",
 	};
 	return op < SHIM_OP_COUNT ? names[op] : "?";
 }

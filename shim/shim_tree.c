@@ -32,7 +32,8 @@ typedef struct tree_entry {
 } tree_entry;
 
 struct shim_tree {
-	tree_entry *e;
+	tree_entry *e;         /* sorted by name                              */
+	tree_entry **by_ino;   /* the same, sorted by device and inode        */
 	size_t n, cap;
 	int failed;            /* out of memory while scanning                */
 };
@@ -83,6 +84,26 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const tree_entry *)a)->rel, ((const tree_entry *)b)->rel);
 }
 
+static int by_ino(const void *a, const void *b)
+{
+	const tree_entry *x = *(tree_entry *const *)a, *y = *(tree_entry *const *)b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The entry of T for file (DEV, INO), under any of its names; NULL. */
+static const tree_entry *find_ino(const shim_tree *t, uint64_t dev,
+                                  uint64_t ino)
+{
+	tree_entry key = { .dev = dev, .ino = ino }, *k = &key;
+	tree_entry **hit = bsearch(&k, t->by_ino, t->n, sizeof *t->by_ino,
+	                           by_ino);
+
+	return hit ? *hit : NULL;
+}
+
 void shim_tree_free(shim_tree *t)
 {
 	if (!t)
@@ -90,6 +111,7 @@ void shim_tree_free(shim_tree *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->e[i].rel);
 	free(t->e);
+	free(t->by_ino);
 	free(t);
 }
 
@@ -114,6 +136,15 @@ shim_tree *shim_tree_scan(const char *dir, const char *volatile_pats,
 		return NULL;
 	}
 	qsort(t->e, t->n, sizeof *t->e, by_name);
+	t->by_ino = malloc((t->n ? t->n : 1) * sizeof *t->by_ino);
+	if (!t->by_ino) {
+		snprintf(why, whylen, "no memory to note %s", dir);
+		shim_tree_free(t);
+		return NULL;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		t->by_ino[i] = &t->e[i];
+	qsort(t->by_ino, t->n, sizeof *t->by_ino, by_ino);
 	return t;
 }
 
@@ -185,32 +216,44 @@ static int check_name(const shim_shared *s, const tree_entry *was,
 }
 
 /* A regular file that is new or changed: 0 when a recorded change
- * explains its bytes. */
-static int check_bytes(const shim_shared *s, const tree_entry *was,
+ * explains its bytes.  BEFORE is the whole note (the file may have had
+ * another name: a rename or a link of a file this life did not write). */
+static int check_bytes(const shim_shared *s, const shim_tree *before,
                        const tree_entry *now, char *why, size_t whylen)
 {
+	const tree_entry *was = find_ino(before, now->dev, now->ino);
 	const shim_seen *e;
 
 	if (!S_ISREG(now->mode))
 		return 0;
-	if (was && was->ino == now->ino && was->dev == now->dev &&
-	    was->size == now->size && was->mtime_ns == now->mtime_ns)
-		return 0; /* untouched */
-	if (!was && now->size == 0)
-		return 0; /* created empty: the name's check covers it */
-	if (was && (was->ino != now->ino || was->dev != now->dev) &&
-	    now->size == 0)
+	if (was && was->size == now->size && was->mtime_ns == now->mtime_ns)
+		return 0; /* untouched, under whatever name */
+	/* empty, under a name a recorded call made: a create (a kill may
+	 * fall between the real open and the shim's note of the new file,
+	 * whose inode number an earlier file of this life may have had) */
+	if (now->size == 0 && (!was || name_recorded(s, now->rel)))
 		return 0;
 	e = seen_find(s, now->dev, now->ino);
+	if (e && e->unseen) {
+		snprintf(why, whylen, "%s was changed between two changes the kit "
+		         "recorded on it (its mtime was later than the first one's "
+		         "end when the second began)%s", now->rel, UNSEEN);
+		return -1;
+	}
+	if (e && was && e->first_mtime && e->first_mtime != UINT64_MAX &&
+	    e->first_mtime != was->mtime_ns) {
+		snprintf(why, whylen, "%s was changed before the first change the "
+		         "kit recorded on it in this life%s", now->rel, UNSEEN);
+		return -1;
+	}
 	if (e && (e->inflight || e->mapped))
 		return 0; /* a kill mid-call, or the kernel's own stamps */
 	if (e && e->last_ns && now->mtime_ns <= e->last_ns)
 		return 0;
 	if (!e || !e->last_ns)
 		snprintf(why, whylen, "%s was changed (%" PRIu64 " bytes, was %"
-		         PRIu64 "; inode %" PRIu64 ", %s), but no recorded call "
-		         "wrote it%s", now->rel, now->size, was ? was->size : 0,
-		         now->ino, e ? "entered" : "never entered", UNSEEN);
+		         PRIu64 "), but no recorded call wrote it%s", now->rel,
+		         now->size, was ? was->size : 0, UNSEEN);
 	else
 		snprintf(why, whylen, "%s was changed %" PRIu64 " us after the "
 		         "last write the kit recorded on it%s", now->rel,
@@ -249,14 +292,14 @@ int shim_tree_check(const shim_shared *s, const shim_tree *before,
 		} else if (c > 0) {
 			rc = check_name(s, NULL, b, why, whylen);
 			if (rc == 0)
-				rc = check_bytes(s, NULL, b, why, whylen);
+				rc = check_bytes(s, before, b, why, whylen);
 			j++;
 		} else {
 			if (a->ino != b->ino || a->dev != b->dev ||
 			    (a->mode & S_IFMT) != (b->mode & S_IFMT))
 				rc = check_name(s, a, b, why, whylen);
 			if (rc == 0)
-				rc = check_bytes(s, a, b, why, whylen);
+				rc = check_bytes(s, before, b, why, whylen);
 			i++;
 			j++;
 		}

@@ -309,22 +309,42 @@ int sup_continue(sup_guard *g, uint64_t id)
 	return send_resp(g, id, 0, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
 }
 
-void sup_refuse(sup_guard *g, const struct seccomp_notif *req,
-                const char *fmt, ...)
+static void refuse_v(sup_guard *g, const struct seccomp_notif *req, int err,
+                     const char *fmt, va_list ap)
 {
 	char msg[400], site[300], comm[32], what[800];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	/* the caller waits in the kernel: its maps are still there to read */
 	sup_site((int)req->pid, req->data.instruction_pointer, site, sizeof site);
 	comm_of((int)req->pid, comm, sizeof comm);
 	snprintf(what, sizeof what, "%s, by pid %u (%s) at %s", msg, req->pid,
 	         comm, site);
 	g->fn(g->arg, what);
-	sup_answer(g, req->id, EPERM, 0);
+	sup_answer(g, req->id, err, 0);
+}
+
+static void refuse_with(sup_guard *g, const struct seccomp_notif *req,
+                        int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void refuse_with(sup_guard *g, const struct seccomp_notif *req,
+                        int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	refuse_v(g, req, err, fmt, ap);
+	va_end(ap);
+}
+
+void sup_refuse(sup_guard *g, const struct seccomp_notif *req,
+                const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	refuse_v(g, req, EPERM, fmt, ap);
+	va_end(ap);
 }
 
 static void serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
@@ -333,7 +353,9 @@ static void serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
 	if (ioctl(g->listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
 		return; /* the caller died meanwhile (ENOENT), or EINTR */
 	if (is_async_io(&req->data)) {
-		sup_refuse(g, req, "%s: I/O submitted through %s never passes a "
+		/* ENOSYS: as a kernel without it answers, so a program's
+		 * fallback is taken if it lives on */
+		refuse_with(g, req, ENOSYS, "%s: I/O submitted through %s never passes a "
 		           "call the kit records (a program's own switch to "
 		           "plain writes avoids it: MariaDB's "
 		           "innodb_use_native_aio=0)", call_name(&req->data),
@@ -436,10 +458,15 @@ int sup_guard_start(sup_guard *g, sup_refusal_fn fn, void *arg, char *why,
 		         strerror(err));
 		return -1;
 	}
-	if (pipe2(g->stop, O_CLOEXEC) != 0 ||
-	    pthread_create(&g->thread, NULL, serve, g) != 0) {
+	int rc = pipe2(g->stop, O_CLOEXEC) != 0 ? errno
+	         : pthread_create(&g->thread, NULL, serve, g);
+	if (rc != 0) {
 		snprintf(why, whylen, "the seccomp guard's thread: %s",
-		         strerror(errno));
+		         strerror(rc));
+		/* no one serves it: closed, the filter's calls fail (ENOSYS)
+		 * instead of waiting for an answer that never comes */
+		close(g->listener);
+		g->listener = -1;
 		return -1;
 	}
 	g->running = 1;

@@ -64,6 +64,22 @@ for how in syscall asm scm-raw; do
 		--seed 4 --setup "$U {dir} init" \
 		--workload "$U {dir} $how" --checker "$U {dir} --check"
 done
+# an unseen write followed by a recorded one on the same file: the
+# recorded one's later mtime must not hide the first
+run "mixed" 2 "data was changed between two changes the kit recorded" \
+	--front-end shim --power-loss --kill-every 200ms --duration 3s \
+	--seed 4 --setup "$U {dir} init" \
+	--workload "$U {dir} mixed" --checker "$U {dir} --check"
+# ... and no false refusal: a file this life never wrote, renamed; symbolic
+# links made; times set on a file with futimens -- under both front ends
+for fe in shim supervisor; do
+	for how in rename symlink touch; do
+		run "$how-$fe" 0 "" --front-end $fe --power-loss \
+			--kill-every 200ms --duration 3s --seed 19 \
+			--setup "$U {dir} init" \
+			--workload "$U {dir} $how" --checker "$U {dir} --check"
+	done
+done
 # the same under --fail: the floor holds whatever the fault model
 run "syscall-fail" 2 "$UNSEEN" --fail fdatasync:EIO:p=0.5 \
 	--kill-every 200ms --duration 3s --seed 5 --setup "$U {dir} init" \
@@ -104,7 +120,7 @@ run "supervisor-safe" 0 "bytes written through the supervisor" \
 	--front-end supervisor --power-loss --kill-every 200ms --duration 3s \
 	--seed 12 --workload "$U {dir} safe" --checker "$U {dir} --check"
 not_zero "supervisor-safe"
-for how in syscall asm scm-raw; do
+for how in syscall asm scm-raw mixed; do
 	run "supervisor-$how" 1 "cycle [0-9]+: lost: key \"data\"" \
 		--front-end supervisor --power-loss --kill-every 200ms \
 		--duration 10s --seed 13 --setup "$U {dir} init" \

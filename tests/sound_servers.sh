@@ -33,8 +33,11 @@ run() {
 	t0=$(date +%s)
 	"$TORTURE" --target exec --quiet "$@" >"$T/$name.out" 2>&1
 	rc=$?
-	expect "$name exits $want ($(( $(date +%s) - t0 ))s)" "$want" $rc
-	[ "$rc" = "$want" ] || tail -c 2000 "$T/$name.out"
+	case "|$want|" in
+	*"|$rc|"*) ok "$name exits $rc ($(( $(date +%s) - t0 ))s)" ;;
+	*) bad "$name exits $want ($(( $(date +%s) - t0 ))s): got $rc"
+	   tail -c 2000 "$T/$name.out" ;;
+	esac
 	[ -z "$pat" ] || contains "$name says so" "$T/$name.out" "$pat"
 }
 
@@ -48,7 +51,9 @@ if [ "${n:-0}" -gt 0 ]; then ok "etcd-defaults recorded $n bytes"; else
 	bad "etcd-defaults recorded no bytes"; fi
 # the loss needs a put whose WAL entry was not yet written back when the
 # power went: a few cycles, each ending at the first loss
-run "etcd-unsafe-no-fsync" 1 "cycle [0-9]+: lost: key" --power-loss \
+# (or etcd will not start on what the cut left of its WAL: unavailable, 3)
+run "etcd-unsafe-no-fsync" "1|3" "cycle [0-9]+: (lost: key|availability)" \
+	--power-loss \
 	--kill-every 4s --cycles 8 --seed 1 --no-explain \
 	--setup "bash $E {dir} --init" \
 	--workload "bash $E {dir} --unsafe-no-fsync" \

@@ -2274,6 +2274,11 @@ static int write_json(const xrun *r, int rc, const char *replay)
 	json_string(f, replay);
 	json_lives(f, r);
 	json_refusal(f, r);
+	fprintf(f, ", \"front_end_workload\": \"%s\", \"front_end_checker\": "
+	        "\"%s\", \"supervisor_calls\": %" PRIu64 ", \"recorded_bytes\": %"
+	        PRIu64, r->sup_workload ? "supervisor" : "shim",
+	        r->sup_checker ? "supervisor" : "shim", r->sup_calls,
+	        r->ctl ? r->ctl->bytes : 0);
 	fprintf(f, "}\n");
 	return fclose(f);
 }

@@ -23,6 +23,17 @@
  *             written with pwrite, no sync: the shim adopts the descriptor
  *             at its first write, so the loss is seen and judged
  *   scm-raw   the same descriptor written with syscall(SYS_pwrite64)
+ *   mixed     bytes 0-30 with syscall(SYS_pwrite64), then byte 31 with
+ *             pwrite, no sync: a recorded change after an unseen one must
+ *             not hide it
+ *
+ * and the modes that must pass (nothing unseen, nothing unsynced):
+ *
+ *   rename    no write at all: each put renames data to data.tmp and back
+ *             and syncs the directory, acknowledging the value the record
+ *             already holds (a file this life never wrote, renamed)
+ *   symlink   safe, and a symbolic link ln.CYCLE.N made to data at each put
+ *   touch     safe, and futimens(fd, NULL) after each fdatasync
  *   init      makes the record durable and exits (for --setup: then no
  *             life records a write of its own, and the shim's sample of
  *             the newest recorded write has nothing to compare)
@@ -36,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,18 +201,57 @@ int main(int argc, char **argv)
 	}
 	int puts = argc > 3 ? atoi(argv[3]) : 1000000;
 	for (int i = 1; i <= puts; i++) {
-		snprintf(line, sizeof line, "intent %d data v%d\n", i, i);
-		say(proto, line);
+		if (strcmp(mode, "rename")) {
+			snprintf(line, sizeof line, "intent %d data v%d\n", i, i);
+			say(proto, line);
+		}
 		memset(rec, ' ', REC);
 		int n = snprintf(rec, sizeof rec, "data v%d", i);
 		rec[n] = ' ';
 		rec[REC - 1] = '\n';
 		long rc;
+		if (!strcmp(mode, "rename")) {
+			/* the value stays what the record holds */
+			char cur[REC + 1], key[16], val[REC];
+			if (pread(fd, cur, REC, 0) != REC)
+				die("pread");
+			cur[REC] = '\0';
+			if (sscanf(cur, "%15s %31s", key, val) != 2)
+				die("record");
+			snprintf(line, sizeof line, "intent %d data %s\n", i, val);
+			say(proto, line);
+			char a[4096], b[4096];
+			snprintf(a, sizeof a, "%s/data", argv[1]);
+			snprintf(b, sizeof b, "%s/data.tmp", argv[1]);
+			int dfd = open(argv[1], O_RDONLY | O_DIRECTORY);
+			if (rename(a, b) || rename(b, a) || dfd < 0 || fsync(dfd))
+				die("rename");
+			close(dfd);
+			snprintf(line, sizeof line, "ack %d\n", i);
+			say(proto, line);
+			continue;
+		}
 		if (!strcmp(mode, "safe") || !strcmp(mode, "unsafe") ||
-		    !strcmp(mode, "scm")) {
+		    !strcmp(mode, "scm") || !strcmp(mode, "symlink") ||
+		    !strcmp(mode, "touch")) {
 			rc = pwrite(fd, rec, REC, 0);
-			if (rc == REC && !strcmp(mode, "safe") && fdatasync(fd) != 0)
+			if (rc == REC && strcmp(mode, "unsafe") &&
+			    strcmp(mode, "scm") && fdatasync(fd) != 0)
 				die("fdatasync");
+			if (!strcmp(mode, "touch") && futimens(fd, NULL) != 0)
+				die("futimens");
+			if (!strcmp(mode, "symlink")) {
+				char ln[4096];
+				const char *cy = getenv("KEEL_TORTURE_CYCLE");
+				snprintf(ln, sizeof ln, "%s/ln.%s.%d", argv[1],
+				         cy ? cy : "0", i);
+				if (symlink("data", ln) != 0)
+					die("symlink");
+			}
+		} else if (!strcmp(mode, "mixed")) {
+			rc = syscall(SYS_pwrite64, fd, rec, REC - 1, 0L);
+			if (rc == REC - 1)
+				rc = pwrite(fd, rec + REC - 1, 1, REC - 1) + REC - 1;
 		} else if (!strcmp(mode, "syscall")) {
 			rc = syscall(SYS_pwrite64, fd, rec, REC, 0L);
 		} else if (!strcmp(mode, "asm") || !strcmp(mode, "scm-raw")) {
