@@ -176,6 +176,46 @@ static void budget_keeps_a_failing_set(void **state)
 	free(d);
 }
 
+/* The ring is circular: a slot before another may hold a later call.
+ * Where an acknowledgement fell is said by the calls' numbers. */
+static void ack_order_by_call_number(void **state)
+{
+	shim_call ring[3];
+	faultsim_dropped d;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void)state;
+	memset(ring, 0, sizeof ring);
+	memset(&d, 0, sizeof d);
+	/* slot 0: the ack, call #30 (the ring wrapped); slot 1: the write,
+	 * call #20, record 5; slot 2: an older call, #10 */
+	ring[0].seq = 30;
+	ring[0].op = SHIM_OP_PROTOCOL;
+	snprintf(ring[0].path, sizeof ring[0].path, "ack 7");
+	ring[1].seq = 20;
+	ring[1].op = SHIM_OP_WRITE;
+	ring[1].rec = 5;
+	ring[1].file = 0;
+	ring[1].len = 4;
+	snprintf(ring[1].path, sizeof ring[1].path, "k");
+	ring[2].seq = 10;
+	ring[2].op = SHIM_OP_OPEN;
+	snprintf(ring[2].path, sizeof ring[2].path, "k");
+	d.seq = 5;
+	d.kind = FAULTSIM_KIND_WRITE;
+	d.fate = FAULTSIM_FATE_LOST;
+	d.len = 4;
+	snprintf(d.path, sizeof d.path, "/d/k");
+	out = open_memstream(&text, &len);
+	assert_non_null(out);
+	explain_describe(out, &d, ring, 3, NULL, "/d", "7");
+	fclose(out);
+	assert_non_null(strstr(text, "op 7 was acknowledged after it (#30)"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +223,7 @@ int main(void)
 		cmocka_unit_test(write_and_rename_of_one_file),
 		cmocka_unit_test(no_repro_invents_nothing),
 		cmocka_unit_test(budget_keeps_a_failing_set),
+		cmocka_unit_test(ack_order_by_call_number),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

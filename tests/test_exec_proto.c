@@ -204,6 +204,26 @@ static void remember_report(void *arg, int kind, const char *key,
 	snprintf(said, sizeof said, "%s: %s", key, what);
 }
 
+/* "KEY " with nothing after the space is an empty value found: a
+ * durability verdict (never intended), not a malformed line. */
+static void key_with_empty_value_is_judged(void **state)
+{
+	exec_model *m = make();
+	uint64_t c[ORACLE_KINDS];
+	(void)state;
+	line(m, "intent 1 a v1");
+	line(m, "ack 1");
+	exec_model_verify_begin(m);
+	assert_int_equal(exec_model_observe(m, "a ", 2, why, sizeof why), 0);
+	assert_int_equal(exec_model_verify_end(m, NULL, NULL, c), 1);
+	assert_int_equal(c[ORACLE_LOST] + c[ORACLE_PHANTOM], 1);
+	/* spaces alone after the key: the same */
+	exec_model_verify_begin(m);
+	assert_int_equal(exec_model_observe(m, "a   ", 4, why, sizeof why), 0);
+	assert_int_equal(exec_model_verify_end(m, NULL, NULL, c), 1);
+	exec_model_free(m);
+}
+
 /* A value cut short is named for what it is. */
 static void torn_value_is_named_a_prefix(void **state)
 {
@@ -277,6 +297,7 @@ int main(void)
 		cmocka_unit_test(delete_and_older_ack),
 		cmocka_unit_test(adopted_start_is_kept),
 		cmocka_unit_test(any_bytes_compare_by_what_they_stand_for),
+		cmocka_unit_test(key_with_empty_value_is_judged),
 		cmocka_unit_test(torn_value_is_named_a_prefix),
 		cmocka_unit_test(judge_does_not_consume_the_cycle),
 	};

@@ -702,7 +702,9 @@ void explain_describe(FILE *out, const faultsim_dropped *d,
 	site_words(&ring[i], ctl, site, sizeof site);
 	fprintf(out, "    %s -- %s\n"
 	        "      %s\n", call, fates[d->fate], pos);
-	if (ack > i)
+	/* by the calls' numbers: the ring is circular, its slots are not
+	 * in call order */
+	if (ack >= 0 && ring[ack].seq > ring[i].seq)
 		fprintf(out, "      op %s was acknowledged after it (#%" PRIu64
 		         "), while it was not durable\n", acked_op, ring[ack].seq);
 	else if (ack >= 0)

@@ -540,7 +540,10 @@ static int checker_split(const char *line, size_t len, char *key, char *val,
 	while (i < len && line[i] == ' ')
 		i++;
 	char kt[2 * EXEC_TOKEN_MAX + 8];
-	if (i == len || k1 - k0 >= sizeof kt) {
+	/* "KEY " -- a key and an empty rest -- is a value found (empty, as a
+	 * checker that prints an empty file shows it), judged like any
+	 * other; "KEY" alone says nothing of a value */
+	if (k1 == len || k1 - k0 >= sizeof kt) {
 		say(why, whylen, "malformed checker line '%.80s' (expected "
 		    "'KEY VALUE')", line);
 		return -1;

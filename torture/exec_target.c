@@ -153,10 +153,12 @@ static const char *setup_try;
 #define TRY_REFUSED "avoid the call (a mode of the program without it), " \
 	"name files it never needs after a crash in --volatile, or for a " \
 	"full cache or file table a shorter --kill-every or kills alone " \
-	"(docs/targets.md, \"Refused\" and \"Known limits\")"
+	"(docs/faults.md, \"The shim: what it sees\" and \"What the kit " \
+	"sees\": the refusals of each front end)"
 #define TRY_BYPASS "find what writes around libc (a raw system call, " \
-	"io_uring, a libc-internal call): docs/targets.md, \"Writes that " \
-	"bypass the wrappers\""
+	"io_uring, a libc-internal call), or let the supervisor record it " \
+	"(--front-end supervisor): docs/faults.md, \"Writes that bypass the " \
+	"wrappers\""
 /* The seccomp guard's refusals are told apart from the shim's by their
  * start. */
 #define GUARD_SAYS "guard: "
@@ -2104,8 +2106,10 @@ static void summary_lives(const xrun *r)
 	else
 		printf("  kill every             %s +-%u%%\n", per,
 		       r->o->jitter_pct);
-	printf("  acknowledged nothing   %" PRIu64 " of %" PRIu64 " cycles\n",
-	       r->dry, r->observed);
+	/* counted over the cycles that passed: none when the first failed */
+	if (r->observed)
+		printf("  acknowledged nothing   %" PRIu64 " of %" PRIu64
+		       " cycles\n", r->dry, r->observed);
 	if (lives_too_short(r))
 		printf("  lives too short        %" PRIu64 " of %" PRIu64 " cycles "
 		       "at %s acknowledged nothing: the lives are too short for "
