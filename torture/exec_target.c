@@ -28,98 +28,8 @@
 #include "faultsim.h"
 #include "shim.h"
 #include "supervisor.h"
+#include "exec_internal.h"
 
-#define CHECKER_TIMEOUT_NS (60ull * 1000000000ull)
-#define SETUP_TIMEOUT_NS (600ull * 1000000000ull)
-#define CHECKER_UNAVAILABLE 3 /* checker exit status: the program will not start */
-#define REAP_TIMEOUT_NS (5ull * 1000000000ull)
-#define ENUM_RUN_TIMEOUT_NS (60ull * 1000000000ull)
-#define LINE_MAX_BYTES 4096
-#define CALLS_SHOWN 20
-/* Lives too short: after this many cycles at one period, more than half
- * of them acknowledging nothing earns one warning and a summary line. */
-#define DRY_MIN_CYCLES 8
-/* --kill-every auto doubles the period when this many of the last
- * AUTO_WINDOW cycles at it acknowledged nothing (so fewer than 3 of 4
- * acknowledged something). */
-#define AUTO_WINDOW 4
-#define AUTO_DRY 2
-
-typedef struct xrun {
-	const torture_options *o;
-	const char *prog;
-	char dir[PATH_MAX];      /* the watched directory (resolved)        */
-	int dir_made;            /* we made it: removed after a pass        */
-	char shim[PATH_MAX];     /* libkeel-shim.so                         */
-	char *workload, *checker;/* commands with {dir} replaced            */
-	shim_shared *ctl;
-	int ctl_fd;
-	faultsim_cache *cache;
-	int cache_fd;
-	faultsim_faults *faults; /* NULL without --fail / --enumerate       */
-	int faults_fd;
-	exec_model *model;
-	int logfd;               /* the programs' stdout/stderr (unlinked)  */
-	int backstop;            /* --syscall-backstop, and the kernel has it */
-	shim_call *ring;         /* the calls as they were at the crash      */
-	uint64_t ring_n;
-	/* counts */
-	uint64_t cycles, kills, exits, power_cuts, cut_lost, cut_torn,
-	         cut_undone, acked, issued, verified, faults_fired, steps,
-	         fault_stops;            /* workloads that exited on a fault */
-	uint64_t violations[ORACLE_KINDS], structure, writer;
-	uint64_t unavailable;    /* availability: the program refused to start */
-	int checker_status;      /* the last checker's exit status, -1: signal */
-	uint64_t start_ns, last_progress_ns;
-	char first[900];
-	uint64_t first_cycle;
-	char first_key[EXEC_TOKEN_MAX + 1];
-	/* where a set-up error would come from */
-	uint64_t cycle_now;      /* the cycle under way (0: before the first) */
-	const char *stage;       /* "workload" or "checker": which ran last   */
-	/* the lives (--kill-every, --kill-every auto) */
-	uint64_t kill_every_ns;  /* the period in force                      */
-	uint64_t doublings;      /* times --kill-every auto lengthened it     */
-	uint64_t dry;            /* cycles that acknowledged nothing          */
-	uint64_t period_cycles, period_dry; /* the same at the period in force */
-	unsigned auto_seen, auto_bits; /* the last AUTO_WINDOW cycles at it,
-	                                  bit set: acknowledged nothing   */
-	int dry_warned;          /* the too-short warning was printed         */
-	uint64_t cycle_acked;    /* operations the last cycle acknowledged    */
-	uint64_t observed;       /* cycles counted for dry                    */
-	int stopped;             /* a set-up error after cycles that passed:
-	                            they are summarised, exit 2 all the same */
-	/* explaining the first violation (exec_explain.h) */
-	explain_dir *saved;      /* the directory before the last power cut  */
-	faultsim_snapshot *snap; /* the cache before it                       */
-	faultsim_dropped *dropped; /* what it dropped (EXPLAIN_MAX_DROPPED)   */
-	uint64_t ndropped;
-	uint64_t cut_seed;       /* its seed                                  */
-	char explain_off[320];   /* why there is nothing to replay ("": fine) */
-	const char *why_key;     /* the key a replay's checker is asked for   */
-	char *why_value;         /* its value in that replay (NULL: absent)   */
-	FILE *trace;             /* this cycle's calls, one a line (tmpfile)  */
-	uint64_t drained;        /* ring entries written to it                */
-	/* The harness's own history of the shim's ring, calls and protocol
-	 * lines apart: a workload that writes two protocol lines per call
-	 * would otherwise push its calls out of the shim's ring before the
-	 * report names them.  Circular; *_n counts every entry added. */
-	shim_call *hist_calls, *hist_proto;
-	uint64_t hist_calls_n, hist_proto_n, hist_drained;
-	/* the soundness floor (shim.h, shim_tree_check): the watched
-	 * directory before the life under way; NULL in a kills-only run,
-	 * where nothing recorded is ever undone */
-	shim_tree *tree;
-	sup_guard *guard;        /* the seccomp guard of the program starting */
-	int guard_warned;        /* it could not be installed: said once      */
-	/* the front end of each program (supervisor.h): 1 = the supervisor
-	 * records its calls, 0 = the shim does (and the guard stands by) */
-	int sup_workload, sup_checker;
-	int supervised;          /* the program starting now                  */
-	char front_why[2][PATH_MAX + 100]; /* why the supervisor, per program */
-	sup_record rec;          /* what the supervisor records into           */
-	uint64_t sup_calls;      /* calls the supervisor answered             */
-} xrun;
 
 static volatile sig_atomic_t stop_requested;
 
@@ -129,12 +39,6 @@ static void on_stop(int sig)
 	stop_requested = 1;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t mix(uint64_t x)
 {
@@ -147,8 +51,8 @@ static uint64_t mix(uint64_t x)
 /* The first set-up error's words and what to try, kept for the summary
  * of a run that stops on one after cycles that passed (set-up errors end
  * the run, so the first is the one that counts). */
-static char setup_said[700];
-static const char *setup_try;
+char exec_setup_said[700];
+const char *exec_setup_try;
 
 #define TRY_REFUSED "avoid the call (a mode of the program without it), " \
 	"name files it never needs after a crash in --volatile, or for a " \
@@ -159,18 +63,8 @@ static const char *setup_try;
 	"io_uring, a libc-internal call), or let the supervisor record it " \
 	"(--front-end supervisor): docs/faults.md, \"Writes that bypass the " \
 	"wrappers\""
-/* The seccomp guard's refusals are told apart from the shim's by their
- * start. */
-#define GUARD_SAYS "guard: "
-#define SUPERVISOR_SAYS "supervisor: "
-#define TRY_UNSEEN "run it where the kit sees its calls (a dynamically " \
-	"linked build, without io_uring), or name the file in --volatile " \
-	"if the program never needs it after a crash: docs/faults.md, " \
-	"\"What the kit sees\""
 #define TRY_OVERFLOW "fewer writes between two power cuts: a shorter " \
 	"--kill-every, or kills alone (no --power-loss, --fail)"
-#define TRY_OTHER "fix what the message names and run again; the " \
-	"cycles before it stand"
 
 static int setup_verror(const char *hint, const char *fmt, va_list ap)
 {
@@ -180,16 +74,15 @@ static int setup_verror(const char *hint, const char *fmt, va_list ap)
 	fprintf(stderr, "torture: ");
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n");
-	if (!setup_said[0]) {
-		vsnprintf(setup_said, sizeof setup_said, fmt, copy);
-		setup_try = hint;
+	if (!exec_setup_said[0]) {
+		vsnprintf(exec_setup_said, sizeof exec_setup_said, fmt, copy);
+		exec_setup_try = hint;
 	}
 	va_end(copy);
 	return 2;
 }
 
-static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int setup_error(const char *fmt, ...)
+int exec_setup_error(const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -201,9 +94,7 @@ static int setup_error(const char *fmt, ...)
 }
 
 /* A set-up error that comes with what to try (HINT, one of TRY_*). */
-static int setup_refusal(const char *hint, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int setup_refusal(const char *hint, const char *fmt, ...)
+int exec_setup_refusal(const char *hint, const char *fmt, ...)
 {
 	va_list ap;
 	int rc;
@@ -217,7 +108,7 @@ static int setup_refusal(const char *hint, const char *fmt, ...)
 /* ---- commands ------------------------------------------------------------ */
 
 /* 'text' for /bin/sh, with every ' spelt '\'' */
-static void shell_quote(const char *s, char *out, size_t cap)
+void exec_shell_quote(const char *s, char *out, size_t cap)
 {
 	size_t n = 0;
 	if (cap < 3)
@@ -242,7 +133,7 @@ static char *subst_dir(const char *cmd, const char *dir)
 	size_t n = 0, ql, cap;
 	char *out;
 
-	shell_quote(dir, q, sizeof q);
+	exec_shell_quote(dir, q, sizeof q);
 	ql = strlen(q);
 	cap = strlen(cmd) + 1;
 	for (const char *p = strstr(cmd, "{dir}"); p; p = strstr(p + 5, "{dir}"))
@@ -266,7 +157,7 @@ static char *subst_dir(const char *cmd, const char *dir)
 /* No power cut and no injected fault in this run: a kill leaves every write
  * in the page cache, so nothing the cache records can be undone and the
  * shim may settle it when it fills (KEEL_SHIM_KILLS_ONLY). */
-static int kills_only(const xrun *r)
+int exec_kills_only(const xrun *r)
 {
 	return !(r->o->power_loss || r->o->enumerate || r->faults);
 }
@@ -307,7 +198,7 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 		setenv("KEEL_SHIM_VOLATILE", r->o->volatile_files, 1);
 	else
 		unsetenv("KEEL_SHIM_VOLATILE");
-	setenv("KEEL_SHIM_KILLS_ONLY", kills_only(r) ? "1" : "0", 1);
+	setenv("KEEL_SHIM_KILLS_ONLY", exec_kills_only(r) ? "1" : "0", 1);
 	setenv("KEEL_SHIM_BACKSTOP", r->backstop ? "1" : "0", 1);
 	setenv("KEEL_SHIM_PROFILE",
 	       faultsim_profile_name((faultsim_profile)r->o->profile), 1);
@@ -584,148 +475,6 @@ static int count_line(xrun *r, const char *line, size_t n, char *why,
  * ENUM_RUN_TIMEOUT_NS), then kills its group and drains the pipe.  0, or 2
  * after a set-up message.
  */
-/* ---- the seccomp guard and the soundness floor ------------------------------ */
-
-static void guard_refusal(void *arg, const char *what)
-{
-	char line[SHIM_REFUSAL];
-
-	snprintf(line, sizeof line, "%s%s", ((xrun *)arg)->supervised ?
-	         SUPERVISOR_SAYS : GUARD_SAYS, what);
-	shim_shared_refuse(((xrun *)arg)->ctl, line);
-}
-
-/* Before a program under test is forked: its guard, and under the
- * supervisor its recorder (supervisor.h).  0, or 2 after a set-up error
- * (a supervised program must not run unrecorded). */
-static int guard_prepare(xrun *r, int supervised, int proto_fd)
-{
-	int rc;
-
-	r->guard = NULL;
-	r->supervised = supervised;
-	r->rec = (sup_record){
-		.cache = r->cache,
-		.faults = proto_fd >= 0 ? r->faults : NULL,
-		.profile = (faultsim_profile)r->o->profile,
-		.kills_only = kills_only(r),
-		.dir = r->dir,
-		.volatile_pats = r->o->volatile_files,
-		.ctl = r->ctl,
-		.role = proto_fd >= 0 ? SHIM_ROLE_WORKLOAD : SHIM_ROLE_CHECKER,
-		.proto_fd = proto_fd,
-	};
-	rc = sup_guard_prepare(&r->guard, supervised ? &r->rec : NULL);
-	if (rc < 0) {
-		r->guard = NULL;
-		if (supervised)
-			return setup_error("the supervisor: %s", strerror(-rc));
-	}
-	return 0;
-}
-
-/* After the fork: serve the guard.  Without the recorder a guard that
- * cannot be had is said once; a supervised program cannot be judged
- * without it (2). */
-static int guard_start(xrun *r)
-{
-	char why[300];
-
-	if (!r->guard)
-		return 0;
-	if (sup_guard_start(r->guard, guard_refusal, r, why, sizeof why) == 0)
-		return 0;
-	if (r->supervised)
-		return setup_error("%s: the supervisor cannot record the "
-		                   "program's calls (it needs Linux 5.9+ and "
-		                   "seccomp; try --front-end shim for a "
-		                   "dynamically linked program)", why);
-	if (!r->guard_warned) {
-		r->guard_warned = 1;
-		fprintf(stderr, "torture: warning: %s; io_uring and Linux AIO "
-		        "are caught only by the check after each life\n", why);
-	}
-	return 0;
-}
-
-/* After the program's group was reaped. */
-static void guard_stop(xrun *r)
-{
-	r->sup_calls += sup_guard_calls(r->guard);
-	sup_guard_stop(r->guard);
-	r->guard = NULL;
-}
-
-/* Which front end records each program (--front-end; auto: the
- * supervisor for a program the shim cannot see). */
-static void front_choose(xrun *r)
-{
-	int f = r->o->front_end;
-
-	r->front_why[0][0] = r->front_why[1][0] = '\0';
-	r->sup_workload = f == TORTURE_FRONT_SUPERVISOR ||
-	                  (f == TORTURE_FRONT_AUTO &&
-	                   sup_wants(r->workload, r->front_why[0],
-	                             sizeof r->front_why[0]));
-	r->sup_checker = f == TORTURE_FRONT_SUPERVISOR ||
-	                 (f == TORTURE_FRONT_AUTO &&
-	                  sup_wants(r->checker, r->front_why[1],
-	                            sizeof r->front_why[1]));
-	if (r->o->quiet)
-		return;
-	if (r->sup_workload)
-		fprintf(stderr, "torture: the supervisor records the workload%s%s%s\n",
-		        r->front_why[0][0] ? " (" : "", r->front_why[0],
-		        r->front_why[0][0] ? ")" : "");
-	if (r->sup_checker)
-		fprintf(stderr, "torture: the supervisor records the checker%s%s%s\n",
-		        r->front_why[1][0] ? " (" : "", r->front_why[1],
-		        r->front_why[1][0] ? ")" : "");
-}
-
-/* A life begins: note the directory, clear the life's tables.  0 or 2. */
-static int tree_note(xrun *r)
-{
-	char why[PATH_MAX + 100];
-
-	shim_tree_free(r->tree);
-	r->tree = NULL;
-	if (kills_only(r))
-		return 0;
-	r->tree = shim_tree_scan(r->dir, r->o->volatile_files, why, sizeof why);
-	if (!r->tree)
-		return setup_error("%s", why);
-	shim_shared_new_life(r->ctl);
-	return 0;
-}
-
-/* A life ended (its programs reaped, before any crash): every change
- * below the directory must be one the kit recorded.  0 or 2. */
-static int tree_judge(xrun *r, uint64_t cycle)
-{
-	char why[PATH_MAX + 400];
-
-	if (!r->tree)
-		return 0;
-	if (shim_tree_check(r->ctl, r->tree, r->dir, r->o->volatile_files, why,
-	                    sizeof why) < 0)
-		return setup_refusal(TRY_UNSEEN, "unrecorded change in cycle %"
-		                     PRIu64 " (%s): %s", cycle, r->stage, why);
-	/* a run that acknowledged writes must have recorded some: else
-	 * its writes all went where the kit does not look */
-	if (r->acked + exec_model_acked(r->model) > 0 &&
-	    __atomic_load_n(&r->ctl->changes, __ATOMIC_ACQUIRE) == 0)
-		return setup_refusal(TRY_UNSEEN, "the workload acknowledged %"
-		                     PRIu64 " operations by cycle %" PRIu64
-		                     ", but the kit recorded no change below %s: "
-		                     "what it wrote, it wrote where the kit does "
-		                     "not see (a program's own system calls, as Go "
-		                     "makes them; io_uring; another directory)",
-		                     r->acked + exec_model_acked(r->model), cycle,
-		                     r->dir);
-	return 0;
-}
-
 static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
                         uint64_t kill_at, wresult *w)
 {
@@ -741,15 +490,15 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	l.have = 0;
 	l.eof = 0;
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return setup_error("pipe: %s", strerror(errno));
+		return exec_setup_error("pipe: %s", strerror(errno));
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	exec_model_new_process(r->model);
-	if (tree_note(r) != 0) {
+	if (exec_tree_note(r) != 0) {
 		close(p[0]);
 		close(p[1]);
 		return 2;
 	}
-	if (guard_prepare(r, r->sup_workload, p[1]) != 0) {
+	if (exec_guard_prepare(r, r->sup_workload, p[1]) != 0) {
 		close(p[0]);
 		close(p[1]);
 		return 2;
@@ -757,13 +506,13 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	pid = spawn(r, r->workload, p[1], -1, seed, cycle);
 	close(p[1]);
 	if (pid < 0) {
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
-		return setup_error("fork: %s", strerror(errno));
+		return exec_setup_error("fork: %s", strerror(errno));
 	}
-	if (guard_start(r) != 0) {
+	if (exec_guard_start(r) != 0) {
 		kill_group(pid, &w->status, 0);
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
 		return 2;
 	}
@@ -793,20 +542,20 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	}
 	if (!kill_at && !w->exited && rc == 0) {
 		kill_group(pid, &w->status, 0);
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
-		return setup_error("the workload did not finish in %llu s "
+		return exec_setup_error("the workload did not finish in %llu s "
 		                   "(--enumerate runs it to its end)",
 		                   (unsigned long long)(ENUM_RUN_TIMEOUT_NS /
 		                                        1000000000ull));
 	}
 	if (kill_group(pid, &w->status, w->exited) < 0) {
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
-		return setup_error("a process of the workload survived SIGKILL "
+		return exec_setup_error("a process of the workload survived SIGKILL "
 		                   "for 5 s");
 	}
-	guard_stop(r);
+	exec_guard_stop(r);
 	trace_drain(r, w->exited ? 1 : 2);
 	if (!w->exited)
 		r->kills++;
@@ -816,7 +565,7 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	while (rc == 0 && !l.eof) {
 		struct pollfd pf = { p[0], POLLIN, 0 };
 		if (poll(&pf, 1, 5000) <= 0) {
-			rc = setup_error("the protocol pipe stayed open after the "
+			rc = exec_setup_error("the protocol pipe stayed open after the "
 			                 "workload's process group was killed (a "
 			                 "process left the group?)");
 			break;
@@ -826,7 +575,7 @@ static int run_workload(xrun *r, uint64_t cycle, uint64_t seed,
 	}
 	close(p[0]);
 	if (rc == 2 && why[0])
-		setup_error("workload: %s", why);
+		exec_setup_error("workload: %s", why);
 	return rc;
 }
 
@@ -847,9 +596,9 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 	r->cycle_now = cycle;
 	r->stage = "checker";
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return setup_error("pipe: %s", strerror(errno));
+		return exec_setup_error("pipe: %s", strerror(errno));
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	if (guard_prepare(r, r->sup_checker, -1) != 0) {
+	if (exec_guard_prepare(r, r->sup_checker, -1) != 0) {
 		close(p[0]);
 		close(p[1]);
 		return 2;
@@ -857,13 +606,13 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 	pid = spawn(r, r->checker, -1, p[1], r->o->seed, cycle);
 	close(p[1]);
 	if (pid < 0) {
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
-		return setup_error("fork: %s", strerror(errno));
+		return exec_setup_error("fork: %s", strerror(errno));
 	}
-	if (guard_start(r) != 0) {
+	if (exec_guard_start(r) != 0) {
 		kill_group(pid, &st, 0);
-		guard_stop(r);
+		exec_guard_stop(r);
 		close(p[0]);
 		return 2;
 	}
@@ -878,12 +627,12 @@ static int run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
 		}
 		if (poll(&pf, 1, 1) > 0 &&
 		    lines_read(r, p[0], &l, fn, why, sizeof why) < 0) {
-			rc = setup_error("checker: %s", why);
+			rc = exec_setup_error("checker: %s", why);
 			break;
 		}
 	}
 	kill_group(pid, &st, reaped);
-	guard_stop(r);
+	exec_guard_stop(r);
 	close(p[0]);
 	r->checker_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	if (rc == 0 && !failed[0] && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
@@ -904,14 +653,14 @@ static int refused(xrun *r)
 	if (!__atomic_load_n(&r->ctl->refused, __ATOMIC_ACQUIRE))
 		return 0;
 	if (strncmp(r->ctl->refusal, GUARD_SAYS, strlen(GUARD_SAYS)) == 0)
-		setup_refusal(TRY_REFUSED, "the seccomp guard refused: %s",
+		exec_setup_refusal(TRY_REFUSED, "the seccomp guard refused: %s",
 		              r->ctl->refusal + strlen(GUARD_SAYS));
 	else if (strncmp(r->ctl->refusal, SUPERVISOR_SAYS,
 	                 strlen(SUPERVISOR_SAYS)) == 0)
-		setup_refusal(TRY_REFUSED, "the supervisor refused: %s",
+		exec_setup_refusal(TRY_REFUSED, "the supervisor refused: %s",
 		              r->ctl->refusal + strlen(SUPERVISOR_SAYS));
 	else
-		setup_refusal(TRY_REFUSED, "the shim refused: %s",
+		exec_setup_refusal(TRY_REFUSED, "the shim refused: %s",
 		              r->ctl->refusal);
 	return 1;
 }
@@ -1155,17 +904,17 @@ static int after_workload(xrun *r, uint64_t cycle)
 	if (refused(r))
 		return 2;
 	if (shim_check_files(r->ctl, r->dir, why, sizeof why) < 0)
-		return setup_refusal(TRY_BYPASS, "bypass: %s%s", why,
+		return exec_setup_refusal(TRY_BYPASS, "bypass: %s%s", why,
 		                     r->o->syscall_backstop ? "" :
 		                     " (--syscall-backstop records what no "
 		                     "wrapper sees)");
-	if (tree_judge(r, cycle) != 0)
+	if (exec_tree_judge(r, cycle) != 0)
 		return 2;
 	/* in a kills-only run the shim settles a full cache and records the
 	 * call after all; a kill between the two leaves the flag set with
 	 * nothing dropped (the real call comes after its record) */
-	if (faultsim_cache_overflowed(r->cache) && !kills_only(r))
-		return setup_refusal(TRY_OVERFLOW, "the fault simulator's cache "
+	if (faultsim_cache_overflowed(r->cache) && !exec_kills_only(r))
+		return exec_setup_refusal(TRY_OVERFLOW, "the fault simulator's cache "
 		                     "filled up");
 	ring_snapshot(r);
 	for (unsigned i = 0; r->faults && i < r->o->nfail; i++)
@@ -1186,7 +935,7 @@ static int after_workload(xrun *r, uint64_t cycle)
 		           0);
 		if (faultsim_cache_crash_explain(r->cache, &co, &x, &rep) < 0 ||
 		    rep.overflowed)
-			return setup_refusal(
+			return exec_setup_refusal(
 			        rep.overflowed ? TRY_OVERFLOW : NULL,
 			        "the fault simulator could not cut the power: "
 			        "%s", rep.overflowed ? "its cache filled up" :
@@ -1397,14 +1146,14 @@ static int verify(xrun *r, uint64_t cycle)
 
 	r->cycle_acked = exec_model_acked(r->model);
 	exec_model_verify_begin(r->model);
-	if ((rc = tree_note(r)) != 0)
+	if ((rc = exec_tree_note(r)) != 0)
 		return rc;
 	rc = run_checker(r, cycle, checker_line, failed, sizeof failed);
 	if (rc)
 		return rc;
 	if (refused(r))
 		return 2;
-	if (tree_judge(r, cycle) != 0)
+	if (exec_tree_judge(r, cycle) != 0)
 		return 2;
 	after_checker(r);
 	/* counted before the verdict: a cycle that ends in a structure
@@ -1451,7 +1200,7 @@ static int judge_exit(xrun *r, uint64_t cycle, const wresult *w, int first)
 		if (first && w->exited && w->lines == 0 &&
 		    exec_model_issued(r->model) == 0) {
 			log_tail(r);
-			return setup_error("the workload exited at once without "
+			return exec_setup_error("the workload exited at once without "
 			                   "writing a protocol line (is it writing "
 			                   "'intent OP KEY VALUE' lines to the "
 			                   "descriptor in $KEEL_TORTURE_FD?)");
@@ -1477,7 +1226,7 @@ static int judge_exit(xrun *r, uint64_t cycle, const wresult *w, int first)
 		/* before any crash, before it ever spoke, or the shell could
 		 * not run it: the command is wrong, not the program */
 		log_tail(r);
-		return setup_error("%s, %s: check the command", what,
+		return exec_setup_error("%s, %s: check the command", what,
 		                   first ? "in the first cycle (before any crash)"
 		                         : "before it wrote any protocol line");
 	}
@@ -1527,7 +1276,7 @@ static void fresh_faults(xrun *r, uint64_t cycle)
 }
 
 /* A period as the user would type it: "50ms", "1.5s", "12.345ms". */
-static void period_text(uint64_t ns, char *buf, size_t cap)
+void exec_period_text(uint64_t ns, char *buf, size_t cap)
 {
 	if (ns % 1000000000ull == 0)
 		snprintf(buf, cap, "%" PRIu64 "s", ns / (uint64_t)1000000000);
@@ -1539,7 +1288,7 @@ static void period_text(uint64_t ns, char *buf, size_t cap)
 
 /* More than half of at least DRY_MIN_CYCLES cycles at the period in force
  * acknowledged nothing: the run tests too little. */
-static int lives_too_short(const xrun *r)
+int exec_lives_too_short(const xrun *r)
 {
 	return r->period_cycles >= DRY_MIN_CYCLES &&
 	       2 * r->period_dry > r->period_cycles;
@@ -1572,11 +1321,11 @@ static void lives_auto(xrun *r, uint64_t cycle, int dry)
 	if (n < AUTO_DRY || auto_capped(r))
 		return;
 	seen = r->auto_seen;
-	period_text(r->kill_every_ns, was, sizeof was);
+	exec_period_text(r->kill_every_ns, was, sizeof was);
 	r->kill_every_ns *= 2;
 	if (r->kill_every_ns > TORTURE_KILL_EVERY_AUTO_MAX_NS)
 		r->kill_every_ns = TORTURE_KILL_EVERY_AUTO_MAX_NS;
-	period_text(r->kill_every_ns, now, sizeof now);
+	exec_period_text(r->kill_every_ns, now, sizeof now);
 	r->doublings++;
 	r->auto_bits = r->auto_seen = 0;
 	r->period_cycles = r->period_dry = 0;
@@ -1599,11 +1348,11 @@ static void lives_observe(xrun *r, uint64_t cycle)
 	r->period_cycles++;
 	if (r->o->kill_every_auto)
 		lives_auto(r, cycle, dry);
-	if (r->dry_warned || !lives_too_short(r) ||
+	if (r->dry_warned || !exec_lives_too_short(r) ||
 	    (r->o->kill_every_auto && !auto_capped(r)))
 		return;
 	r->dry_warned = 1;
-	period_text(r->kill_every_ns, per, sizeof per);
+	exec_period_text(r->kill_every_ns, per, sizeof per);
 	fprintf(stderr, "torture: warning: %" PRIu64 " of %" PRIu64 " cycles "
 	        "at %s acknowledged nothing: the lives are too short for this "
 	        "program; %s\n", r->period_dry, r->period_cycles, per,
@@ -1690,10 +1439,10 @@ static int run_enumerate(xrun *r)
 		faultsim_cache_forget(r->cache);
 		shim_shared_reset_files(r->ctl);
 		if (empty_dir(r->dir) != 0)
-			return setup_error("%s: cannot empty it: %s", r->dir,
+			return exec_setup_error("%s: cannot empty it: %s", r->dir,
 			                   strerror(errno));
 		if (exec_model_new(r->o->keys, mix(r->o->seed), &r->model) < 0)
-			return setup_error("out of memory");
+			return exec_setup_error("out of memory");
 		fresh_faults(r, s);
 		faultsim_faults_kill_after(r->faults, s);
 		log_reset(r);
@@ -1734,14 +1483,14 @@ static int check_options(const torture_options *o)
 		"unlink:", "fsync_dir:" };
 
 	if (!o->workload || !*o->workload)
-		return setup_error("--target exec needs --workload CMD (see "
+		return exec_setup_error("--target exec needs --workload CMD (see "
 		                   "docs/targets.md)");
 	if (!o->checker || !*o->checker)
-		return setup_error("--target exec needs --checker CMD (see "
+		return exec_setup_error("--target exec needs --checker CMD (see "
 		                   "docs/targets.md)");
 	if (o->unsafe || o->compact_every_ns || o->grow_step || o->cache_lives ||
 	    o->threads_given || o->checkpoint_bytes)
-		return setup_error("--target exec runs your program: --unsafe, "
+		return exec_setup_error("--target exec runs your program: --unsafe, "
 		                   "--compact-every, --grow-step, --cache-lives, "
 		                   "--checkpoint-kib and --threads do not apply");
 	for (unsigned i = 0; i < o->nfail; i++) {
@@ -1749,13 +1498,13 @@ static int check_options(const torture_options *o)
 		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)
 			ok |= strncmp(o->fail[i], ops[j], strlen(ops[j])) == 0;
 		if (!ok)
-			return setup_error("--fail %s: the shim injects faults "
+			return exec_setup_error("--fail %s: the shim injects faults "
 			                   "into open, pwrite (every write call), "
 			                   "fdatasync, fsync, sync, ftruncate, "
 			                   "fallocate, rename, unlink and fsync_dir "
 			                   "only", o->fail[i]);
 		if (strstr(o->fail[i], ":crash"))
-			return setup_error("--fail %s: crash points need keel's "
+			return exec_setup_error("--fail %s: crash points need keel's "
 			                   "embedded writer; the shim has none",
 			                   o->fail[i]);
 	}
@@ -1773,24 +1522,24 @@ static int adapter_commands(torture_options *o, char *work, char *check,
 	ssize_t n;
 
 	if (o->workload || o->checker)
-		return setup_error("--target %s:%s brings its own workload and "
+		return exec_setup_error("--target %s:%s brings its own workload and "
 		                   "checker: drop --workload and --checker (or "
 		                   "use --target exec)", a->name,
 		                   o->adapter_config);
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0)
-		return setup_error("cannot find this program: %s",
+		return exec_setup_error("cannot find this program: %s",
 		                   strerror(errno));
 	exe[n] = '\0';
 	*strrchr(exe, '/') = '\0';
 	snprintf(prog, sizeof prog, "%s/targets/%s", exe, a->name);
 	if (access(prog, X_OK) != 0)
-		return setup_error("%s: %s: the adapter is not built (run make%s%s%s)",
+		return exec_setup_error("%s: %s: the adapter is not built (run make%s%s%s)",
 		                   prog, strerror(errno),
 		                   a->package ? "; it needs the Debian package "
 		                                "installed by: apt-get install -y " : "",
 		                   a->package ? a->package : "", "");
-	shell_quote(prog, q, sizeof q);
+	exec_shell_quote(prog, q, sizeof q);
 	snprintf(work, cap, "%s {dir} %s", q, o->adapter_config);
 	snprintf(check, cap, "%s {dir} %s --check", q, o->adapter_config);
 	o->workload = work;
@@ -1811,7 +1560,7 @@ static int find_shim(xrun *r)
 	} else {
 		n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 		if (n <= 0)
-			return setup_error("cannot find this program: %s",
+			return exec_setup_error("cannot find this program: %s",
 			                   strerror(errno));
 		exe[n] = '\0';
 		char *slash = strrchr(exe, '/');
@@ -1820,7 +1569,7 @@ static int find_shim(xrun *r)
 		         PATH_MAX - 20, exe);
 	}
 	if (access(r->shim, R_OK) != 0)
-		return setup_error("the shim %s: %s (build it with make, or name "
+		return exec_setup_error("the shim %s: %s (build it with make, or name "
 		                   "it in KEEL_SHIM_LIB)", r->shim,
 		                   strerror(errno));
 	return 0;
@@ -1871,24 +1620,24 @@ static int make_dir(xrun *r)
 		snprintf(probe, sizeof probe, "%s/keel-torture.XXXXXX",
 		         tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(probe))
-			return setup_error("cannot make a temporary directory "
+			return exec_setup_error("cannot make a temporary directory "
 			                   "%s: %s", probe, strerror(errno));
 		r->dir_made = 1;
 		d = probe;
 	} else if (mkdir(d, 0755) != 0 && errno != EEXIST) {
-		return setup_error("--dir %s: %s", d, strerror(errno));
+		return exec_setup_error("--dir %s: %s", d, strerror(errno));
 	}
 	if (!realpath(d, r->dir))
-		return setup_error("--dir %s: %s", d, strerror(errno));
+		return exec_setup_error("--dir %s: %s", d, strerror(errno));
 	snprintf(probe, sizeof probe, "%s/.keel-torture-probe", r->dir);
 	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return setup_error("--dir %s is not writable: %s", r->dir,
+		return exec_setup_error("--dir %s is not writable: %s", r->dir,
 		                   strerror(errno));
 	close(fd);
 	unlink(probe);
 	if (r->o->enumerate && !dir_is_empty(r->dir))
-		return setup_error("--dir %s is not empty: --enumerate puts the "
+		return exec_setup_error("--dir %s is not empty: --enumerate puts the "
 		                   "directory back to empty before each crash "
 		                   "point, so it must start empty", r->dir);
 	return 0;
@@ -1901,19 +1650,19 @@ static int make_shared(xrun *r)
 
 	if ((rc = shim_shared_create(&r->ctl_fd, &r->ctl)) < 0 ||
 	    (rc = faultsim_cache_create_fd(0, &r->cache_fd, &r->cache)) < 0)
-		return setup_error("cannot make the shared memory: %s",
+		return exec_setup_error("cannot make the shared memory: %s",
 		                   strerror(-rc));
 	/* the shim reads the model from the cache it attaches */
 	faultsim_cache_set_fs(r->cache, (faultsim_fs)r->o->fs);
 	if (r->o->nfail || r->o->enumerate) {
 		if ((rc = faultsim_faults_create_fd(r->o->seed, &r->faults_fd,
 		                                    &r->faults)) < 0)
-			return setup_error("cannot make the fault state: %s",
+			return exec_setup_error("cannot make the fault state: %s",
 			                   strerror(-rc));
 		for (unsigned i = 0; i < r->o->nfail; i++)
 			if (faultsim_faults_add(r->faults, r->o->fail[i], err,
 			                        sizeof err) < 0)
-				return setup_error("--fail %s: %s (see "
+				return exec_setup_error("--fail %s: %s (see "
 				                   "docs/faults.md)", r->o->fail[i],
 				                   err);
 	}
@@ -1922,11 +1671,11 @@ static int make_shared(xrun *r)
 	r->hist_proto = calloc(HIST_PROTO, sizeof(shim_call));
 	if (!r->ring || !r->hist_calls || !r->hist_proto || exec_model_new(r->o->keys, mix(r->o->seed),
 	                               &r->model) < 0)
-		return setup_error("out of memory");
+		return exec_setup_error("out of memory");
 	char logname[] = "/tmp/keel-torture-log.XXXXXX";
 	r->logfd = mkostemp(logname, O_CLOEXEC);
 	if (r->logfd < 0)
-		return setup_error("cannot make a log file: %s", strerror(errno));
+		return exec_setup_error("cannot make a log file: %s", strerror(errno));
 	unlink(logname);
 	char tracename[] = "/tmp/keel-torture-trace.XXXXXX";
 	int tfd = mkostemp(tracename, O_CLOEXEC);
@@ -1938,7 +1687,7 @@ static int make_shared(xrun *r)
 	}
 	if ((r->o->power_loss || r->o->enumerate) && !r->o->no_explain &&
 	    !(r->dropped = calloc(EXPLAIN_MAX_DROPPED, sizeof *r->dropped)))
-		return setup_error("out of memory");
+		return exec_setup_error("out of memory");
 	return 0;
 }
 
@@ -1961,7 +1710,7 @@ static int run_setup(xrun *r)
 	r->stage = "set-up";
 	cmd = subst_dir(r->o->setup, r->dir);
 	if (!cmd)
-		return setup_error("out of memory");
+		return exec_setup_error("out of memory");
 	/* what --setup leaves counts as durable: a program the shim cannot
 	 * load runs without it, and nothing records it */
 	char why[PATH_MAX + 100];
@@ -1971,7 +1720,7 @@ static int run_setup(xrun *r)
 	pid = spawn(r, cmd, -1, -1, r->o->seed, 0);
 	free(cmd);
 	if (pid < 0)
-		return setup_error("fork: %s", strerror(errno));
+		return exec_setup_error("fork: %s", strerror(errno));
 	while (!reaped && now_ns() < deadline) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			reaped = 1;
@@ -1979,18 +1728,18 @@ static int run_setup(xrun *r)
 			usleep(2000);
 	}
 	if (kill_group(pid, &st, reaped) < 0)
-		return setup_error("a process of --setup survived SIGKILL");
+		return exec_setup_error("a process of --setup survived SIGKILL");
 	if (refused(r))
 		return 2;
 	if (!reaped) {
 		log_tail(r);
-		return setup_error("--setup '%s' did not finish in %llu s "
+		return exec_setup_error("--setup '%s' did not finish in %llu s "
 		                   "(killed)", r->o->setup, (unsigned long long)
 		                   (SETUP_TIMEOUT_NS / 1000000000ull));
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		log_tail(r);
-		return setup_error("--setup '%s' failed (%s %d) before the first "
+		return exec_setup_error("--setup '%s' failed (%s %d) before the first "
 		                   "cycle", r->o->setup, WIFEXITED(st) ?
 		                   "exit status" : "signal", WIFEXITED(st) ?
 		                   WEXITSTATUS(st) : WTERMSIG(st));
@@ -2013,278 +1762,12 @@ static int baseline(xrun *r)
 		return 2;
 	if (failed[0]) {
 		log_tail(r);
-		return setup_error("%s on the directory before any crash: check "
+		return exec_setup_error("%s on the directory before any crash: check "
 		                   "the --checker command", failed);
 	}
 	faultsim_cache_forget(r->cache);
 	shim_shared_reset_files(r->ctl);
 	return 0;
-}
-
-/* ---- the summary ------------------------------------------------------------- */
-
-static void replay_line(const xrun *r, char *buf, size_t cap)
-{
-	char qw[4096], qc[4096], qd[2 * PATH_MAX];
-	size_t n;
-
-	shell_quote(r->o->workload, qw, sizeof qw);
-	shell_quote(r->o->checker, qc, sizeof qc);
-	shell_quote(r->dir, qd, sizeof qd);
-	if (r->o->adapter)
-		n = (size_t)snprintf(buf, cap, "%s --target %s:%s", r->prog,
-		                     r->o->adapter->name, r->o->adapter_config);
-	else
-		n = (size_t)snprintf(buf, cap, "%s --target exec --workload %s "
-		                     "--checker %s", r->prog, qw, qc);
-	/* the period in force at the end, never "auto": under --kill-every
-	 * auto the earlier cycles had shorter lives (docs/targets.md) */
-	n += (size_t)snprintf(buf + n, cap - n, " --kill-every %.3fms "
-	                      "--jitter %u --keys %u --seed %" PRIu64,
-	                      (double)r->kill_every_ns / 1e6,
-	                      r->o->jitter_pct, r->o->keys, r->o->seed);
-	if (n < cap && (r->first[0] || r->stopped))
-		n += (size_t)snprintf(buf + n, cap - n, " --cycles %" PRIu64,
-		                      r->first[0] ? r->first_cycle :
-		                      r->cycle_now);
-	if (n < cap && (r->o->power_loss || r->o->enumerate))
-		n += (size_t)snprintf(buf + n, cap - n, "%s%s --device %s "
-		                      "--sector %u",
-		                      r->o->power_loss ? " --power-loss" : "",
-		                      r->o->enumerate ? " --enumerate" : "",
-		                      faultsim_device_name(
-		                              (faultsim_device)r->o->device),
-		                      r->o->sector);
-	if (n < cap && r->o->fs != FAULTSIM_FS_POSIX)
-		n += (size_t)snprintf(buf + n, cap - n, " --fs %s",
-		                      faultsim_fs_name((faultsim_fs)r->o->fs));
-	for (unsigned i = 0; i < r->o->nfail && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, " --fail %s",
-		                      r->o->fail[i]);
-	if (n < cap && r->o->nfail)
-		n += (size_t)snprintf(buf + n, cap - n, " --fsync-profile %s",
-		                      faultsim_profile_name(
-		                              (faultsim_profile)r->o->profile));
-	if (n < cap && r->o->volatile_files &&
-	    !(r->o->adapter &&
-	      r->o->volatile_files == r->o->adapter->volatile_files)) {
-		char qv[1100];
-		shell_quote(r->o->volatile_files, qv, sizeof qv);
-		n += (size_t)snprintf(buf + n, cap - n, " --volatile %s", qv);
-	}
-	if (n < cap && r->o->setup) {
-		char qs[4096];
-		shell_quote(r->o->setup, qs, sizeof qs);
-		n += (size_t)snprintf(buf + n, cap - n, " --setup %s", qs);
-	}
-	if (n < cap && r->o->syscall_backstop)
-		n += (size_t)snprintf(buf + n, cap - n, " --syscall-backstop");
-	if (n < cap && r->o->dir)
-		snprintf(buf + n, cap - n, " --dir %s", qd);
-}
-
-static uint64_t total_violations(const xrun *r)
-{
-	uint64_t n = r->structure + r->writer + r->unavailable;
-	for (int i = 0; i < ORACLE_KINDS; i++)
-		n += r->violations[i];
-	return n;
-}
-
-/* The lives: the period, how many cycles acknowledged nothing, and
- * whether that many means the lives are too short. */
-static void summary_lives(const xrun *r)
-{
-	char per[32], from[32];
-
-	period_text(r->kill_every_ns, per, sizeof per);
-	period_text(r->o->kill_every_ns, from, sizeof from);
-	if (r->o->kill_every_auto)
-		printf("  kill every             %s +-%u%% (--kill-every auto, "
-		       "from %s, lengthened %" PRIu64 " times)\n", per,
-		       r->o->jitter_pct, from, r->doublings);
-	else
-		printf("  kill every             %s +-%u%%\n", per,
-		       r->o->jitter_pct);
-	/* counted over the cycles that passed: none when the first failed */
-	if (r->observed)
-		printf("  acknowledged nothing   %" PRIu64 " of %" PRIu64
-		       " cycles\n", r->dry, r->observed);
-	if (lives_too_short(r))
-		printf("  lives too short        %" PRIu64 " of %" PRIu64 " cycles "
-		       "at %s acknowledged nothing: the lives are too short for "
-		       "this program; %s\n", r->period_dry, r->period_cycles, per,
-		       r->o->kill_every_auto ? "--kill-every auto is at its cap"
-		       : "try --kill-every auto or a longer --kill-every");
-}
-
-static void summary(const xrun *r, int rc, const char *replay)
-{
-	double el = (double)(now_ns() - r->start_ns) / 1e9;
-
-	printf("torture: %s -- %" PRIu64 " cycles %sin %.1fs (%.1f cycles/s), "
-	       "%" PRIu64 " kills, %" PRIu64 " ended on their own\n",
-	       rc == 0 ? "PASS" : rc == 1 ? "FAIL" : rc == 3 ? "UNAVAILABLE"
-	                                                        : "STOPPED",
-	       r->cycles,
-	       rc == 2 ? "passed " : "", el,
-	       el > 0 ? (double)r->cycles / el : 0.0, r->kills, r->exits);
-	printf("  workload               %s\n", r->workload);
-	printf("  checker                %s\n", r->checker);
-	printf("  acknowledged           %" PRIu64 " of %" PRIu64 " operations "
-	       "issued\n", r->acked, r->issued);
-	if (!r->o->enumerate)
-		summary_lives(r);
-	printf("  violations             lost %" PRIu64 "  phantom %" PRIu64
-	       "  structure %" PRIu64 "  writer %" PRIu64 "  unavailable %"
-	       PRIu64 "\n",
-	       r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
-	       r->structure, r->writer, r->unavailable);
-	if (r->o->power_loss || r->o->enumerate || r->o->nfail)
-		printf("  file system model      %s\n",
-		       faultsim_fs_name((faultsim_fs)r->o->fs));
-	if (r->o->power_loss || r->o->enumerate)
-		printf("  power cuts             %" PRIu64 " (unsynced writes lost "
-		       "%" PRIu64 ", torn %" PRIu64 ", namespace ops undone %"
-		       PRIu64 ")\n", r->power_cuts, r->cut_lost, r->cut_torn,
-		       r->cut_undone);
-	if (r->o->enumerate)
-		printf("  crash states           %" PRIu64 " of %" PRIu64
-		       " durability-relevant calls checked\n", r->cycles,
-		       r->steps);
-	if (r->o->nfail)
-		printf("  faults injected        %" PRIu64 " (workloads that "
-		       "stopped on one: %" PRIu64 ")\n", r->faults_fired,
-		       r->fault_stops);
-	printf("  tracked calls          %" PRIu64 " bytes written through "
-	       "the %s\n", r->ctl ? r->ctl->bytes : 0,
-	       r->sup_workload ? "supervisor" : "shim");
-	printf("  front end              workload: %s, checker: %s",
-	       r->sup_workload ? "supervisor" : "shim",
-	       r->sup_checker ? "supervisor" : "shim");
-	if (r->sup_workload || r->sup_checker)
-		printf(" (%" PRIu64 " calls answered%s%s)", r->sup_calls,
-		       r->front_why[0][0] || r->front_why[1][0] ? "; " : "",
-		       r->front_why[0][0] ? r->front_why[0] : r->front_why[1]);
-	printf("\n");
-	printf("  seed                   %" PRIu64 "\n", r->o->seed);
-	printf("  directory              %s (%s)\n", r->dir,
-	       rc != 0 || !r->dir_made ? "kept" : "removed");
-	if (rc == 1) {
-		printf("  first violation        cycle %" PRIu64 ": %s\n",
-		       r->first_cycle, r->first);
-		printf("  replay with            %s\n", replay);
-	}
-	if (rc == 2) {
-		printf("  stopped in             cycle %" PRIu64 ", by the %s: "
-		       "%s\n", r->cycle_now, r->stage, setup_said);
-		printf("  try                    %s\n",
-		       setup_try ? setup_try : TRY_OTHER);
-		printf("  replay with            %s\n", replay);
-		printf("  exit status            2: a set-up error, no verdict on "
-		       "cycle %" PRIu64 "; the %" PRIu64 " cycles before it "
-		       "passed\n",
-		       r->cycle_now, r->cycles);
-	}
-}
-
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-static void json_lives(FILE *f, const xrun *r)
-{
-	fprintf(f, ", \"kill_every_ms\": %.3f, \"kill_every_auto\": %s"
-	        ", \"kill_every_doublings\": %" PRIu64
-	        ", \"cycles_without_acks\": %" PRIu64
-	        ", \"lives_too_short\": %s", (double)r->kill_every_ns / 1e6,
-	        r->o->kill_every_auto ? "true" : "false", r->doublings, r->dry,
-	        lives_too_short(r) ? "true" : "false");
-}
-
-/* A set-up error after cycles that passed: flat fields (campaign_json.c
- * reads flat objects), null when the run was not stopped. */
-static void json_refusal(FILE *f, const xrun *r)
-{
-	if (!r->stopped) {
-		fprintf(f, ", \"refusal\": null, \"refusal_cycle\": null, "
-		        "\"refusal_by\": null, \"refusal_try\": null");
-		return;
-	}
-	fprintf(f, ", \"refusal\": ");
-	json_string(f, setup_said);
-	fprintf(f, ", \"refusal_cycle\": %" PRIu64 ", \"refusal_by\": \"%s\""
-	        ", \"refusal_try\": ", r->cycle_now, r->stage);
-	json_string(f, setup_try ? setup_try : TRY_OTHER);
-}
-
-static int write_json(const xrun *r, int rc, const char *replay)
-{
-	FILE *f = fopen(r->o->json, "w");
-	double el = (double)(now_ns() - r->start_ns) / 1e9;
-
-	if (!f)
-		return -1;
-	fprintf(f, "{\"target\": \"%s%s%s\", \"result\": \"%s\", "
-	        "\"workload\": ", r->o->adapter ? r->o->adapter->name : "exec",
-	        r->o->adapter ? ":" : "",
-	        r->o->adapter ? r->o->adapter_config : "",
-	        rc == 0 ? "pass" : rc == 1 ? "fail" : rc == 3 ? "unavailable"
-	                                                    : "setup-error");
-	json_string(f, r->o->workload);
-	fprintf(f, ", \"checker\": ");
-	json_string(f, r->o->checker);
-	fprintf(f, ", \"cycles\": %" PRIu64 ", \"kills\": %" PRIu64
-	        ", \"exits\": %" PRIu64 ", \"acked_writes\": %" PRIu64
-	        ", \"issued\": %" PRIu64 ", \"lost\": %" PRIu64
-	        ", \"phantom\": %" PRIu64 ", \"holes\": %" PRIu64
-	        ", \"order\": %" PRIu64 ", \"structure_errors\": %" PRIu64
-	        ", \"writer_errors\": %" PRIu64 ", \"unavailable\": %" PRIu64
-	        ", \"elapsed_s\": %.3f"
-	        ", \"cycles_per_second\": %.2f, \"power_loss\": %s"
-	        ", \"enumerate\": %s, \"device\": \"%s\", \"sector\": %u"
-	        ", \"power_cuts\": %" PRIu64 ", \"crash_states\": %" PRIu64
-	        ", \"enum_steps\": %" PRIu64 ", \"faults_fired\": %" PRIu64
-	        ", \"fault_stops\": %" PRIu64
-	        ", \"seed\": %" PRIu64 ", \"dir\": ",
-	        r->cycles, r->kills, r->exits, r->acked, r->issued,
-	        r->violations[ORACLE_LOST], r->violations[ORACLE_PHANTOM],
-	        r->violations[ORACLE_HOLE], r->violations[ORACLE_ORDER],
-	        r->structure, r->writer, r->unavailable, el,
-	        el > 0 ? (double)r->cycles / el : 0,
-	        r->o->power_loss ? "true" : "false",
-	        r->o->enumerate ? "true" : "false",
-	        faultsim_device_name((faultsim_device)r->o->device),
-	        r->o->sector, r->power_cuts, r->o->enumerate ? r->cycles : 0,
-	        r->steps, r->faults_fired, r->fault_stops, r->o->seed);
-	json_string(f, r->dir);
-	fprintf(f, ", \"dir_kept\": %s, \"first_violation\": ",
-	        rc != 0 || !r->dir_made ? "true" : "false");
-	if (r->first[0])
-		json_string(f, r->first);
-	else
-		fprintf(f, "null");
-	fprintf(f, ", \"reproducer\": ");
-	json_string(f, replay);
-	json_lives(f, r);
-	json_refusal(f, r);
-	fprintf(f, ", \"front_end_workload\": \"%s\", \"front_end_checker\": "
-	        "\"%s\", \"supervisor_calls\": %" PRIu64 ", \"recorded_bytes\": %"
-	        PRIu64, r->sup_workload ? "supervisor" : "shim",
-	        r->sup_checker ? "supervisor" : "shim", r->sup_calls,
-	        r->ctl ? r->ctl->bytes : 0);
-	fprintf(f, "}\n");
-	return fclose(f);
 }
 
 static void teardown(xrun *r, int remove_dir)
@@ -2329,8 +1812,8 @@ int exec_target_main(const torture_options *given, const char *prog)
 	int rc;
 
 	memset(r, 0, sizeof *r);
-	setup_said[0] = '\0';
-	setup_try = NULL;
+	exec_setup_said[0] = '\0';
+	exec_setup_try = NULL;
 	opts = *given;
 	r->o = o;
 	r->prog = prog;
@@ -2345,10 +1828,10 @@ int exec_target_main(const torture_options *given, const char *prog)
 	r->workload = subst_dir(o->workload, r->dir);
 	r->checker = subst_dir(o->checker, r->dir);
 	if (!r->workload || !r->checker) {
-		rc = setup_error("out of memory");
+		rc = exec_setup_error("out of memory");
 		goto out;
 	}
-	front_choose(r);
+	exec_front_choose(r);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, NULL);
@@ -2368,16 +1851,16 @@ int exec_target_main(const torture_options *given, const char *prog)
 	rc = o->enumerate ? run_enumerate(r) : run_kills(r);
 	/* a set-up error in cycle 1 (or the reference run of --enumerate) is
 	 * a set-up error as before; after cycles that passed, they count */
-	r->stopped = rc == 2 && r->cycles > 0 && setup_said[0];
-	if (rc == 0 && total_violations(r))
+	r->stopped = rc == 2 && r->cycles > 0 && exec_setup_said[0];
+	if (rc == 0 && exec_total_violations(r))
 		rc = 1;
 	/* a program that refuses to start lost nothing it said it kept: an
 	 * availability verdict of its own (exit 3) unless data was lost too */
-	if (rc == 1 && r->unavailable && total_violations(r) == r->unavailable)
+	if (rc == 1 && r->unavailable && exec_total_violations(r) == r->unavailable)
 		rc = 3;
 	if (rc == 0 && r->acked == 0) {
 		log_tail(r);
-		rc = setup_error("the workload never acknowledged an operation "
+		rc = exec_setup_error("the workload never acknowledged an operation "
 		                 "in %" PRIu64 " cycles: nothing was tested (does "
 		                 "it write 'ack OP' lines to $KEEL_TORTURE_FD once "
 		                 "its writes are durable?%s)", r->cycles,
@@ -2391,10 +1874,10 @@ int exec_target_main(const torture_options *given, const char *prog)
 	if (rc == 2 && !r->stopped)
 		goto out;
 	progress(r, 1);
-	replay_line(r, replay, sizeof replay);
-	summary(r, rc, replay);
+	exec_replay_line(r, replay, sizeof replay);
+	exec_summary(r, rc, replay);
 	fflush(stdout);
-	if (o->json && write_json(r, rc, replay) != 0) {
+	if (o->json && exec_write_json(r, rc, replay) != 0) {
 		fprintf(stderr, "torture: --json %s: %s\n", o->json,
 		        strerror(errno));
 		if (rc == 0)
