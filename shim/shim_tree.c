@@ -98,8 +98,11 @@ static const tree_entry *find_ino(const shim_tree *t, uint64_t dev,
                                   uint64_t ino)
 {
 	tree_entry key = { .dev = dev, .ino = ino }, *k = &key;
-	tree_entry **hit = bsearch(&k, t->by_ino, t->n, sizeof *t->by_ino,
-	                           by_ino);
+	tree_entry **hit;
+
+	if (t->n == 0)
+		return NULL; /* (bsearch's base may not be NULL) */
+	hit = bsearch(&k, t->by_ino, t->n, sizeof *t->by_ino, by_ino);
 
 	return hit ? *hit : NULL;
 }
@@ -135,7 +138,8 @@ shim_tree *shim_tree_scan(const char *dir, const char *volatile_pats,
 		shim_tree_free(t);
 		return NULL;
 	}
-	qsort(t->e, t->n, sizeof *t->e, by_name);
+	if (t->n) /* (qsort's base may not be NULL: an empty directory) */
+		qsort(t->e, t->n, sizeof *t->e, by_name);
 	t->by_ino = malloc((t->n ? t->n : 1) * sizeof *t->by_ino);
 	if (!t->by_ino) {
 		snprintf(why, whylen, "no memory to note %s", dir);
@@ -144,7 +148,8 @@ shim_tree *shim_tree_scan(const char *dir, const char *volatile_pats,
 	}
 	for (size_t i = 0; i < t->n; i++)
 		t->by_ino[i] = &t->e[i];
-	qsort(t->by_ino, t->n, sizeof *t->by_ino, by_ino);
+	if (t->n)
+		qsort(t->by_ino, t->n, sizeof *t->by_ino, by_ino);
 	return t;
 }
 
