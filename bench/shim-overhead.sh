@@ -87,6 +87,29 @@ for front in shim supervisor; do
 done
 echo "supervisor/shim: $(echo "scale=2; $(cps "$T/run-supervisor.json") / $(cps "$T/run-shim.json")" | bc)x" |
 	tee -a "$T/powerloss"
+# programs only the supervisor sees: the Go saver (tests/go/saver.go, full
+# recipe) and etcd (tests/targets/etcd.sh, lives of 4 s)
+if command -v go >/dev/null 2>&1; then
+	GOCACHE="$(cd "$B" && pwd)/go-cache" GOPATH="$T/gopath" GO111MODULE=off \
+		CGO_ENABLED=0 go build -o "$T/saver" tests/go/saver.go
+	"$B/torture" --target exec --quiet --power-loss --kill-every 50ms \
+		--duration 20s --seed 1 --json "$T/run-go.json" \
+		--workload "$T/saver {dir} full" \
+		--checker "$T/saver {dir} --check" >"$T/log" 2>&1 ||
+		{ cat "$T/log"; exit 1; }
+	echo "Go saver (full recipe) power-loss under the supervisor: $(cps "$T/run-go.json") cycles/s at --kill-every 50ms" |
+		tee -a "$T/powerloss"
+fi
+if command -v etcd >/dev/null 2>&1 && command -v jq >/dev/null 2>&1; then
+	E=tests/targets/etcd.sh
+	"$B/torture" --target exec --quiet --power-loss --kill-every 4s \
+		--duration 30s --seed 1 --json "$T/run-etcd.json" \
+		--setup "bash $E {dir} --init" --workload "bash $E {dir}" \
+		--checker "bash $E {dir} --check" >"$T/log" 2>&1 ||
+		{ cat "$T/log"; exit 1; }
+	echo "etcd power-loss under the supervisor: $(cps "$T/run-etcd.json") cycles/s at --kill-every 4s ($(sed -n 's/.*"acked_writes": \([0-9]*\).*/\1/p' "$T/run-etcd.json") puts acknowledged)" |
+		tee -a "$T/powerloss"
+fi
 {
 	echo "Each figure is the median of $ROUNDS rounds (plain, shim, shim with the backstop and"
 	echo "the supervisor alternating), timed inside the program (bench/shim_bench.c): getppid() for"

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <linux/audit.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -41,6 +43,16 @@
 #endif
 
 #define LISTENER_WAIT_MS 10000
+
+/* Linux 6.6: the notifying task and the supervisor are switched on one
+ * CPU, without a wake-up through the scheduler (newer than Debian 12's
+ * headers) */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -143,6 +155,8 @@ int sup_guard_prepare(sup_guard **out, const sup_record *rec)
 	g->listener = -1;
 	g->stop[0] = g->stop[1] = -1;
 	g->sock[0] = g->sock[1] = -1;
+	for (int i = 0; i < SUP_PIDFDS; i++)
+		g->pidfd[i] = -1;
 	g->rec = rec;
 	if ((rc = build(g)) < 0) {
 		free(g);
@@ -347,11 +361,13 @@ void sup_refuse(sup_guard *g, const struct seccomp_notif *req,
 	va_end(ap);
 }
 
-static void serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
+/* Takes one notification and answers it: 0, or -1 with errno (EINTR, or
+ * ENOENT: the caller died between its notification and the take). */
+static int serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
 {
 	memset(req, 0, reqsize);
 	if (ioctl(g->listener, SECCOMP_IOCTL_NOTIF_RECV, req) != 0)
-		return; /* the caller died meanwhile (ENOENT), or EINTR */
+		return -1;
 	if (is_async_io(&req->data)) {
 		/* ENOSYS: as a kernel without it answers, so a program's
 		 * fallback is taken if it lives on */
@@ -361,12 +377,13 @@ static void serve_one(sup_guard *g, struct seccomp_notif *req, size_t reqsize)
 		           "innodb_use_native_aio=0)", call_name(&req->data),
 		           strstr(call_name(&req->data), "uring") ? "io_uring"
 		                                                 : "Linux AIO");
-		return;
+		return 0;
 	}
 	if (g->rec)
 		sup_record_serve(g, req);
 	else
 		sup_continue(g, req->id); /* not asked for: let it be */
+	return 0;
 }
 
 static void *serve(void *arg)
@@ -383,11 +400,22 @@ static void *serve(void *arg)
 		if (sz.seccomp_notif_resp > resp_size)
 			resp_size = sz.seccomp_notif_resp;
 	}
+	/* each watched call is a round trip: on one CPU it costs a context
+	 * switch, through the scheduler a wake-up on another (an older
+	 * kernel says EINVAL: the round trip is slower, nothing else) */
+	(void)ioctl(g->listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+	            SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 	struct seccomp_notif *req = calloc(1, reqsize);
 	resp_buf = calloc(1, resp_size);
 	if (!req || !resp_buf)
 		goto out;
-	for (;;) {
+	/* the recorder waits in the take itself, which the synchronous
+	 * wake-up needs; sup_guard_stop interrupts it with STOP_SIGNAL */
+	while (g->rec && !__atomic_load_n(&g->stopping, __ATOMIC_ACQUIRE))
+		if (serve_one(g, req, reqsize) < 0 && errno != EINTR &&
+		    errno != ENOENT)
+			goto out;
+	for (; !g->rec;) {
 		struct pollfd p[2] = { { g->listener, POLLIN, 0 },
 		                       { g->stop[0], POLLIN, 0 } };
 		if (poll(p, 2, -1) < 0) {
@@ -396,7 +424,7 @@ static void *serve(void *arg)
 			break;
 		}
 		if (p[0].revents & POLLIN)
-			serve_one(g, req, reqsize); /* before a stop: answered */
+			(void)serve_one(g, req, reqsize); /* before a stop */
 		else if (p[1].revents)
 			break;
 		else if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL))
@@ -406,6 +434,7 @@ out:
 	free(req);
 	free(resp_buf);
 	resp_buf = NULL;
+	__atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -440,9 +469,29 @@ static int take_listener(sup_guard *g, int *err)
 	return fd;
 }
 
+/* STOP_SIGNAL only interrupts the recorder's take (EINTR): a handler
+ * that does nothing, installed without SA_RESTART, once. */
+#define STOP_SIGNAL (SIGRTMIN + 4)
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+}
+
+static void install_stop_signal(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(STOP_SIGNAL, &sa, NULL);
+}
+
 int sup_guard_start(sup_guard *g, sup_refusal_fn fn, void *arg, char *why,
                     size_t whylen)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int err;
 
 	close(g->sock[1]);
@@ -458,6 +507,7 @@ int sup_guard_start(sup_guard *g, sup_refusal_fn fn, void *arg, char *why,
 		         strerror(err));
 		return -1;
 	}
+	pthread_once(&once, install_stop_signal);
 	int rc = pipe2(g->stop, O_CLOEXEC) != 0 ? errno
 	         : pthread_create(&g->thread, NULL, serve, g);
 	if (rc != 0) {
@@ -478,7 +528,16 @@ void sup_guard_stop(sup_guard *g)
 	if (!g)
 		return;
 	if (g->running) {
+		__atomic_store_n(&g->stopping, 1, __ATOMIC_RELEASE);
 		(void)!write(g->stop[1], "x", 1);
+		/* the recorder's thread may be in the take, or about to enter
+		 * it: signalled until it has ended (a few tries at most) */
+		for (int i = 0; g->rec && i < 10000 &&
+		                !__atomic_load_n(&g->done, __ATOMIC_ACQUIRE); i++) {
+			pthread_kill(g->thread, STOP_SIGNAL);
+			struct timespec nap = { 0, 1000000 };
+			nanosleep(&nap, NULL);
+		}
 		pthread_join(g->thread, NULL);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -489,6 +548,9 @@ void sup_guard_stop(sup_guard *g)
 	}
 	if (g->listener >= 0)
 		close(g->listener);
+	for (int i = 0; i < SUP_PIDFDS; i++)
+		if (g->pidfd[i] >= 0)
+			close(g->pidfd[i]);
 	free(g->buf);
 	free(g);
 }

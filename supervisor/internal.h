@@ -13,6 +13,7 @@
 #include "supervisor.h"
 
 #define SUP_FILTER_MAX 160 /* BPF instructions of the largest filter       */
+#define SUP_PIDFDS 64      /* the callers' pidfds kept, by thread id        */
 
 struct sup_guard {
 	int sock[2];           /* [0] the parent's end, [1] the child's       */
@@ -20,6 +21,8 @@ struct sup_guard {
 	int stop[2];           /* a pipe: written to stop the thread         */
 	pthread_t thread;
 	int running;
+	int stopping;          /* set by sup_guard_stop (atomic)              */
+	int done;              /* set by the thread as it ends (atomic)       */
 	sup_refusal_fn fn;
 	void *arg;
 	const sup_record *rec; /* NULL: the guard alone                      */
@@ -28,6 +31,8 @@ struct sup_guard {
 	uint64_t calls;        /* notifications answered                      */
 	unsigned char *buf;    /* a write's bytes, read from the program     */
 	size_t bufcap;
+	int pidfd[SUP_PIDFDS]; /* the recorder's callers' pidfds (-1: none)   */
+	int pidfd_tid[SUP_PIDFDS]; /* whose                                   */
 };
 
 /* guard.c: answers to a notification (0, or a negative errno when the

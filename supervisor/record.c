@@ -261,10 +261,20 @@ static int watched(const sup_record *r, const char *abs)
 }
 
 /* The caller's descriptor FD in the harness (the same open file). */
-static int take_fd(const call *c, int fd)
+/* A pidfd of the caller's thread, kept per thread id (the guard's table,
+ * closed with it): a pidfd names one task for good, so a cached one is
+ * either the caller's or fails with ESRCH (the task is gone, its id may be
+ * another's now: opened again, and checked against the notification). */
+static int pidfd_of(const call *c, int *fresh)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD);
+	sup_guard *g = c->g;
+	unsigned h = (unsigned)c->tid % SUP_PIDFDS;
+	int pidfd;
 
+	*fresh = 0;
+	if (g->pidfd_tid[h] == c->tid && g->pidfd[h] >= 0)
+		return g->pidfd[h];
+	pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD);
 	if (pidfd < 0) {
 		/* a kernel before 6.9 knows only thread-group leaders */
 		char p[64], line[128];
@@ -280,13 +290,36 @@ static int take_fd(const call *c, int fd)
 		if (pidfd < 0)
 			return -errno;
 	}
-	int dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (g->pidfd[h] >= 0)
+		close(g->pidfd[h]);
+	g->pidfd[h] = pidfd;
+	g->pidfd_tid[h] = c->tid;
+	*fresh = 1;
+	return pidfd;
+}
+
+/* The caller's descriptor FD in the harness (the same open file). */
+static int take_fd(const call *c, int fd)
+{
+	int fresh, pidfd = pidfd_of(c, &fresh), dfd;
+
+	if (pidfd < 0)
+		return pidfd;
+	dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (dfd < 0 && errno == ESRCH && !fresh) {
+		/* the cached task is gone: its id is someone else's now */
+		close(c->g->pidfd[(unsigned)c->tid % SUP_PIDFDS]);
+		c->g->pidfd[(unsigned)c->tid % SUP_PIDFDS] = -1;
+		if ((pidfd = pidfd_of(c, &fresh)) < 0)
+			return pidfd;
+		dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	}
 	int e = errno;
-	close(pidfd);
-	/* the caller must still be waiting: else the number may name
-	 * something of another process that reused its id */
-	if (dfd >= 0 && ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
-	                      &c->req->id) != 0) {
+	/* a pidfd opened now by number: the caller must still be waiting,
+	 * else the number may name a task that reused its id */
+	if (dfd >= 0 && fresh &&
+	    ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
+	          &c->req->id) != 0) {
 		close(dfd);
 		return -ESRCH;
 	}
