@@ -349,20 +349,45 @@ static void fd_failed(const call *c, int rc, const char *abs)
 		sup_answer(c->g, c->req->id, rc == -ESRCH ? ESRCH : EBADF, 0);
 }
 
-/* The caller's umask, for the modes of what the harness creates for it. */
-static mode_t umask_of(const call *c)
+/* The caller's umask and file-system owner, for what the harness creates
+ * for it: the mode its umask leaves, and its own user and group (a program
+ * torture runs as another user, --user, must find its files its own). */
+typedef struct creds {
+	mode_t umask;
+	unsigned uid, gid;     /* the caller's fsuid and fsgid                */
+} creds;
+
+static creds creds_of(const call *c)
 {
-	char p[64], line[128];
-	unsigned m = 022;
+	char p[64], line[160];
+	creds k = { 022, (unsigned)geteuid(), (unsigned)getegid() };
+	unsigned m, a, b, d, e;
 
 	snprintf(p, sizeof p, "/proc/%d/status", c->tid);
 	FILE *f = fopen(p, "re");
-	while (f && fgets(line, sizeof line, f))
+	while (f && fgets(line, sizeof line, f)) {
 		if (sscanf(line, "Umask: %o", &m) == 1)
-			break;
+			k.umask = (mode_t)m;
+		else if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &d, &e) == 4)
+			k.uid = e;
+		else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &d, &e) == 4)
+			k.gid = e;
+	}
 	if (f)
 		fclose(f);
-	return (mode_t)m;
+	return k;
+}
+
+/* What the harness made for the caller at ABS (or on FD) becomes the
+ * caller's: its owner, when the caller runs as another user. */
+static void give(const creds *k, int fd, const char *abs)
+{
+	if (k->uid == (unsigned)geteuid() && k->gid == (unsigned)getegid())
+		return;
+	if (fd >= 0)
+		(void)!fchown(fd, (uid_t)k->uid, (gid_t)k->gid);
+	else
+		(void)!lchown(abs, (uid_t)k->uid, (gid_t)k->gid);
 }
 
 /* ---- what the shim's control block learns ----------------------------------- */
@@ -412,16 +437,13 @@ static void name_touch(const call *c, const char *abs)
 /* A change of FILE's bytes is made: its slot in this life's table gets
  * the time it returned (the harness makes it, so nothing is in flight
  * once the answer is sent). */
-static void seen(const call *c, int fd)
+static void seen_ino(const call *c, const struct stat *st)
 {
-	struct stat st;
 	struct timespec now;
 
 	__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
-	if (fstat(fd, &st) != 0)
-		return;
 	shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
-	                              (uint64_t)st.st_dev, (uint64_t)st.st_ino));
+	                              (uint64_t)st->st_dev, (uint64_t)st->st_ino));
 	if (!e)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -429,6 +451,17 @@ static void seen(const call *c, int fd)
 	              (uint64_t)now.tv_nsec;
 	if (__atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE) < ns)
 		__atomic_store_n(&e->last_ns, ns, __ATOMIC_RELEASE);
+}
+
+/* The same for the file on FD (one fstat: its identity). */
+static void seen(const call *c, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0)
+		seen_ino(c, &st);
+	else
+		__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
 }
 
 /* The harness made the file on FD for the caller: its slot starts again
@@ -585,7 +618,7 @@ static int gather(const call *c, int vector, size_t *len)
  * been answered already (it continues: not a watched regular file; or an
  * error, or a refusal). */
 static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
-                    int *fl)
+                    int *fl, struct stat *stp)
 {
 	struct stat st;
 
@@ -636,6 +669,7 @@ static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
 		record_failed(c, *file, "write", abs);
 		goto out_close;
 	}
+	*stp = st;
 	return 1;
 out_close:
 	close(*dfd);
@@ -647,8 +681,8 @@ out_close:
  * O_APPEND or RWF_APPEND).  The byte count, or a negative errno; *RECORDED
  * is 0 when recording failed (the call has been answered then). */
 static ssize_t write_out(const call *c, int dfd, int file, const char *abs,
-                         int fl, size_t len, int positioned, uint64_t off,
-                         int rwf, int *recorded)
+                         const struct stat *st, int fl, size_t len,
+                         int positioned, uint64_t off, int rwf, int *recorded)
 {
 	faultsim_ticket t = { 0 };
 	int whence = (fl & O_APPEND) || (rwf & RWF_APPEND) ? SEEK_END
@@ -666,7 +700,7 @@ static ssize_t write_out(const call *c, int dfd, int file, const char *abs,
 	ssize_t n = whence == SEEK_SET ? pwrite(dfd, c->g->buf, len, (off_t)off)
 	                               : write(dfd, c->g->buf, len);
 	int err = n < 0 ? errno : 0;
-	seen(c, dfd);
+	seen_ino(c, st);
 	if (durable)
 		faultsim_cache_write_end_durable(&t, n < 0 ? -err : n);
 	else
@@ -689,8 +723,9 @@ static void do_write(const call *c, int nr)
 	                 (nr == __NR_pwritev2 && (int64_t)c->a[3] != -1);
 	int dfd, file, fl, killed, e, recorded;
 	size_t len;
+	struct stat st;
 
-	if (!out_file(c, (int)c->a[0], abs, &dfd, &file, &fl))
+	if (!out_file(c, (int)c->a[0], abs, &dfd, &file, &fl, &st))
 		return;
 	if ((e = gather(c, vector, &len)) < 0) {
 		sup_answer(c->g, c->req->id, -e, 0);
@@ -705,7 +740,7 @@ static void do_write(const call *c, int nr)
 		sup_answer(c->g, c->req->id, -e, 0);
 		goto out_close;
 	}
-	ssize_t n = write_out(c, dfd, file, abs, fl, len, positioned,
+	ssize_t n = write_out(c, dfd, file, abs, &st, fl, len, positioned,
 	                      positioned ? c->a[3] : 0,
 	                      nr == __NR_pwritev2 ? (int)c->a[5] : 0, &recorded);
 	if (!recorded)
@@ -741,9 +776,10 @@ static void do_copy(const call *c, int nr)
 	uint64_t count = is_cfr ? c->a[4] : c->a[3];
 	int dfd, file, fl, din, killed, e, recorded;
 	int64_t in_off = 0, out_off = 0;
+	struct stat st;
 
 	if (!out_file(c, (int)(is_cfr ? c->a[2] : c->a[0]), abs, &dfd, &file,
-	              &fl))
+	              &fl, &st))
 		return;
 	if ((din = take_fd(c, in)) < 0) {
 		sup_answer(c->g, c->req->id, EBADF, 0);
@@ -782,7 +818,7 @@ static void do_copy(const call *c, int nr)
 	}
 	if (e == FAULTSIM_SHORT)
 		got /= 2;
-	ssize_t n = write_out(c, dfd, file, abs, fl, (size_t)got,
+	ssize_t n = write_out(c, dfd, file, abs, &st, fl, (size_t)got,
 	                      out_offp != 0, (uint64_t)out_off, 0, &recorded);
 	if (!recorded)
 		goto out_close_in;
@@ -842,7 +878,12 @@ static void do_sync(const call *c, int nr)
 		fd_failed(c, dfd, abs);
 		return;
 	}
-	if (fstat(dfd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	/* one fstat says what it is: the cache's, for a regular file */
+	st.st_mode = 0;
+	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
+	if (st.st_mode == 0 && fstat(dfd, &st) != 0)
+		st.st_mode = 0;
+	if (S_ISDIR(st.st_mode)) {
 		rc = fault(c, FAULTSIM_OP_FSYNC_DIR, 1, &killed);
 		if (killed)
 			goto out_close;
@@ -856,8 +897,6 @@ static void do_sync(const call *c, int nr)
 		if (crash && rc == 0)
 			rc = FAULTSIM_CRASH;
 	} else if (S_ISREG(st.st_mode)) {
-		st.st_mode = 0;
-		file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
 		if (file < 0 && settle_full(c, file))
 			file = faultsim_cache_track_stat(c->r->cache, dfd, abs,
 			                                 &st);
@@ -1194,7 +1233,9 @@ static void do_open(const call *c, int nr)
 	int err = fd < 0 ? errno : 0;
 	if (creates) {
 		if (fd >= 0) {
-			fchmod(fd, (mode_t)mode & 07777 & ~umask_of(c));
+			creds k = creds_of(c);
+			fchmod(fd, (mode_t)mode & 07777 & ~k.umask);
+			give(&k, fd, abs);
 			seen_created(c, fd);
 		}
 		faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
@@ -1411,8 +1452,11 @@ static void do_mkdir(const call *c, int nr)
 	faultsim_cache_names_changed(c->r->cache);
 	/* made with the harness's umask, then given the caller's */
 	rc = mkdir(abs, (mode_t)mode & 07777) == 0 ? 0 : -errno;
-	if (rc == 0)
-		chmod(abs, (mode_t)mode & 07777 & ~umask_of(c));
+	if (rc == 0) {
+		creds k = creds_of(c);
+		chmod(abs, (mode_t)mode & 07777 & ~k.umask);
+		give(&k, -1, abs);
+	}
 	ring(c, SHIM_OP_MKDIR, -1, abs, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 }
@@ -1455,6 +1499,10 @@ static void do_special(const call *c, int nr, const char *what)
 	name_touch(c, abs);
 	faultsim_cache_names_changed(c->r->cache);
 	rc = symlinkat(target, AT_FDCWD, abs) == 0 ? 0 : -errno;
+	if (rc == 0) {
+		creds k = creds_of(c);
+		give(&k, -1, abs);
+	}
 	ring(c, SHIM_OP_SYMLINK, -1, abs, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 }

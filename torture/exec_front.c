@@ -89,6 +89,11 @@ void exec_front_choose(xrun *r)
 	int f = r->o->front_end;
 
 	r->front_why[0][0] = r->front_why[1][0] = '\0';
+	if (r->as_user) {
+		snprintf(r->front_why[0], sizeof r->front_why[0], "--user %s",
+		         r->o->user);
+		f = TORTURE_FRONT_SUPERVISOR;
+	}
 	r->sup_workload = f == TORTURE_FRONT_SUPERVISOR ||
 	                  (f == TORTURE_FRONT_AUTO &&
 	                   sup_wants(r->workload, r->front_why[0],

@@ -115,6 +115,8 @@ typedef struct xrun {
 	char front_why[2][PATH_MAX + 100]; /* why the supervisor, per program */
 	sup_record rec;          /* what the supervisor records into           */
 	uint64_t sup_calls;      /* calls the supervisor answered             */
+	int as_user;             /* --user: the programs run as UID, GID      */
+	unsigned uid, gid;
 } xrun;
 
 static inline uint64_t now_ns(void)

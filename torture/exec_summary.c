@@ -13,12 +13,11 @@
 
 void exec_replay_line(const xrun *r, char *buf, size_t cap)
 {
-	char qw[4096], qc[4096], qd[2 * PATH_MAX];
+	char qw[4096], qc[4096];
 	size_t n;
 
 	exec_shell_quote(r->o->workload, qw, sizeof qw);
 	exec_shell_quote(r->o->checker, qc, sizeof qc);
-	exec_shell_quote(r->dir, qd, sizeof qd);
 	if (r->o->adapter)
 		n = (size_t)snprintf(buf, cap, "%s --target %s:%s", r->prog,
 		                     r->o->adapter->name, r->o->adapter_config);
@@ -67,8 +66,17 @@ void exec_replay_line(const xrun *r, char *buf, size_t cap)
 	}
 	if (n < cap && r->o->syscall_backstop)
 		n += (size_t)snprintf(buf + n, cap - n, " --syscall-backstop");
-	if (n < cap && r->o->dir)
-		snprintf(buf + n, cap - n, " --dir %s", qd);
+	if (n < cap && r->o->front_end)
+		n += (size_t)snprintf(buf + n, cap - n, " --front-end %s",
+		                      r->o->front_end == TORTURE_FRONT_SHIM ?
+		                      "shim" : "supervisor");
+	if (n < cap && r->o->user) {
+		char qu[300];
+		exec_shell_quote(r->o->user, qu, sizeof qu);
+		n += (size_t)snprintf(buf + n, cap - n, " --user %s", qu);
+	}
+	/* no --dir: the one given holds what the crash left now, and a
+	 * replay starts from a fresh directory (and --setup, if any) */
 }
 
 uint64_t exec_total_violations(const xrun *r)

@@ -10,7 +10,9 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -247,6 +249,13 @@ static pid_t spawn(xrun *r, const char *cmd, int proto_fd, int out_fd,
 	if (proto_fd >= 0)
 		fcntl(proto_fd, F_SETFD, 0);
 	child_env(r, proto_fd, seed, cycle);
+	if (r->as_user && (initgroups(r->o->user, (gid_t)r->gid) != 0 ||
+	                   setgid((gid_t)r->gid) != 0 ||
+	                   setuid((uid_t)r->uid) != 0)) {
+		dprintf(2, "torture: --user %s: %s\n", r->o->user,
+		        strerror(errno));
+		_exit(126);
+	}
 	if (r->guard)
 		sup_guard_child(r->guard); /* the parent learns how it went */
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -1643,6 +1652,53 @@ static int make_dir(xrun *r)
 	return 0;
 }
 
+static int chown_one(const char *path, const struct stat *st, int type,
+                     struct FTW *ftw);
+static unsigned chown_uid, chown_gid;
+
+static int chown_one(const char *path, const struct stat *st, int type,
+                     struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return lchown(path, (uid_t)chown_uid, (gid_t)chown_gid) != 0 ? -1 : 0;
+}
+
+/* --user NAME: the programs run as NAME, and the directory is theirs.
+ * Only root may give it; the shim's control block lives in the harness's
+ * descriptors, which another user may not open, so the supervisor records
+ * every program. */
+static int user_setup(xrun *r)
+{
+	struct passwd *pw;
+
+	if (!r->o->user)
+		return 0;
+	if (geteuid() != 0)
+		return exec_setup_error("--user %s: torture must run as root to "
+		                        "run the programs as another user",
+		                        r->o->user);
+	if (r->o->front_end == TORTURE_FRONT_SHIM)
+		return exec_setup_error("--user %s: the shim cannot attach to "
+		                        "programs of another user; the "
+		                        "supervisor records them (leave out "
+		                        "--front-end shim)", r->o->user);
+	errno = 0;
+	if (!(pw = getpwnam(r->o->user)))
+		return exec_setup_error("--user %s: %s", r->o->user, errno ?
+		                        strerror(errno) : "no such user");
+	r->as_user = 1;
+	r->uid = (unsigned)pw->pw_uid;
+	r->gid = (unsigned)pw->pw_gid;
+	chown_uid = r->uid;
+	chown_gid = r->gid;
+	if (nftw(r->dir, chown_one, 16, FTW_PHYS) != 0)
+		return exec_setup_error("--user %s: cannot give it %s: %s",
+		                        r->o->user, r->dir, strerror(errno));
+	return 0;
+}
+
 static int make_shared(xrun *r)
 {
 	int rc;
@@ -1714,7 +1770,8 @@ static int run_setup(xrun *r)
 	/* what --setup leaves counts as durable: a program the shim cannot
 	 * load runs without it, and nothing records it */
 	char why[PATH_MAX + 100];
-	r->supervised = r->o->front_end == TORTURE_FRONT_SUPERVISOR ||
+	r->supervised = r->as_user ||
+	                r->o->front_end == TORTURE_FRONT_SUPERVISOR ||
 	                (r->o->front_end == TORTURE_FRONT_AUTO &&
 	                 sup_wants(cmd, why, sizeof why));
 	pid = spawn(r, cmd, -1, -1, r->o->seed, 0);
@@ -1821,7 +1878,8 @@ int exec_target_main(const torture_options *given, const char *prog)
 	if ((opts.adapter &&
 	     (rc = adapter_commands(&opts, work, check, sizeof work)) != 0) ||
 	    (rc = check_options(o)) != 0 || (rc = find_shim(r)) != 0 ||
-	    (rc = make_dir(r)) != 0 || (rc = make_shared(r)) != 0)
+	    (rc = make_dir(r)) != 0 || (rc = user_setup(r)) != 0 ||
+	    (rc = make_shared(r)) != 0)
 		goto out;
 	r->kill_every_ns = o->kill_every_ns;
 	backstop_setup(r);

@@ -483,6 +483,14 @@ static int f_front_end(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_user(torture_options *o, const char *f, const char *a)
+{
+	if (!*a)
+		return bad(f, "''", "empty user name");
+	o->user = a;
+	return 0;
+}
+
 static int f_checker(torture_options *o, const char *f, const char *a)
 {
 	if (!*a)
@@ -662,6 +670,11 @@ static const flag_def flags[] = {
 	 "                        supervisor (seccomp: Go and static programs),\n"
 	 "                        or auto (default: the supervisor for a program\n"
 	 "                        the shim cannot see)"},
+	{"--user", "NAME", f_user,
+	 "--target exec: run the programs as user NAME (torture must run as\n"
+	 "                        root; the directory is given to NAME): for a\n"
+	 "                        program that will not run as root (postgres);\n"
+	 "                        the supervisor records them"},
 	{"--list-targets", NULL, NULL, "the engine adapters' NAME:CONFIG, one a "
 	 "line"},
 	{"--help", NULL, NULL, "this text"},
@@ -842,10 +855,11 @@ static int check_together(torture_options *o)
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
 	if ((o->workload || o->checker || o->volatile_files || o->setup ||
-	     o->syscall_backstop || o->front_end) && !o->target_exec) {
+	     o->syscall_backstop || o->front_end || o->user) &&
+	    !o->target_exec) {
 		fprintf(stderr, "torture: --workload, --checker, --setup, "
-		        "--volatile, --syscall-backstop and --front-end are for "
-		        "--target exec, which is not given\n");
+		        "--volatile, --syscall-backstop, --front-end and --user "
+		        "are for --target exec, which is not given\n");
 		return -1;
 	}
 	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {

@@ -116,6 +116,7 @@ typedef struct torture_options {
 	const char *setup;          /* --setup CMD: prepares the directory    */
 	int syscall_backstop;    /* --syscall-backstop: KEEL_SHIM_BACKSTOP=1   */
 	int front_end;           /* --front-end: TORTURE_FRONT_*               */
+	const char *user;        /* --user NAME: the programs run as NAME     */
 	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
 	 * adapter's own workload and checker. */
 	const struct torture_adapter *adapter; /* NULL: none             */
