@@ -508,12 +508,16 @@ static int make_room(void)
 static void recording_failed(int rc, const char *what, const char *path)
 {
 	if (rc == -ENOBUFS)
-		refuse("%s %s: the fault simulator's cache is full: %d files "
-		       "all have changes a power cut could still undo, or "
-		       "more unsynced bytes than its records hold; cut power "
-		       "more often (a shorter --kill-every) or raise "
-		       "FAULTSIM_MAX_FILES (faultsim/faultsim.h)", what,
-		       path ? relative(path) : "?", FAULTSIM_MAX_FILES);
+		refuse("%s %s: the fault simulator's cache is full: %s; cut "
+		       "power more often (a shorter --kill-every)%s", what,
+		       path ? relative(path) : "?",
+		       faultsim_cache_nfiles(cache) >= FAULTSIM_MAX_FILES ?
+		       "all of its file entries (FAULTSIM_MAX_FILES, "
+		       "faultsim/faultsim.h) name files with changes a power "
+		       "cut could still undo" :
+		       "more unsynced bytes than its records hold",
+		       faultsim_cache_nfiles(cache) >= FAULTSIM_MAX_FILES ? "" :
+		       ", or give it more room (torture --cache-mib)");
 }
 
 /* ---- paths ------------------------------------------------------------------ */
@@ -2304,9 +2308,23 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	         (type == MAP_SHARED || type == MAP_SHARED_VALIDATE) &&
 	         (real_fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
 	in_shim = 1;
-	if (follow && (flags & MAP_SYNC))
+	if (follow && (flags & MAP_SYNC)) {
+		/* the kernel refuses MAP_SYNC where the file is not on DAX
+		 * (EOPNOTSUPP): its answer is passed on, and the program
+		 * falls back to plain writes (MariaDB's redo log does); only
+		 * a mapping the kernel grants is refused */
+		void *p = real_mmap(addr, len, prot & ~PROT_WRITE, flags, fd,
+		                    off);
+		if (p == MAP_FAILED) {
+			int err = errno;
+			in_shim = 0;
+			errno = err;
+			return MAP_FAILED;
+		}
+		real_munmap(p, len);
 		refuse("mmap(MAP_SYNC) of %s: stores that reach the device "
 		       "without a sync are not modelled", relative(fd_path[fd]));
+	}
 	if ((flags & MAP_FIXED) && maps_live)
 		map_forget((uintptr_t)addr, len);
 	void *p = real_mmap(addr, len, follow ? prot & ~PROT_WRITE : prot,

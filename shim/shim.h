@@ -25,7 +25,8 @@
  * WHAT IT REFUSES (one line naming the call and the file on stderr and in
  *   the control block, then _exit(2): a set-up error, never a verdict)
  *   mremap of a writable MAP_SHARED mapping of a tracked file, munmap of
- *   its middle or mprotect of a part of it, MAP_SYNC, more than 1024 such
+ *   its middle or mprotect of a part of it, MAP_SYNC the kernel grants (on
+ *   DAX: elsewhere its EOPNOTSUPP is passed on), more than 1024 such
  *   mappings; O_DIRECT or O_TMPFILE on one; a rename across the watched directory's edge; RENAME_EXCHANGE;
  *   fallocate modes that move data (collapse, insert); io_uring_setup
  *   through syscall(2); exec of a statically linked program, or of anything

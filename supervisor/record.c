@@ -544,8 +544,14 @@ static void record_failed(const call *c, int rc, const char *what,
 {
 	if (rc == -ENOBUFS)
 		sup_refuse(c->g, c->req, "%s %s: the fault simulator's cache is "
-		           "full: cut power more often (a shorter --kill-every)",
-		           what, relative(c->r, path));
+		           "full: %s; cut power more often (a shorter "
+		           "--kill-every)%s", what, relative(c->r, path),
+		           faultsim_cache_nfiles(c->r->cache) >= FAULTSIM_MAX_FILES
+		           ? "all of its file entries name files with changes "
+		             "a power cut could still undo"
+		           : "more unsynced bytes than its records hold",
+		           faultsim_cache_nfiles(c->r->cache) >= FAULTSIM_MAX_FILES
+		           ? "" : ", or give it more room (--cache-mib)");
 	else
 		sup_answer(c->g, c->req->id, -rc, 0);
 }

@@ -216,6 +216,10 @@ run "refuse-direct" 2 "refused: open\(direct, O_DIRECT\)" \
 run "refuse-io-uring" 2 "refused: io_uring_setup" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} io-uring" \
 	--checker "$M {dir} --check"
+# MAP_SYNC off DAX: the kernel's EOPNOTSUPP passed on (the program falls
+# back to plain writes), never a refusal; refused before
+run "mapsync-passes" 0 "" --kill-every 2s --cycles 2 --power-loss \
+	--workload "$M {dir} mapsync" --checker "$M {dir} --check"
 # a refusal in cycle 1 is a set-up error as before: no summary
 if grep -q "stopped in" "$T/refuse-mmap.out"; then
 	bad "a refusal in cycle 1 prints no summary"

@@ -149,6 +149,16 @@ run "supervisor-enumerate" 1 "lost" --front-end supervisor --enumerate \
 	--seed 18 --setup "$U {dir} init" \
 	--workload "$U {dir} unsafe 5" --checker "$U {dir} --check"
 
+# ---- a full cache names the limit and the flag that raises it --------------
+# (--cache-mib 1: a workload that never syncs fills a MiB of records within
+# a life; --setup's writes are never counted: it may fill what it likes)
+for fe in shim supervisor; do
+	run "cache-full-$fe" 2 "cache is full: more unsynced bytes than its records hold.*--cache-mib" \
+		--front-end $fe --power-loss --kill-every 2s --duration 4s \
+		--seed 20 --cache-mib 1 --setup "$U {dir} init" \
+		--workload "$U {dir} unsafe" --checker "$U {dir} --check"
+done
+
 # ---- a run that acknowledged writes while recording none ------------------
 # (bash writes its value outside the watched directory: the checker reads
 # it from there; nothing below the directory ever changes)

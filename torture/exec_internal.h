@@ -116,6 +116,7 @@ typedef struct xrun {
 	sup_record rec;          /* what the supervisor records into           */
 	uint64_t sup_calls;      /* calls the supervisor answered             */
 	int as_user;             /* --user: the programs run as UID, GID      */
+	int in_setup;            /* --setup's program is starting            */
 	unsigned uid, gid;
 } xrun;
 

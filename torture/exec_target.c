@@ -65,7 +65,8 @@ const char *exec_setup_try;
 	"io_uring, a libc-internal call), or let the supervisor record it " \
 	"(--front-end supervisor): docs/faults.md, \"Writes that bypass the " \
 	"wrappers\""
-#define TRY_OVERFLOW "fewer writes between two power cuts: a shorter " \
+#define TRY_OVERFLOW "more room (--cache-mib), or fewer writes between two " \
+	"power cuts: a shorter " \
 	"--kill-every, or kills alone (no --power-loss, --fail)"
 
 static int setup_verror(const char *hint, const char *fmt, va_list ap)
@@ -200,7 +201,10 @@ static void child_env(xrun *r, int proto_fd, uint64_t seed, uint64_t cycle)
 		setenv("KEEL_SHIM_VOLATILE", r->o->volatile_files, 1);
 	else
 		unsetenv("KEEL_SHIM_VOLATILE");
-	setenv("KEEL_SHIM_KILLS_ONLY", exec_kills_only(r) ? "1" : "0", 1);
+	/* what --setup leaves counts as durable: nothing it records is ever
+	 * undone, so a full cache is settled, never a refusal */
+	setenv("KEEL_SHIM_KILLS_ONLY", exec_kills_only(r) || r->in_setup ? "1"
+	                                                                 : "0", 1);
 	setenv("KEEL_SHIM_BACKSTOP", r->backstop ? "1" : "0", 1);
 	setenv("KEEL_SHIM_PROFILE",
 	       faultsim_profile_name((faultsim_profile)r->o->profile), 1);
@@ -1705,7 +1709,8 @@ static int make_shared(xrun *r)
 	char err[200];
 
 	if ((rc = shim_shared_create(&r->ctl_fd, &r->ctl)) < 0 ||
-	    (rc = faultsim_cache_create_fd(0, &r->cache_fd, &r->cache)) < 0)
+	    (rc = faultsim_cache_create_fd(r->o->cache_bytes, &r->cache_fd,
+	                                   &r->cache)) < 0)
 		return exec_setup_error("cannot make the shared memory: %s",
 		                   strerror(-rc));
 	/* the shim reads the model from the cache it attaches */
@@ -1774,7 +1779,9 @@ static int run_setup(xrun *r)
 	                r->o->front_end == TORTURE_FRONT_SUPERVISOR ||
 	                (r->o->front_end == TORTURE_FRONT_AUTO &&
 	                 sup_wants(cmd, why, sizeof why));
+	r->in_setup = 1;
 	pid = spawn(r, cmd, -1, -1, r->o->seed, 0);
+	r->in_setup = 0;
 	free(cmd);
 	if (pid < 0)
 		return exec_setup_error("fork: %s", strerror(errno));

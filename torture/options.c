@@ -483,6 +483,16 @@ static int f_front_end(torture_options *o, const char *f, const char *a)
 	return 0;
 }
 
+static int f_cache_mib(torture_options *o, const char *f, const char *a)
+{
+	uint64_t v;
+
+	if (f_count(f, a, 16384, &v) < 0)
+		return -1;
+	o->cache_bytes = v << 20;
+	return 0;
+}
+
 static int f_user(torture_options *o, const char *f, const char *a)
 {
 	if (!*a)
@@ -670,6 +680,10 @@ static const flag_def flags[] = {
 	 "                        supervisor (seccomp: Go and static programs),\n"
 	 "                        or auto (default: the supervisor for a program\n"
 	 "                        the shim cannot see)"},
+	{"--cache-mib", "N", f_cache_mib,
+	 "--target exec: the fault simulator's room for unsynced changes, in\n"
+	 "                        MiB (default 64; each write costs twice its\n"
+	 "                        bytes): a run that fills it is refused"},
 	{"--user", "NAME", f_user,
 	 "--target exec: run the programs as user NAME (torture must run as\n"
 	 "                        root; the directory is given to NAME): for a\n"
@@ -855,11 +869,12 @@ static int check_together(torture_options *o)
 	if (o->cycles && !o->duration_given)
 		o->duration_ns = 0; /* --cycles alone: no time limit */
 	if ((o->workload || o->checker || o->volatile_files || o->setup ||
-	     o->syscall_backstop || o->front_end || o->user) &&
-	    !o->target_exec) {
+	     o->syscall_backstop || o->front_end || o->user ||
+	     o->cache_bytes) && !o->target_exec) {
 		fprintf(stderr, "torture: --workload, --checker, --setup, "
-		        "--volatile, --syscall-backstop, --front-end and --user "
-		        "are for --target exec, which is not given\n");
+		        "--volatile, --syscall-backstop, --front-end, --user and "
+		        "--cache-mib are for --target exec, which is not "
+		        "given\n");
 		return -1;
 	}
 	if (o->kill_every_auto && (!o->target_exec || o->enumerate)) {

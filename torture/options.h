@@ -117,6 +117,8 @@ typedef struct torture_options {
 	int syscall_backstop;    /* --syscall-backstop: KEEL_SHIM_BACKSTOP=1   */
 	int front_end;           /* --front-end: TORTURE_FRONT_*               */
 	const char *user;        /* --user NAME: the programs run as NAME     */
+	uint64_t cache_bytes;    /* --cache-mib: the fault simulator's record
+	                            space (0: FAULTSIM_CACHE_DEFAULT)       */
 	/* --target NAME:CONFIG (adapters.h): --target exec with an engine
 	 * adapter's own workload and checker. */
 	const struct torture_adapter *adapter; /* NULL: none             */

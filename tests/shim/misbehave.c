@@ -10,6 +10,9 @@
  *                 follows at once
  *   direct        open(O_DIRECT) of a file below the watched directory
  *   io-uring      syscall(SYS_io_uring_setup)
+ *   mapsync       mmap(MAP_SHARED_VALIDATE | MAP_SYNC) of the tracked file:
+ *                 off DAX the kernel answers EOPNOTSUPP, and the shim must
+ *                 pass that answer on (exit 1 on any other), not refuse
  *   plain         nothing: the control, which must pass
  *   refuse-after N  the first N starts exit 0 after their value (cycles
  *                 that pass); later ones open a file O_DIRECT: a refusal
@@ -21,6 +24,7 @@
  * file DIR/starts (DIR/checks for the checker), written and synced through
  * the shim like any other file.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +112,17 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[2], "direct")) {
 		snprintf(dpath, sizeof dpath, "%s/direct", argv[1]);
 		open(dpath, O_RDWR | O_CREAT | O_DIRECT, 0644);
+	} else if (!strcmp(argv[2], "mapsync")) {
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		               MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+		if (p != MAP_FAILED || errno != EOPNOTSUPP)
+			return 1;
 	} else if (!strcmp(argv[2], "io-uring")) {
 		char params[120] = { 0 };
 		syscall(SYS_io_uring_setup, 4, params);
