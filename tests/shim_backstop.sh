@@ -206,7 +206,7 @@ if cc -static -o "$T/static" "$T/static.c" 2>/dev/null; then
 		--syscall-backstop --cycles 1 --kill-every 10s \
 		--workload "$T/static" --checker true
 fi
-run "flag-needs-exec" 2 "syscall-backstop and --front-end are for --target exec" \
+run "flag-needs-exec" 2 "--syscall-backstop, --front-end.* are for --target exec" \
 	--target embedded --syscall-backstop
 
 echo "shim_backstop.sh: $checks checks, $fails failed"
