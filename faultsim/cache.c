@@ -777,7 +777,8 @@ int faultsim_cache_write_begin_at(faultsim_cache *c, int file, int fd,
 	rc = read_exact(fd, rec_pre(r), pre, off);
 	if (rc < 0)
 		goto out_unlock;
-	memcpy(rec_new(r), buf, len);
+	if (len) /* (a write of nothing may come with a NULL buffer) */
+		memcpy(rec_new(r), buf, len);
 	faultsim_rec_publish(c, r, pos);
 	t->size = size;
 	return faultsim_ticket_hold(c, pos, t);

@@ -594,12 +594,13 @@ static int gather(const call *c, int vector, size_t *len)
 			want += iov[i].iov_len < WRITE_MAX - want ?
 			        iov[i].iov_len : WRITE_MAX - want;
 	}
-	if (want > g->bufcap) {
-		unsigned char *b = realloc(g->buf, want);
+	if (want > g->bufcap || !g->buf) {
+		/* at least one byte: a write of nothing still names a buffer */
+		unsigned char *b = realloc(g->buf, want ? want : 1);
 		if (!b)
 			return -ENOMEM;
 		g->buf = b;
-		g->bufcap = want;
+		g->bufcap = want ? want : 1;
 	}
 	if (!vector) {
 		*len = want;
