@@ -800,32 +800,14 @@ static shim_seen *seen_of(int file)
 	return shim_seen_slot(ctl, shim_seen_key(f->dev, f->ino));
 }
 
-static uint64_t mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
-	       (uint64_t)st->st_mtim.tv_nsec;
-}
-
-/* A recorded open made the file on FD: its slot starts again (its inode
- * number may be one an earlier file of this life had), as a change that
- * returned now, with no start to compare with the harness's note. */
+/* A recorded open made the file on FD: its slot starts again
+ * (shim_seen_created). */
 static void seen_created(int fd)
 {
 	struct stat st;
-	struct timespec now;
 
-	if (fstat(fd, &st) != 0)
-		return;
-	shim_seen *e = shim_seen_slot(ctl, shim_seen_key((uint64_t)st.st_dev,
-	                                                 (uint64_t)st.st_ino));
-	if (!e)
-		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	__atomic_store_n(&e->unseen, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->mapped, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->first_mtime, UINT64_MAX, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->last_ns, (uint64_t)now.tv_sec * 1000000000ull +
-	                 (uint64_t)now.tv_nsec, __ATOMIC_RELEASE);
+	if (fstat(fd, &st) == 0)
+		shim_seen_created(ctl, &st);
 }
 
 /* A recorded change of FILE's bytes or size begins (before the real call
@@ -847,9 +829,9 @@ static void seen_begin(int file, int fd)
 	uint64_t last = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
 	if (last == 0) {
 		uint64_t zero = 0;
-		__atomic_compare_exchange_n(&e->first_mtime, &zero, mtime_ns(&st),
+		__atomic_compare_exchange_n(&e->first_mtime, &zero, shim_mtime_ns(&st),
 		                            0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	} else if (mtime_ns(&st) > last) {
+	} else if (shim_mtime_ns(&st) > last) {
 		__atomic_store_n(&e->unseen, 1, __ATOMIC_RELEASE);
 	}
 }
@@ -857,18 +839,10 @@ static void seen_begin(int file, int fd)
 static void seen_end(int file)
 {
 	shim_seen *e = seen_of(file);
-	struct timespec now;
 
 	if (!e)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
-	              (uint64_t)now.tv_nsec;
-	uint64_t old = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
-	while (old < ns &&
-	       !__atomic_compare_exchange_n(&e->last_ns, &old, ns, 0,
-	                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
+	shim_seen_stamp(e, shim_now_ns());
 	if (__atomic_load_n(&e->inflight, __ATOMIC_ACQUIRE))
 		__atomic_sub_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
 }
@@ -2891,7 +2865,6 @@ int symlinkat(const char *target, int dirfd, const char *path)
 static void times_set(int fd, const char *abs)
 {
 	struct stat st;
-	struct timespec now;
 
 	if ((fd >= 0 ? fstat(fd, &st) : lstat(abs, &st)) != 0 ||
 	    !S_ISREG(st.st_mode))
@@ -2901,16 +2874,8 @@ static void times_set(int fd, const char *abs)
 	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
 	if (!e)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
-	              (uint64_t)now.tv_nsec;
-	if (mtime_ns(&st) > ns)
-		ns = mtime_ns(&st);
-	uint64_t old = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
-	while (old < ns &&
-	       !__atomic_compare_exchange_n(&e->last_ns, &old, ns, 0,
-	                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		;
+	uint64_t ns = shim_now_ns();
+	shim_seen_stamp(e, shim_mtime_ns(&st) > ns ? shim_mtime_ns(&st) : ns);
 	/* a time set before the life's first recorded change: the start
 	 * cannot be compared with the harness's note any more */
 	uint64_t zero = 0;

@@ -208,7 +208,6 @@ typedef struct shim_shared {
 	/* the soundness floor (above): this life's changes */
 	uint32_t seen_full;    /* a change found no free slot in SEEN        */
 	uint32_t names_full;   /* a name found no free slot in NAMES         */
-	uint64_t nnames;       /* names entered this life                    */
 	uint64_t changes;      /* recorded changes, over the whole run       */
 	shim_seen seen[SHIM_SEEN];
 	uint64_t names[SHIM_NAMES]; /* shim_name_hash of each name a recorded
@@ -231,6 +230,18 @@ int shim_volatile_match(const char *pats, const char *abs);
 shim_seen *shim_seen_slot(shim_shared *s, uint64_t key);
 /* Enters the name REL[N] in NAMES (NAMES_FULL is set when it is full). */
 void shim_name_enter(shim_shared *s, const char *rel, size_t n);
+/* CLOCK_REALTIME in ns: the clock the kernel stamps mtime from. */
+uint64_t shim_now_ns(void);
+/* ST's mtime in ns. */
+struct stat;
+uint64_t shim_mtime_ns(const struct stat *st);
+/* Moves E's LAST_NS up to NS (never down; any number of processes). */
+void shim_seen_stamp(shim_seen *e, uint64_t ns);
+/* A recorded create made the file ST describes: its slot starts again --
+ * its inode number may be one an earlier file of this life had -- as a
+ * change that returned now, with no start to compare with the harness's
+ * note (FIRST_MTIME UINT64_MAX). */
+void shim_seen_created(shim_shared *s, const struct stat *st);
 
 /* ---- the harness side (shim_ctl.c) ------------------------------------- */
 

@@ -10,6 +10,8 @@
 
 #include <fnmatch.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 static uint64_t mix64(uint64_t x)
 {
@@ -96,12 +98,45 @@ void shim_name_enter(shim_shared *s, const char *rel, size_t n)
 		    (__atomic_compare_exchange_n(e, &zero, key, 0,
 		                                 __ATOMIC_ACQ_REL,
 		                                 __ATOMIC_ACQUIRE) ||
-		     zero == key)) {
-			if (zero != key)
-				__atomic_add_fetch(&s->nnames, 1,
-				                   __ATOMIC_RELAXED);
+		     zero == key))
 			return;
-		}
 	}
 	__atomic_store_n(&s->names_full, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t shim_now_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+uint64_t shim_mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
+	       (uint64_t)st->st_mtim.tv_nsec;
+}
+
+void shim_seen_stamp(shim_seen *e, uint64_t ns)
+{
+	uint64_t old = __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE);
+
+	while (old < ns &&
+	       !__atomic_compare_exchange_n(&e->last_ns, &old, ns, 0,
+	                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
+void shim_seen_created(shim_shared *s, const struct stat *st)
+{
+	shim_seen *e = shim_seen_slot(s, shim_seen_key((uint64_t)st->st_dev,
+	                                               (uint64_t)st->st_ino));
+
+	if (!e)
+		return;
+	__atomic_store_n(&e->unseen, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->mapped, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->first_mtime, UINT64_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->last_ns, shim_now_ns(), __ATOMIC_RELEASE);
 }

@@ -59,7 +59,6 @@ void shim_shared_new_life(shim_shared *s)
 {
 	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->names, 0, sizeof(s->names));
-	__atomic_store_n(&s->nnames, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->seen_full, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->names_full, 0, __ATOMIC_RELEASE);
 }

@@ -70,8 +70,7 @@ static int scan_one(const char *path, const struct stat *st, int type,
 	e->dev = (uint64_t)st->st_dev;
 	e->ino = (uint64_t)st->st_ino;
 	e->size = (uint64_t)st->st_size;
-	e->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
-	              (uint64_t)st->st_mtim.tv_nsec;
+	e->mtime_ns = shim_mtime_ns(st);
 	scan_t->n++;
 	return 0;
 out_nomem:

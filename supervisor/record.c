@@ -439,18 +439,11 @@ static void name_touch(const call *c, const char *abs)
  * once the answer is sent). */
 static void seen_ino(const call *c, const struct stat *st)
 {
-	struct timespec now;
-
 	__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
 	shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
 	                              (uint64_t)st->st_dev, (uint64_t)st->st_ino));
-	if (!e)
-		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
-	              (uint64_t)now.tv_nsec;
-	if (__atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE) < ns)
-		__atomic_store_n(&e->last_ns, ns, __ATOMIC_RELEASE);
+	if (e)
+		shim_seen_stamp(e, shim_now_ns());
 }
 
 /* The same for the file on FD (one fstat: its identity). */
@@ -465,23 +458,13 @@ static void seen(const call *c, int fd)
 }
 
 /* The harness made the file on FD for the caller: its slot starts again
- * (its inode number may be one an earlier file of this life had). */
+ * (shim_seen_created). */
 static void seen_created(const call *c, int fd)
 {
 	struct stat st;
-	struct timespec now;
 
-	if (fstat(fd, &st) != 0)
-		return;
-	shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
-	                              (uint64_t)st.st_dev, (uint64_t)st.st_ino));
-	if (!e)
-		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	__atomic_store_n(&e->unseen, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->first_mtime, UINT64_MAX, __ATOMIC_RELEASE);
-	__atomic_store_n(&e->last_ns, (uint64_t)now.tv_sec * 1000000000ull +
-	                 (uint64_t)now.tv_nsec, __ATOMIC_RELEASE);
+	if (fstat(fd, &st) == 0)
+		shim_seen_created(c->r->ctl, &st);
 }
 
 /* ---- faults, and a full cache ----------------------------------------------- */
@@ -620,14 +603,16 @@ static int gather(const call *c, int vector, size_t *len)
 	return 0;
 }
 
-/* The watched regular file descriptor FD of the caller names, fetched
- * and tracked: 1 (*DFD, *FILE, *FL, ABS filled), or 0 when the call has
- * been answered already (it continues: not a watched regular file; or an
- * error, or a refusal). */
-static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
-                    int *fl, struct stat *stp)
+/* The caller's descriptor FD, fetched when it names something below the
+ * watched directory (its name in ABS): 1 with *DFD, or 0 when the call has
+ * been answered (it continues: not watched; or an error, or a refusal).
+ * The name is looked up before the fetch, so that the many calls on
+ * pipes and sockets cost one readlink, and again on the copy after it:
+ * another thread may have put something else on the number between the
+ * two, and the copy's own name decides. */
+static int watched_fd(const call *c, int fd, char *abs, int *dfd)
 {
-	struct stat st;
+	char p[64], now[PATH_MAX];
 
 	if (fd < 0 || fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
 	    !watched(c->r, abs)) {
@@ -638,9 +623,6 @@ static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
 		fd_failed(c, *dfd, abs);
 		return 0;
 	}
-	/* another thread may have put something else on the number between
-	 * the look and the fetch: the copy's own name decides */
-	char p[64], now[PATH_MAX];
 	snprintf(p, sizeof p, "/proc/self/fd/%d", *dfd);
 	ssize_t n = readlink(p, now, sizeof now - 1);
 	if (n > 0) {
@@ -652,6 +634,20 @@ static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
 			return 0;
 		}
 	}
+	return 1;
+}
+
+/* The watched regular file descriptor FD of the caller names, fetched
+ * and tracked: 1 (*DFD, *FILE, *FL, ABS filled), or 0 when the call has
+ * been answered already (it continues: not a watched regular file; or an
+ * error, or a refusal). */
+static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
+                    int *fl, struct stat *stp)
+{
+	struct stat st;
+
+	if (!watched_fd(c, fd, abs, dfd))
+		return 0;
 	*fl = fcntl(*dfd, F_GETFL);
 	if (*fl >= 0 && (*fl & O_DIRECT)) {
 		sup_refuse(c->g, c->req, "a write to %s opened with O_DIRECT: "
@@ -877,14 +873,8 @@ static void do_sync(const call *c, int nr)
 	                                  : FAULTSIM_OP_FDATASYNC;
 	struct stat st;
 
-	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
-		sup_continue(c->g, c->req->id);
+	if (!watched_fd(c, fd, abs, &dfd))
 		return;
-	}
-	if ((dfd = take_fd(c, fd)) < 0) {
-		fd_failed(c, dfd, abs);
-		return;
-	}
 	/* one fstat says what it is: the cache's, for a regular file */
 	st.st_mode = 0;
 	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
@@ -1020,16 +1010,8 @@ static void do_truncate(const call *c, int by_path)
 			sup_continue(c->g, c->req->id); /* the same error there */
 			return;
 		}
-	} else {
-		if (fd_name(c, (int)c->a[0], abs) < 0 || abs[0] != '/' ||
-		    !watched(c->r, abs)) {
-			sup_continue(c->g, c->req->id);
-			return;
-		}
-		if ((dfd = take_fd(c, (int)c->a[0])) < 0) {
-			fd_failed(c, dfd, abs);
-			return;
-		}
+	} else if (!watched_fd(c, (int)c->a[0], abs, &dfd)) {
+		return;
 	}
 	if (fstat(dfd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (int64_t)c->a[1] < 0) {
@@ -1059,14 +1041,8 @@ static void do_fallocate(const call *c)
 	faultsim_ticket t = { 0 };
 	struct stat st;
 
-	if (fd_name(c, fd, abs) < 0 || abs[0] != '/' || !watched(c->r, abs)) {
-		sup_continue(c->g, c->req->id);
+	if (!watched_fd(c, fd, abs, &dfd))
 		return;
-	}
-	if ((dfd = take_fd(c, fd)) < 0) {
-		fd_failed(c, dfd, abs);
-		return;
-	}
 	st.st_mode = 0;
 	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
 	if (!S_ISREG(st.st_mode) || (int64_t)off < 0 || (int64_t)len <= 0) {
@@ -1520,17 +1496,14 @@ static void do_special(const call *c, int nr, const char *what)
 static void do_times(const call *c)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
-	struct timespec t[2], now;
+	struct timespec t[2];
 	int flags = (int)c->a[3], rc, dfd = -1;
 	struct stat st;
 
 	if (c->a[1] == 0) {
 		/* futimens: the descriptor itself */
-		if (fd_name(c, (int)c->a[0], abs) < 0 || abs[0] != '/' ||
-		    !watched(c->r, abs) || (dfd = take_fd(c, (int)c->a[0])) < 0) {
-			sup_continue(c->g, c->req->id);
+		if (!watched_fd(c, (int)c->a[0], abs, &dfd))
 			return;
-		}
 	} else if (peek_path(c, c->a[1], path) < 0 ||
 	           resolve(c, (int)c->a[0], path, abs) != 0 ||
 	           !watched(c->r, abs)) {
@@ -1549,15 +1522,9 @@ static void do_times(const call *c)
 		shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
 		                              (uint64_t)st.st_dev,
 		                              (uint64_t)st.st_ino));
-		clock_gettime(CLOCK_REALTIME, &now);
-		uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull +
-		              (uint64_t)now.tv_nsec;
-		uint64_t m = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-		             (uint64_t)st.st_mtim.tv_nsec;
-		if (e && __atomic_load_n(&e->last_ns, __ATOMIC_ACQUIRE) <
-		             (m > ns ? m : ns))
-			__atomic_store_n(&e->last_ns, m > ns ? m : ns,
-			                 __ATOMIC_RELEASE);
+		uint64_t ns = shim_now_ns(), m = shim_mtime_ns(&st);
+		if (e)
+			shim_seen_stamp(e, m > ns ? m : ns);
 		__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
 	}
 	ring(c, SHIM_OP_TIMES, -1, abs, NULL, 0, 0, rc, 0);

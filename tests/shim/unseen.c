@@ -88,8 +88,10 @@ static int check(const char *dir)
 	return 0;
 }
 
-/* The record made durable through the wrappers, once. */
-static int open_data(const char *dir)
+/* The record made durable through the wrappers, once; in a workload (PROTO
+ * a descriptor) as an operation of its own, so that a kill right after it
+ * leaves a value the workload named. */
+static int open_data(const char *dir, int proto)
 {
 	char path[4096], rec[REC];
 	int fd, dfd;
@@ -102,11 +104,15 @@ static int open_data(const char *dir)
 	memset(rec, ' ', REC);
 	memcpy(rec, "data v0", 7);
 	rec[REC - 1] = '\n';
+	if (proto >= 0)
+		say(proto, "intent 0 data v0\n");
 	if (pwrite(fd, rec, REC, 0) != REC || fsync(fd) != 0)
 		die("first write");
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) < 0 || fsync(dfd) != 0)
 		die("fsync of the directory");
 	close(dfd);
+	if (proto >= 0)
+		say(proto, "ack 0\n");
 	return fd;
 }
 
@@ -179,7 +185,7 @@ int main(int argc, char **argv)
 	if (!env && strcmp(argv[2], "init") != 0)
 		return 2;
 	const char *mode = argv[2];
-	fd = open_data(argv[1]);
+	fd = open_data(argv[1], proto);
 	if (strcmp(mode, "init") == 0)
 		return 0;
 #ifdef UNSEEN_URING
