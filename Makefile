@@ -39,7 +39,7 @@ DEPS_TEST_ROOT = slurm-wlm munge chromium
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
-	libdb5.3-dev etcd-server jq postgresql
+	libdb5.3-dev etcd-server jq postgresql mariadb-server
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------

@@ -667,6 +667,24 @@ void faultsim_rec_reclaim(faultsim_cache *c)
 	                 __ATOMIC_RELEASE);
 }
 
+static int read_exact(int fd, void *buf, uint64_t len, uint64_t off);
+
+/* Reads what FD's file holds at OFF through a descriptor of its own,
+ * buffered: FD was opened with O_DIRECT, which takes only whole blocks
+ * into aligned memory, and the pre-image of a direct write is any range. */
+static int read_buffered(int fd, void *buf, uint64_t len, uint64_t off)
+{
+	char p[64];
+
+	snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+	int bfd = open(p, O_RDONLY | O_CLOEXEC);
+	if (bfd < 0)
+		return -errno;
+	int rc = read_exact(bfd, buf, len, off);
+	close(bfd);
+	return rc;
+}
+
 static int read_exact(int fd, void *buf, uint64_t len, uint64_t off)
 {
 	unsigned char *p = buf;
@@ -674,6 +692,11 @@ static int read_exact(int fd, void *buf, uint64_t len, uint64_t off)
 		ssize_t n = pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EINVAL) {
+			int fl = fcntl(fd, F_GETFL);
+			if (fl >= 0 && (fl & O_DIRECT))
+				return read_buffered(fd, p, len, off);
+		}
 		if (n < 0)
 			return -errno;
 		if (n == 0)

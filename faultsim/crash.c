@@ -39,6 +39,9 @@ typedef struct fate {
 	uint8_t garbage;  /* one of its sectors gets random bytes              */
 	uint8_t ns_keep;  /* an unsynced namespace record that persists (r2)   */
 	uint64_t seed;    /* drives its torn pieces and garbage bytes          */
+	uint8_t outcome;  /* what redo made of it: a FAULTSIM_FATE_*, or 0 for
+	                   * persisted whole (or not redone: its file gone) */
+	uint8_t redone;   /* redo_one ran on it                                */
 } fate;
 
 /* splitmix64: small, good enough, and the same everywhere */
@@ -184,16 +187,31 @@ static void decide_explained(faultsim_cache *c, faultsim_explain *x,
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		fs_rec *r = rec_at(c, v[i].pos);
-		if (rec_state(r) != ST_UNSYNCED)
-			continue;
-		if (rec_is_data(r) && (v[i].what != FATE_KEEP || v[i].garbage))
-			faultsim_note_dropped(c, x, r, v[i].what == FATE_LOSE ?
-			                      FAULTSIM_FATE_LOST :
-			                      v[i].what != FATE_KEEP ?
-			                      FAULTSIM_FATE_TORN :
-			                      FAULTSIM_FATE_GARBAGE);
-		else if (!rec_is_data(r) && !v[i].ns_keep)
+		if (rec_state(r) == ST_UNSYNCED && !rec_is_data(r) &&
+		    !v[i].ns_keep)
 			faultsim_note_dropped(c, x, r, FAULTSIM_FATE_UNDONE);
+	}
+}
+
+/* After the redo: every unsynced data record the crash did not keep whole
+ * goes on X's dropped list, named by what the redo made of it (a tear
+ * whose pieces all fell is lost, one whose pieces all stayed is kept and
+ * not listed), so that an explanation and the report's counts agree.  A
+ * record whose file was gone was never redone: named by its decision. */
+static void note_data(faultsim_cache *c, faultsim_explain *x, const fate *v,
+                      uint64_t n)
+{
+	for (uint64_t i = 0; x && i < n; i++) {
+		fs_rec *r = rec_at(c, v[i].pos);
+		if (!rec_is_data(r) || rec_state(r) != ST_UNSYNCED ||
+		    (v[i].what == FATE_KEEP && !v[i].garbage))
+			continue;
+		int out = v[i].redone ? v[i].outcome
+		        : v[i].what == FATE_LOSE ? FAULTSIM_FATE_LOST
+		        : v[i].what != FATE_KEEP ? FAULTSIM_FATE_TORN
+		        : FAULTSIM_FATE_GARBAGE;
+		if (out)
+			faultsim_note_dropped(c, x, r, out);
 	}
 }
 
@@ -380,13 +398,31 @@ static int stale_size(int fd, fs_rec *r, const fate *f)
 	return (uint64_t)sb.st_size < end ? set_size(fd, end) : 0;
 }
 
-static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
+/* Counts R's outcome OUT (0: kept whole) once in REP, and keeps it in F
+ * for the explanation (note_data). */
+static void outcome(fate *f, int out, faultsim_crash_report *rep)
+{
+	f->outcome = (uint8_t)out;
+	if (out == FAULTSIM_FATE_LOST)
+		rep->lost++;
+	else if (out == FAULTSIM_FATE_TORN)
+		rep->torn++;
+	else
+		rep->kept++;
+}
+
+/* Redoes R per its fate F.  Every unsynced record is counted once in REP:
+ * kept, lost, torn, or garbled (a garbage sector in a record the redo left
+ * otherwise whole or lost), so that TORN + GARBLED counts each damaged
+ * record once; GARBAGE counts the garbage sectors written. */
+static int redo_one(int fd, fs_rec *r, fate *f, unsigned sector,
                     uint32_t fs, faultsim_crash_report *rep)
 {
 	uint8_t st = rec_state(r);
 	uint64_t pieces = 0, edge;
 	int rc = 0, kept, stop;
 
+	f->redone = 1;
 	if (st == ST_LOST) {
 		rep->lost_failed++;
 		return 0;
@@ -395,12 +431,10 @@ static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
 	if (st == ST_SYNCED || f->what == FATE_KEEP) {
 		if (st == ST_SYNCED)
 			rep->durable++;
-		else if (stop && r->off >= edge)
-			rep->lost++; /* r4: all of it past a lost append */
+		else if (stop && r->off >= edge) /* r4: all past a lost append */
+			f->outcome = FAULTSIM_FATE_LOST;
 		else if (stop)
-			rep->torn++;
-		else
-			rep->kept++;
+			f->outcome = FAULTSIM_FATE_TORN;
 		if (r->kind == REC_WRITE && stop)
 			rc = r->off < edge ? faultsim_write_exact(fd, rec_new(r),
 			                                          edge - r->off,
@@ -412,30 +446,34 @@ static int redo_one(int fd, fs_rec *r, const fate *f, unsigned sector,
 			rc = set_size(fd, r->new_size);
 	} else if (f->what == FATE_HOLE) {
 		rc = redo_hole(fd, r, f, sector, edge, stop);
-		rep->torn++;
+		outcome(f, FAULTSIM_FATE_TORN, rep);
 		if (f->garbage)
-			rep->garbage++;
+			rep->garbage++; /* inside the hole */
 		return rc;
 	} else if (f->what == FATE_TEAR && r->len > 0) {
 		kept = redo_torn(fd, r, f, sector, edge, stop, &pieces);
 		rc = kept < 0 ? kept : 0;
-		if (kept == 0)
-			rep->lost++;
-		else if ((uint64_t)kept == pieces)
-			rep->kept++;
-		else
-			rep->torn++;
+		f->outcome = kept == 0 ? FAULTSIM_FATE_LOST
+		           : (uint64_t)kept == pieces ? 0 : FAULTSIM_FATE_TORN;
 	} else {
-		rep->lost++;
+		f->outcome = FAULTSIM_FATE_LOST;
 	}
 	if (rc == 0 && fs == FAULTSIM_FS_EXT4_WRITEBACK && st == ST_UNSYNCED &&
 	    r->kind == REC_WRITE && r->len > 0 &&
 	    (f->what == FATE_LOSE || f->what == FATE_TEAR))
 		rc = stale_size(fd, r, f);
-	if (rc == 0 && st == ST_UNSYNCED && f->garbage && r->len > 0) {
+	if (st != ST_UNSYNCED)
+		return rc;
+	if (rc == 0 && f->garbage && r->len > 0) {
 		rc = redo_garbage(fd, r, f, sector);
 		rep->garbage++;
+		if (f->outcome != FAULTSIM_FATE_TORN) {
+			f->outcome = FAULTSIM_FATE_GARBAGE;
+			rep->garbled++;
+			return rc;
+		}
 	}
+	outcome(f, f->outcome, rep);
 	return rc;
 }
 
@@ -449,7 +487,7 @@ static void note_error(faultsim_crash_report *rep, const char *what,
 
 /* Rewrites file FILE: undo its records newest first, redo the survivors
  * under model FS (faultsim_fs; POSIX where no crash is meant). */
-static void crash_file(faultsim_cache *c, int file, const fate *v, uint64_t n,
+static void crash_file(faultsim_cache *c, int file, fate *v, uint64_t n,
                        unsigned sector, uint32_t fs,
                        faultsim_crash_report *rep)
 {
@@ -596,6 +634,7 @@ int faultsim_cache_crash_explain(faultsim_cache *c,
 	for (uint32_t f = 0; f < c->nfiles; f++)
 		crash_file(c, (int)f, v, n, o.sector,
 		           __atomic_load_n(&c->fs, __ATOMIC_ACQUIRE), rep);
+	note_data(c, x, v, n);
 	for (uint64_t i = n; i-- > 0;) {
 		fs_rec *r = rec_at(c, v[i].pos);
 		if (rec_is_data(r))

@@ -490,6 +490,8 @@ typedef struct faultsim_crash_report {
 	uint64_t lost;         /* unsynced records that did not persist at all   */
 	uint64_t torn;         /* unsynced writes that persisted in part         */
 	uint64_t garbage;      /* sectors filled with random bytes               */
+	uint64_t garbled;      /* unsynced writes otherwise whole or lost that
+	                        * got one of them (not in kept, lost or torn)   */
 	uint64_t lost_failed;  /* records LOST to a failed sync, dropped         */
 	uint64_t ns_undone;    /* creates/renames/unlinks undone                 */
 	uint64_t ns_durable;   /* those kept because a sync made them durable    */

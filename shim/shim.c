@@ -920,7 +920,7 @@ static ssize_t tracked_write(int fd, const void *buf, size_t len, int whence,
 	map_seal(file);
 	e = inject(FAULTSIM_OP_PWRITE);
 	if (e == FAULTSIM_SHORT) {
-		len /= 2;
+		len = shim_short_len(fd, len);
 	} else if (e) {
 		in_shim = 0;
 		errno = -e;
@@ -975,7 +975,17 @@ static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
 	for (int i = 0; i < cnt; i++)
 		len += iov[i].iov_len;
 	in_shim = 1;
-	buf = malloc(len ? len : 1);
+	/* block-aligned memory for a descriptor opened with O_DIRECT, whose
+	 * own segments the kernel checks first (shim_dio_check) */
+	int dio = shim_dio_check(fd, iov, cnt);
+	if (dio < 0) {
+		in_shim = 0;
+		errno = -dio;
+		return -1;
+	}
+	if (dio == 0 || posix_memalign((void **)&buf, SHIM_DIO_ALIGN,
+	                               len ? len : 1) != 0)
+		buf = dio ? NULL : malloc(len ? len : 1);
 	in_shim = 0;
 	if (!buf) {
 		errno = ENOMEM;
@@ -1525,9 +1535,6 @@ static int shim_openat(int dirfd, const char *path, int flags, mode_t mode)
 		return real_openat(dirfd, path, flags, mode);
 	in_shim = 1;
 	writable = (flags & O_ACCMODE) != O_RDONLY;
-	if (flags & O_DIRECT)
-		refuse("open(%s, O_DIRECT): direct I/O bypasses the page cache "
-		       "the shim models", relative(abs));
 	if ((flags & O_TMPFILE) == O_TMPFILE)
 		refuse("open(%s, O_TMPFILE): unnamed files are not modelled",
 		       relative(abs));
@@ -1816,9 +1823,6 @@ static int shim_fcntl(int fd, int cmd, void *arg)
 	load_fcntl();
 	if (!active || in_shim || !fd_tracked(fd))
 		return real_fcntl(fd, cmd, arg);
-	if (cmd == F_SETFL && ((long)arg & O_DIRECT) && fd_file[fd])
-		refuse("fcntl(F_SETFL, O_DIRECT) on %s: direct I/O bypasses the "
-		       "page cache the shim models", relative(fd_path[fd]));
 	int n = real_fcntl(fd, cmd, arg);
 	if (n < 0)
 		return n;

@@ -243,6 +243,20 @@ void shim_seen_stamp(shim_seen *e, uint64_t ns);
  * note (FIRST_MTIME UINT64_MAX). */
 void shim_seen_created(shim_shared *s, const struct stat *st);
 
+/* Direct I/O (O_DIRECT) is modelled as any write: the bytes sit in the
+ * device's volatile cache until a flush (docs/faults.md).  A gathered copy
+ * of a direct write lives in memory aligned to SHIM_DIO_ALIGN. */
+#define SHIM_DIO_ALIGN 4096
+struct iovec;
+/* 0 when FD was not opened with O_DIRECT; 1 when it was and the CNT
+ * segments of IOV are as aligned as its file asks (statx's
+ * STATX_DIOALIGN, else 512 bytes); -EINVAL, the kernel's answer, when not. */
+int shim_dio_check(int fd, const struct iovec *iov, int cnt);
+/* How much of a write of LEN an injected short write makes: half, or for
+ * O_DIRECT half rounded down to the file's offset alignment (all of it
+ * when that leaves nothing). */
+size_t shim_short_len(int fd, size_t len);
+
 /* ---- the harness side (shim_ctl.c) ------------------------------------- */
 
 /* Creates the control block in a memfd; *FD is close-on-exec.  0 or a

@@ -8,9 +8,13 @@
 
 #include "shim.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 
 static uint64_t mix64(uint64_t x)
@@ -139,4 +143,47 @@ void shim_seen_created(shim_shared *s, const struct stat *st)
 	__atomic_store_n(&e->mapped, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->first_mtime, UINT64_MAX, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->last_ns, shim_now_ns(), __ATOMIC_RELEASE);
+}
+
+/* ---- direct I/O --------------------------------------------------------- */
+
+/* The memory and offset alignment FD's file asks of direct I/O (statx's
+ * STATX_DIOALIGN; 512 each where the kernel does not say). */
+static void dio_align(int fd, unsigned *mem, unsigned *off)
+{
+	struct statx sx;
+
+	*mem = *off = 512;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+	    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_mem_align &&
+	    sx.stx_dio_offset_align) {
+		*mem = sx.stx_dio_mem_align;
+		*off = sx.stx_dio_offset_align;
+	}
+}
+
+int shim_dio_check(int fd, const struct iovec *iov, int cnt)
+{
+	unsigned mem, off;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || !(fl & O_DIRECT))
+		return 0;
+	dio_align(fd, &mem, &off);
+	for (int i = 0; i < cnt; i++)
+		if ((uintptr_t)iov[i].iov_base % mem || iov[i].iov_len % mem)
+			return -EINVAL;
+	return 1;
+}
+
+size_t shim_short_len(int fd, size_t len)
+{
+	unsigned mem, off;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || !(fl & O_DIRECT))
+		return len / 2;
+	dio_align(fd, &mem, &off);
+	size_t half = len / 2 / off * off;
+	return half ? half : len;
 }

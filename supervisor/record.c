@@ -552,10 +552,29 @@ static void record_failed(const call *c, int rc, const char *what,
 
 /* ---- writes -------------------------------------------------------------------- */
 
-/* The bytes a write call names, gathered into the guard's buffer (at
- * most WRITE_MAX: a longer call becomes a short write).  *LEN gets their
- * count.  0 or a negative errno. */
-static int gather(const call *c, int vector, size_t *len)
+/* The guard's buffer, room for at least WANT bytes (at least one: a
+ * write of nothing still names a buffer), aligned for direct I/O.  0 or
+ * -ENOMEM. */
+static int buf_room(sup_guard *g, size_t want)
+{
+	void *b;
+
+	if (want <= g->bufcap && g->buf)
+		return 0;
+	if (posix_memalign(&b, SHIM_DIO_ALIGN, want ? want : 1) != 0)
+		return -ENOMEM;
+	free(g->buf);
+	g->buf = b;
+	g->bufcap = want ? want : 1;
+	return 0;
+}
+
+/* The bytes a write call on DFD names, gathered into the guard's buffer
+ * (at most WRITE_MAX: a longer call becomes a short write).  *LEN gets
+ * their count.  0 or a negative errno: -EINVAL, as the kernel answers,
+ * for a segment of a direct write (O_DIRECT) that is not aligned as its
+ * file asks -- the aligned copy would be taken where the call is not. */
+static int gather(const call *c, int dfd, int vector, size_t *len)
 {
 	sup_guard *g = c->g;
 	size_t want;
@@ -577,14 +596,13 @@ static int gather(const call *c, int vector, size_t *len)
 			want += iov[i].iov_len < WRITE_MAX - want ?
 			        iov[i].iov_len : WRITE_MAX - want;
 	}
-	if (want > g->bufcap || !g->buf) {
-		/* at least one byte: a write of nothing still names a buffer */
-		unsigned char *b = realloc(g->buf, want ? want : 1);
-		if (!b)
-			return -ENOMEM;
-		g->buf = b;
-		g->bufcap = want ? want : 1;
-	}
+	struct iovec one = { (void *)(uintptr_t)c->a[1], (size_t)c->a[2] };
+	int dio = shim_dio_check(dfd, vector ? iov : &one, vector ? (int)cnt : 1);
+	if (dio < 0)
+		return dio;
+	int rc = buf_room(g, want);
+	if (rc < 0)
+		return rc;
 	if (!vector) {
 		*len = want;
 		return peek(c, c->a[1], g->buf, want);
@@ -593,8 +611,8 @@ static int gather(const call *c, int vector, size_t *len)
 	for (size_t i = 0; i < cnt && got < want; i++) {
 		size_t n = iov[i].iov_len < want - got ? iov[i].iov_len
 		                                       : want - got;
-		int rc = peek(c, (uint64_t)(uintptr_t)iov[i].iov_base,
-		              g->buf + got, n);
+		rc = peek(c, (uint64_t)(uintptr_t)iov[i].iov_base,
+		          g->buf + got, n);
 		if (rc < 0)
 			return rc;
 		got += n;
@@ -649,11 +667,6 @@ static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
 	if (!watched_fd(c, fd, abs, dfd))
 		return 0;
 	*fl = fcntl(*dfd, F_GETFL);
-	if (*fl >= 0 && (*fl & O_DIRECT)) {
-		sup_refuse(c->g, c->req, "a write to %s opened with O_DIRECT: "
-		           "direct I/O is not modelled", relative(c->r, abs));
-		goto out_close;
-	}
 	st.st_mode = 0;
 	*file = faultsim_cache_track_stat(c->r->cache, *dfd, abs, &st);
 	if (*file == -ENAMETOOLONG) {
@@ -730,7 +743,7 @@ static void do_write(const call *c, int nr)
 
 	if (!out_file(c, (int)c->a[0], abs, &dfd, &file, &fl, &st))
 		return;
-	if ((e = gather(c, vector, &len)) < 0) {
+	if ((e = gather(c, dfd, vector, &len)) < 0) {
 		sup_answer(c->g, c->req->id, -e, 0);
 		goto out_close;
 	}
@@ -738,7 +751,7 @@ static void do_write(const call *c, int nr)
 	if (killed)
 		goto out_close;
 	if (e == FAULTSIM_SHORT) {
-		len /= 2;
+		len = shim_short_len(dfd, len);
 	} else if (e < 0) {
 		sup_answer(c->g, c->req->id, -e, 0);
 		goto out_close;
@@ -798,14 +811,9 @@ static void do_copy(const call *c, int nr)
 		goto out_close_in;
 	}
 	size_t len = count < WRITE_MAX ? (size_t)count : WRITE_MAX;
-	if (len > c->g->bufcap) {
-		unsigned char *b = realloc(c->g->buf, len);
-		if (!b) {
-			sup_answer(c->g, c->req->id, ENOMEM, 0);
-			goto out_close_in;
-		}
-		c->g->buf = b;
-		c->g->bufcap = len;
+	if (buf_room(c->g, len) < 0) {
+		sup_answer(c->g, c->req->id, ENOMEM, 0);
+		goto out_close_in;
 	}
 	ssize_t got = pread(din, c->g->buf, len, (off_t)in_off);
 	if (got <= 0) {
@@ -820,7 +828,7 @@ static void do_copy(const call *c, int nr)
 		goto out_close_in;
 	}
 	if (e == FAULTSIM_SHORT)
-		got /= 2;
+		got = (ssize_t)shim_short_len(dfd, (size_t)got);
 	ssize_t n = write_out(c, dfd, file, abs, &st, fl, (size_t)got,
 	                      out_offp != 0, (uint64_t)out_off, 0, &recorded);
 	if (!recorded)
@@ -1164,12 +1172,6 @@ static void do_open(const call *c, int nr)
 		return;
 	}
 	int writable = (flags & O_ACCMODE) != O_RDONLY;
-	if (flags & O_DIRECT) {
-		sup_refuse(c->g, c->req, "open(%s, O_DIRECT): direct I/O "
-		           "bypasses the page cache the kit models",
-		           relative(c->r, abs));
-		return;
-	}
 	if ((flags & O_TMPFILE) == O_TMPFILE) {
 		sup_refuse(c->g, c->req, "open(%s, O_TMPFILE): unnamed files are "
 		           "not modelled", relative(c->r, abs));
@@ -1556,6 +1558,35 @@ static void do_refuse_fd(const call *c, int fd, const char *what)
 	             "supervisor");
 }
 
+/* mmap(addr, len, prot, flags, fd, off), shared and writable: refused on
+ * a watched file, but for MAP_SYNC the kernel answers first -- off DAX it
+ * refuses the mapping (EOPNOTSUPP) and the program falls back to plain
+ * writes (MariaDB's redo log does): the same mapping is tried here,
+ * without PROT_WRITE, and its error passed on. */
+static void do_mmap(const call *c)
+{
+	char abs[PATH_MAX];
+	int dfd, flags = (int)c->a[3];
+
+	if (!(flags & MAP_SYNC)) {
+		do_refuse_fd(c, (int)c->a[4], "mmap(PROT_WRITE, MAP_SHARED)");
+		return;
+	}
+	if (!watched_fd(c, (int)c->a[4], abs, &dfd))
+		return;
+	void *p = mmap(NULL, (size_t)c->a[1], PROT_READ, flags, dfd,
+	               (off_t)c->a[5]);
+	if (p == MAP_FAILED) {
+		sup_answer(c->g, c->req->id, errno, 0);
+	} else {
+		munmap(p, (size_t)c->a[1]);
+		sup_refuse(c->g, c->req, "mmap(MAP_SYNC) of %s: stores that "
+		           "reach the device without a sync are not modelled",
+		           relative(c->r, abs));
+	}
+	close(dfd);
+}
+
 /* ---- one notification -------------------------------------------------------------- */
 
 void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
@@ -1648,7 +1679,7 @@ void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
 		do_times(&c);
 		return;
 	case __NR_mmap:
-		do_refuse_fd(&c, (int)c.a[4], "mmap(PROT_WRITE, MAP_SHARED)");
+		do_mmap(&c);
 		return;
 	case __NR_copy_file_range:
 		do_copy(&c, nr);

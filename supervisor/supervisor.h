@@ -31,11 +31,12 @@
  *
  * WHAT THE RECORDER REFUSES (the first refusal's words go to the shim's
  *   control block; the call gets EPERM): writable MAP_SHARED mappings of a
- *   watched file (their stores make no system call), O_DIRECT and
- *   O_TMPFILE opens, renames across the watched directory's edge, of a
- *   directory, or RENAME_EXCHANGE; symlinks and special files made below
- *   it; copy_file_range, sendfile and splice into a watched file;
- *   fallocate modes that move data; io_uring and Linux AIO.
+ *   watched file (their stores make no system call), O_TMPFILE opens,
+ *   renames across the watched directory's edge, of a directory, or
+ *   RENAME_EXCHANGE; symlinks and special files made below it; splice
+ *   into a watched file; fallocate modes that move data; io_uring and
+ *   Linux AIO.  A direct write (O_DIRECT) is recorded as any other: its
+ *   bytes wait in the device's volatile cache until a flush.
  *
  * CALLING SEQUENCE (in the harness)
  *   sup_guard_prepare(&g, rec)          before fork (rec NULL: the guard)

@@ -960,7 +960,7 @@ static int after_workload(xrun *r, uint64_t cycle)
 			        rep.first_error);
 		r->power_cuts++;
 		r->cut_lost += rep.lost + rep.lost_failed;
-		r->cut_torn += rep.torn + rep.garbage;
+		r->cut_torn += rep.torn + rep.garbled;
 		r->cut_undone += rep.ns_undone;
 		r->ndropped = x.ndropped;
 	} else {

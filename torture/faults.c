@@ -132,7 +132,7 @@ static int power_cut(torture_faults *f, uint64_t cycle, report *r)
 	}
 	r->power_cuts++;
 	r->cut_lost += rep.lost + rep.lost_failed;
-	r->cut_torn += rep.torn + rep.garbage;
+	r->cut_torn += rep.torn + rep.garbled;
 	r->cut_undone += rep.ns_undone;
 	return 0;
 }

@@ -34,12 +34,21 @@
  *             already holds (a file this life never wrote, renamed)
  *   symlink   safe, and a symbolic link ln.CYCLE.N made to data at each put
  *   touch     safe, and futimens(fd, NULL) after each fdatasync
+ *   direct    the record at the head of a 4 KiB block, written through a
+ *             descriptor opened with O_DIRECT, then fdatasync (the kit
+ *             models direct I/O as the device's volatile cache: it holds)
+ *   direct-dsync  the same block with O_DIRECT | O_DSYNC as two aligned
+ *             2 KiB segments of one pwritev, never a sync (it holds)
  *   init      makes the record durable and exits (for --setup: then no
  *             life records a write of its own, and the shim's sample of
  *             the newest recorded write has nothing to compare)
  *
- * Every mode but safe loses acknowledged writes at a power cut; the kit
- * must say so (unsafe, scm) or refuse the run (the rest), never pass it.
+ * and direct-unsafe, the direct block never synced: a direct write waits
+ * in the device's volatile cache like any other, and a power cut loses it.
+ *
+ * Every mode but safe, direct and direct-dsync loses acknowledged writes at
+ * a power cut; the kit must say so (unsafe, scm, direct-unsafe) or refuse
+ * the run (the rest), never pass it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #if __has_include(<liburing.h>) && defined(HAVE_LIBURING)
@@ -205,6 +215,19 @@ int main(int argc, char **argv)
 		close(fd);
 		fd = received_fd(argv[1]);
 	}
+	unsigned char *block = NULL;
+	if (strncmp(mode, "direct", 6) == 0) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/data", argv[1]);
+		close(fd);
+		fd = open(path, O_RDWR | O_DIRECT |
+		          (strcmp(mode, "direct-dsync") ? 0 : O_DSYNC));
+		if (fd < 0)
+			die("open O_DIRECT");
+		if (posix_memalign((void **)&block, 4096, 4096) != 0)
+			die("posix_memalign");
+		memset(block, '\n', 4096);
+	}
 	int puts = argc > 3 ? atoi(argv[3]) : 1000000;
 	for (int i = 1; i <= puts; i++) {
 		if (strcmp(mode, "rename")) {
@@ -254,6 +277,18 @@ int main(int argc, char **argv)
 				if (symlink("data", ln) != 0)
 					die("symlink");
 			}
+		} else if (block) {
+			memcpy(block, rec, REC);
+			struct iovec v[2] = { { block, 2048 },
+			                      { block + 2048, 2048 } };
+			if (!strcmp(mode, "direct-dsync"))
+				rc = pwritev(fd, v, 2, 0);
+			else
+				rc = pwrite(fd, block, 4096, 0);
+			if (rc == 4096 && !strcmp(mode, "direct") &&
+			    fdatasync(fd) != 0)
+				die("fdatasync");
+			rc = rc == 4096 ? REC : -1;
 		} else if (!strcmp(mode, "mixed")) {
 			rc = syscall(SYS_pwrite64, fd, rec, REC - 1, 0L);
 			if (rc == REC - 1)
