@@ -1252,6 +1252,9 @@ static int held_fdatasync(void *ctx, int fd)
 	return keel_io_posix()->fdatasync(ctx, fd);
 }
 
+static keel_io held_io;
+static keel_options held_options = {.io = &held_io, .flags = KEEL_NOCOMPACT};
+
 static void *put_k2(void *arg)
 {
 	keel_db *db = arg;
@@ -1366,38 +1369,29 @@ static void a_reader_moving_to_a_compacted_file_sees_only_durable_commits(void *
 	assert_int_equal(keel_close(r), KEEL_OK);
 }
 
-/* A writer killed inside a commit's sync leaves its head in the file (the
- * page cache) and a marker that stops before it.  Nobody synced that head,
- * so a power cut can still take it: readers -- one open before the kill and
- * one opened after it -- must not show it, with the writer alive or dead.
- * The next writer's open syncs it and replaces the marker; from then on the
- * readers show it, and the writer removes its marker at close. */
-static void a_killed_writers_marker_still_binds_readers(void **state)
+static void *open_writer(void *arg)
 {
-	fixture *f = *state;
-	keel_options ro = {.flags = KEEL_RDONLY};
-	keel_db *r;
-	int go[2], stay[2];
-	char c, *marker = NULL;
-	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
-	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
-	assert_int_equal(access(marker, F_OK), 0); /* a writer keeps one */
-	assert_int_equal(keel_close(f->db), KEEL_OK);
-	f->db = NULL;
-	assert_int_equal(access(marker, F_OK), -1); /* and removes it */
-	assert_int_equal(pipe(go), 0);
-	assert_int_equal(pipe(stay), 0);
+	keel_db *w;
+	return (void *)(intptr_t)keel_open(arg, &held_options, &w);
+}
+
+/* Forks a writer process whose sync is held (held_fdatasync): inside the
+ * commit of "k2" (its open done first), or, when IN_OPEN, inside the first
+ * sync of its open.  Returns once it waits there (said over GO; STAY's
+ * write end, kept open here, is its lifeline).  Its pid. */
+static pid_t writer_held_in_sync(fixture *f, int go[2], int stay[2],
+                                 int in_open)
+{
+	char c;
 	pid_t pid = fork();
 	if (pid == 0) {
-		keel_io io = *keel_io_posix();
-		io.fdatasync = held_fdatasync;
-		keel_options o = {.io = &io, .flags = KEEL_NOCOMPACT};
-		keel_db *w;
+		keel_db *w = NULL;
 		pthread_t t;
-		if (keel_open(f->path, &o, &w))
+		if (!in_open && keel_open(f->path, &held_options, &w))
 			_exit(3);
 		atomic_store(&sync_held, true);
-		if (pthread_create(&t, NULL, put_k2, w))
+		if (in_open ? pthread_create(&t, NULL, open_writer, f->path)
+		            : pthread_create(&t, NULL, put_k2, w))
 			_exit(4);
 		for (int i = 0; i < 1000 && !atomic_load(&sync_waiting); i++)
 			usleep(10000);
@@ -1412,6 +1406,32 @@ static void a_killed_writers_marker_still_binds_readers(void **state)
 	close(go[1]); /* a child that dies without writing ends the read */
 	close(stay[0]);
 	c = child_read(go[0], pid, "the writer process is inside a sync");
+	(void)c;
+	return pid;
+}
+
+/* A writer killed inside a commit's sync leaves its head in the file (the
+ * page cache) and a marker that stops before it.  Nobody synced that head,
+ * so a power cut can still take it: readers -- one open before the kill and
+ * one opened after it -- must not show it, with the writer alive or dead.
+ * The next writer's open syncs it and replaces the marker; from then on the
+ * readers show it, and the writer removes its marker at close. */
+static void a_killed_writers_marker_still_binds_readers(void **state)
+{
+	fixture *f = *state;
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_db *r;
+	int go[2], stay[2];
+	char *marker = NULL;
+	assert_true(asprintf(&marker, "%s.durable", f->path) > 0);
+	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(access(marker, F_OK), 0); /* a writer keeps one */
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	assert_int_equal(access(marker, F_OK), -1); /* and removes it */
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(stay), 0);
+	pid_t pid = writer_held_in_sync(f, go, stay, 0);
 	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
 	check_value(r, "k1", "a");
 	check_value(r, "k2", NULL); /* written, not durable, writer alive */
@@ -1537,6 +1557,47 @@ static void a_reader_follows_the_file_as_it_grows(void **state)
 		keel_view_release(&v);
 	}
 	assert_int_equal(keel_close(r), KEEL_OK);
+}
+
+/* The next writer's open makes what recovery found durable before it
+ * publishes its marker (db.c, writer_start): the head a killed writer left
+ * unsynced may still be taken by a power cut, so while that open is inside
+ * its sync a reader process must not show it.  (With the marker published
+ * first, readers act on a head a cut then takes away.) */
+static void a_recovering_writers_marker_waits_for_its_sync(void **state)
+{
+	fixture *f = *state;
+	keel_options ro = {.flags = KEEL_RDONLY};
+	keel_db *r;
+	int go[2], stay[2], go2[2], stay2[2];
+	assert_int_equal(keel_put(f->db, "k1", 2, "a", 1, KEEL_REV_ANY, NULL), KEEL_OK);
+	assert_int_equal(keel_close(f->db), KEEL_OK);
+	f->db = NULL;
+	/* a writer killed inside k2's sync: k2 written, never synced */
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(stay), 0);
+	pid_t pid = writer_held_in_sync(f, go, stay, 0);
+	kill(pid, SIGKILL);
+	child_reap(pid, "the first writer process, killed");
+	/* the next writer, held inside its open's first sync */
+	assert_int_equal(pipe(go2), 0);
+	assert_int_equal(pipe(stay2), 0);
+	pid = writer_held_in_sync(f, go2, stay2, 1);
+	assert_int_equal(keel_open(f->path, &ro, &r), KEEL_OK);
+	check_value(r, "k1", "a");
+	check_value(r, "k2", NULL); /* recovered, not yet synced */
+	kill(pid, SIGKILL);
+	child_reap(pid, "the recovering writer process, killed");
+	check_value(r, "k2", NULL);
+	/* a writer whose open completes syncs it: now it shows */
+	assert_int_equal(keel_open(f->path, NULL, &f->db), KEEL_OK);
+	check_value(f->db, "k2", "b");
+	check_value(r, "k2", "b");
+	assert_int_equal(keel_close(r), KEEL_OK);
+	close(go[0]);
+	close(stay[1]);
+	close(go2[0]);
+	close(stay2[1]);
 }
 
 /* The durable marker as docs/format.md lays it out: magic, an even
@@ -1892,6 +1953,8 @@ static void a_failed_allocation_while_opening_loses_nothing(void **state)
 
 int main(void)
 {
+	held_io = *keel_io_posix();
+	held_io.fdatasync = held_fdatasync;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(put_get_delete_round_trip, setup, teardown),
 		cmocka_unit_test(a_failed_allocation_in_a_checkpoint_loses_nothing),
@@ -1926,6 +1989,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_reader_trusts_nothing_past_a_marker_cut_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_process_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_writers_marker_still_binds_readers, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_recovering_writers_marker_waits_for_its_sync, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_reader_moving_to_a_compacted_file_sees_only_durable_commits, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_closed_writer_leaves_no_marker_mapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_writer_that_cannot_make_its_marker_keeps_none, setup, teardown),

@@ -105,7 +105,8 @@ static void summary_lives(const xrun *r)
 	/* counted over the cycles that passed: none when the first failed */
 	if (r->observed)
 		printf("  acknowledged nothing   %" PRIu64 " of %" PRIu64
-		       " cycles\n", r->dry, r->observed);
+		       " cycles%s\n", r->dry, r->observed,
+		       r->observed < r->cycles ? " that passed" : "");
 	if (exec_lives_too_short(r))
 		printf("  lives too short        %" PRIu64 " of %" PRIu64 " cycles "
 		       "at %s acknowledged nothing: the lives are too short for "
