@@ -148,6 +148,9 @@ struct serve_config {
 	int max_handshakes;      /* --max-handshakes: TLS handshakes under
 	                            way (an SSL made, not yet up), all
 	                            shards                                 */
+	int max_handshakes_per_source; /* --max-handshakes-per-source: of
+	                            those, one source's (serve_limits.h,
+	                            SHARES); 0 until set: an eighth      */
 	uint64_t max_body;       /* --max-body in bytes                     */
 	int idle_timeout_ms;     /* --idle-timeout                          */
 	int header_timeout_ms;   /* --header-timeout: a whole request head;
@@ -268,6 +271,8 @@ struct serve_conn {
 	uint16_t nout;                  /* entries in out                      */
 	uint8_t timer;                  /* enum serve_timer                    */
 	uint32_t inflight;              /* commits not completed yet           */
+	uint16_t src;                   /* its source's bucket, while its TLS
+	                                   handshake is counted (HELLO, not UP) */
 };
 
 /* A commit in flight, from keel_commit_async to the shard's answer. */
@@ -340,6 +345,7 @@ struct serve_server {
 	keel_db *db;
 	atomic_int conns;    /* open connections, all shards            */
 	atomic_int handshakes; /* connections CONN_TLS_HELLO, not _UP    */
+	struct limits_sources hs_sources; /* those handshakes by source     */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
 	struct limits_budget budget; /* --body-budget: all shards' bodies */

@@ -130,6 +130,15 @@ static void rx_free(struct serve_conn *c)
 	c->rx = NULL;
 }
 
+/* The handshake hs_take counted is over (up, or its connection closed). */
+static void hs_give(struct serve_conn *c)
+{
+	struct serve_server *srv = c->shard->srv;
+
+	atomic_fetch_sub(&srv->handshakes, 1);
+	limits_source_give(&srv->hs_sources, c->src);
+}
+
 static void conn_close(struct serve_conn *c)
 {
 	struct serve_shard *sh = c->shard;
@@ -141,7 +150,7 @@ static void conn_close(struct serve_conn *c)
 	h2_free(c); /* its streams' answers and views go with it */
 	h3_free(c);
 	if ((c->flags & (CONN_TLS_HELLO | CONN_TLS_UP)) == CONN_TLS_HELLO)
-		atomic_fetch_sub(&sh->srv->handshakes, 1);
+		hs_give(c);
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
@@ -751,6 +760,35 @@ static void tls_refuse_plain(struct serve_conn *c)
 	serve_error(c, 400, 1, 1);
 }
 
+/* A TLS handshake begins on C (its ClientHello is whole): counted against
+ * --max-handshakes and its source's share of them
+ * (--max-handshakes-per-source; serve_limits.h, SHARES).  1, or 0 after
+ * closing C when either is full: the source that holds its share cannot
+ * take the rest from everybody else. */
+static int hs_take(struct serve_conn *c)
+{
+	struct serve_server *srv = c->shard->srv;
+	struct sockaddr_storage peer;
+	socklen_t len = sizeof peer;
+
+	if (getpeername(c->fd, (struct sockaddr *)&peer, &len) != 0)
+		len = 0;
+	c->src = (uint16_t)limits_source_of(&srv->hs_sources, &peer, len);
+	if (limits_source_take(&srv->hs_sources, c->src,
+	                       (uint32_t)srv->cfg.max_handshakes_per_source) !=
+	    LIMITS_OK) {
+		conn_close(c);
+		return 0;
+	}
+	if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
+		atomic_fetch_sub(&srv->handshakes, 1);
+		limits_source_give(&srv->hs_sources, c->src);
+		conn_close(c);
+		return 0;
+	}
+	return 1;
+}
+
 /*
  * Moves a TLS connection's handshake on.  Returns 1 when HTTP may flow
  * (or the connection is plain), 0 to wait for the socket or after the
@@ -783,11 +821,8 @@ static int conn_tls_ready(struct serve_conn *c)
 		/* an SSL and its handshake cost about 45 KB until the
 		 * client's Finished: --max-handshakes bounds what clients
 		 * that stop after their ClientHello can make us hold */
-		if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
-			atomic_fetch_sub(&srv->handshakes, 1);
-			conn_close(c);
+		if (!hs_take(c))
 			return 0;
-		}
 		/* the context of now, used for this call only: the SSL takes
 		 * its own reference (serve.h, TLS) */
 		c->ssl = serve_tls_new(atomic_load(&srv->tls), c->fd);
@@ -799,7 +834,7 @@ static int conn_tls_ready(struct serve_conn *c)
 	}
 	rc = serve_tls_handshake(c->ssl);
 	if (rc == 1) {
-		atomic_fetch_sub(&srv->handshakes, 1);
+		hs_give(c);
 		c->flags |= CONN_TLS_UP;
 		timer_set(c, SERVE_TIMER_IDLE);
 		return 1;

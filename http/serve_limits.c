@@ -4,6 +4,10 @@
  */
 #include "serve_limits.h"
 
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
 void limits_body_begin(struct limits_body *b, uint64_t bytes, int64_t now_ms)
 {
 	b->since_ms = now_ms;
@@ -68,4 +72,67 @@ int limits_budget_admits(struct limits_budget *b, uint64_t announced,
 
 	held = held > own ? held - own : 0;
 	return held + announced > b->cap ? LIMITS_BUSY : LIMITS_OK;
+}
+
+/* ---- shares by source ---------------------------------------------------- */
+
+/* A keyed mix of the prefix (the murmur3 finalizer over prefix ^ key, with
+ * the key again before it): enough that buckets cannot be predicted. */
+static uint64_t source_hash(uint64_t key, uint64_t prefix, uint64_t family)
+{
+	uint64_t x = (prefix ^ key) + family * 0x9e3779b97f4a7c15ull;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull ^ key;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+unsigned limits_source_of(const struct limits_sources *s, const void *addr,
+                          size_t len)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	                                    0xff, 0xff };
+	const struct sockaddr *sa = addr;
+	uint64_t prefix = 0;
+	uint32_t v4;
+
+	if (len >= sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+		memcpy(&v4, &((const struct sockaddr_in *)addr)->sin_addr, 4);
+		prefix = ntohl(v4) >> 8; /* the /24 */
+		return (unsigned)(source_hash(s->key, prefix, 4) &
+		                  (LIMITS_SOURCES - 1));
+	}
+	if (len >= sizeof(struct sockaddr_in6) && sa->sa_family == AF_INET6) {
+		const uint8_t *a = ((const struct sockaddr_in6 *)addr)->sin6_addr.s6_addr;
+		if (memcmp(a, mapped, sizeof mapped) == 0) {
+			prefix = ((uint64_t)a[12] << 16) | ((uint64_t)a[13] << 8) |
+			         a[14];
+			return (unsigned)(source_hash(s->key, prefix, 4) &
+			                  (LIMITS_SOURCES - 1));
+		}
+		for (int i = 0; i < 8; i++) /* the /64 */
+			prefix = prefix << 8 | a[i];
+		return (unsigned)(source_hash(s->key, prefix, 6) &
+		                  (LIMITS_SOURCES - 1));
+	}
+	return 0;
+}
+
+int limits_source_take(struct limits_sources *s, unsigned bucket,
+                       uint32_t cap)
+{
+	_Atomic uint32_t *h = &s->held[bucket & (LIMITS_SOURCES - 1)];
+	uint32_t was = atomic_load(h);
+
+	do {
+		if (was >= cap)
+			return LIMITS_BUSY;
+	} while (!atomic_compare_exchange_weak(h, &was, was + 1));
+	return LIMITS_OK;
+}
+
+void limits_source_give(struct limits_sources *s, unsigned bucket)
+{
+	atomic_fetch_sub(&s->held[bucket & (LIMITS_SOURCES - 1)], 1);
 }

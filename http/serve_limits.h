@@ -25,6 +25,16 @@
  *                    body announced by its length is refused at once when
  *                    it would not fit now, one that grows past it as it
  *                    does (503 on either protocol).
+ *   SHARES           a count held server-wide against a cap (TLS handshakes
+ *                    in progress: --max-handshakes) is shared by source:
+ *                    each source -- an IPv4 /24, an IPv6 /64 -- holds at
+ *                    most its share (--max-handshakes-per-source), so one
+ *                    source that fills the count with handshakes it never
+ *                    finishes cannot shut every other client out
+ *                    (limits_source_*).  Sources are hashed into
+ *                    LIMITS_SOURCES buckets under a key drawn at start: an
+ *                    attacker cannot aim at a victim's bucket, and two
+ *                    sources that meet in one (1 in 4096) share a share.
  *
  * CALLING SEQUENCE (one body; on the connection's shard, the budget on any
  * thread)
@@ -112,5 +122,25 @@ void limits_budget_give(struct limits_budget *b, size_t n);
  * head, so that a client is told before it sends the body. */
 int limits_budget_admits(struct limits_budget *b, uint64_t announced,
                          size_t own);
+
+#define LIMITS_SOURCES 4096 /* buckets of sources (a power of two) */
+
+/* Shares of a count by source. */
+struct limits_sources {
+	uint64_t key;                          /* drawn at start: the hash's */
+	_Atomic uint32_t held[LIMITS_SOURCES]; /* what each bucket holds now */
+};
+
+/* The bucket of the peer at ADDR (a struct sockaddr of LEN bytes): its
+ * IPv4 /24 or IPv6 /64 (an IPv4-mapped IPv6 address counts as IPv4),
+ * hashed under S's key; anything else falls in bucket 0. */
+unsigned limits_source_of(const struct limits_sources *s, const void *addr,
+                          size_t len);
+/* Counts one more for BUCKET: LIMITS_OK, or LIMITS_BUSY (nothing counted)
+ * when it holds CAP already. */
+int limits_source_take(struct limits_sources *s, unsigned bucket,
+                       uint32_t cap);
+/* Gives back one counted by limits_source_take. */
+void limits_source_give(struct limits_sources *s, unsigned bucket);
 
 #endif /* SERVE_LIMITS_H */

@@ -34,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RETIRED_MAX 16 /* replaced token tables and TLS contexts not
@@ -68,6 +70,12 @@ static void usage(FILE *f)
 	      "                       each); a ClientHello past it closes its"
 	      " connection\n"
 	      "                       (default 1000)\n"
+	      "  --max-handshakes-per-source N  of those, what one source (an"
+	      " IPv4 /24, an\n"
+	      "                       IPv6 /64) may hold; its next ClientHello"
+	      " closes its\n"
+	      "                       connection (default an eighth of"
+	      " --max-handshakes)\n"
 	      "  --max-body BYTES     largest PUT body, k/m/g suffixes (default 64m)\n"
 	      "  --body-budget BYTES  memory for all request bodies held at once;"
 	      " past it 503\n"
@@ -279,6 +287,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 		{"threads", required_argument, NULL, 't'},
 		{"max-conns", required_argument, NULL, 'c'},
 		{"max-handshakes", required_argument, NULL, 'S'},
+		{"max-handshakes-per-source", required_argument, NULL, 'P'},
 		{"max-body", required_argument, NULL, 'b'},
 		{"body-budget", required_argument, NULL, 'M'},
 		{"idle-timeout", required_argument, NULL, 'i'},
@@ -341,6 +350,13 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
 			if (parse_int(optarg, 1, 10000000, &cfg->max_handshakes) < 0)
 				return bad_value("--max-handshakes", optarg,
 				                 "expected a number from 1 to 10000000");
+			break;
+		case 'P':
+			if (parse_int(optarg, 1, 10000000,
+			              &cfg->max_handshakes_per_source) < 0)
+				return bad_value("--max-handshakes-per-source",
+				                 optarg, "expected a number from 1 "
+				                 "to 10000000");
 			break;
 		case 'b':
 			if (parse_size(optarg, &cfg->max_body) < 0 ||
@@ -760,6 +776,13 @@ int main(int argc, char **argv)
 	}
 	raise_nofile(&srv.cfg);
 	srv.budget.cap = srv.cfg.body_budget;
+	if (srv.cfg.max_handshakes_per_source == 0)
+		srv.cfg.max_handshakes_per_source =
+			srv.cfg.max_handshakes / 8 ? srv.cfg.max_handshakes / 8 : 1;
+	if (getrandom(&srv.hs_sources.key, sizeof srv.hs_sources.key, 0) !=
+	    (ssize_t)sizeof srv.hs_sources.key)
+		srv.hs_sources.key = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^
+		                     (uint64_t)getpid();
 	srv.limits.header_timeout_ms = srv.cfg.header_timeout_ms;
 	srv.limits.body_min_rate = srv.cfg.body_min_rate;
 	signal(SIGPIPE, SIG_IGN);

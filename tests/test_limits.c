@@ -8,6 +8,11 @@
 
 #include "serve_limits.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
 /* --header-timeout 1s, --body-min-rate 1k: a window must bring 1024 bytes */
 static const struct limits_config cfg = {1000, 1024};
 
@@ -124,6 +129,82 @@ static void an_announced_body_counts_what_its_request_holds(void **state)
 	assert_int_equal(limits_budget_admits(&b, 1000, 900), LIMITS_OK);
 }
 
+static struct sockaddr_in v4(const char *a)
+{
+	struct sockaddr_in sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, a, &sa.sin_addr), 1);
+	return sa;
+}
+
+static struct sockaddr_in6 v6(const char *a)
+{
+	struct sockaddr_in6 sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sin6_family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, a, &sa.sin6_addr), 1);
+	return sa;
+}
+
+static unsigned src4(struct limits_sources *s, const char *a)
+{
+	struct sockaddr_in sa = v4(a);
+	return limits_source_of(s, &sa, sizeof sa);
+}
+
+static unsigned src6(struct limits_sources *s, const char *a)
+{
+	struct sockaddr_in6 sa = v6(a);
+	return limits_source_of(s, &sa, sizeof sa);
+}
+
+/* A source is an IPv4 /24 or an IPv6 /64; an IPv4-mapped address is its
+ * IPv4 source; other /24s land elsewhere (all but a few of 256, under any
+ * key); a short or unknown address falls in bucket 0. */
+static void a_source_is_a_slash_24_or_a_slash_64(void **state)
+{
+	static struct limits_sources s;
+	(void)state;
+	for (uint64_t key = 1; key < 4; key++) {
+		s.key = key * 0x1234567890abcdefull;
+		unsigned a = src4(&s, "192.0.2.1");
+		assert_int_equal(src4(&s, "192.0.2.254"), a);
+		assert_int_equal(src6(&s, "::ffff:192.0.2.77"), a);
+		assert_int_equal(src6(&s, "2001:db8:1:2::1"),
+		                 src6(&s, "2001:db8:1:2:ffff::9"));
+		int apart = 0;
+		char b[32];
+		for (int i = 0; i < 256; i++) {
+			snprintf(b, sizeof b, "192.0.%d.1", i);
+			apart += src4(&s, b) != a;
+		}
+		assert_true(apart >= 250);
+		assert_true(src6(&s, "2001:db8:1:3::1") !=
+		            src6(&s, "2001:db8:1:2::1"));
+		assert_true(a < LIMITS_SOURCES);
+		struct sockaddr_in sa = v4("192.0.2.1");
+		assert_int_equal(limits_source_of(&s, &sa, 2), 0);
+	}
+}
+
+/* A bucket holds at most its cap; what is given back can be taken again;
+ * other buckets are untouched. */
+static void a_source_holds_at_most_its_share(void **state)
+{
+	static struct limits_sources s;
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_OK);
+	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_BUSY);
+	assert_int_equal(limits_source_take(&s, 8, 3), LIMITS_OK);
+	limits_source_give(&s, 7);
+	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_OK);
+	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_BUSY);
+	assert_int_equal(atomic_load(&s.held[7]), 3);
+	assert_int_equal(atomic_load(&s.held[8]), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +218,8 @@ int main(void)
 		cmocka_unit_test(streams_close_at_the_last_allowed_cut),
 		cmocka_unit_test(the_budget_refuses_what_would_pass_it),
 		cmocka_unit_test(an_announced_body_counts_what_its_request_holds),
+		cmocka_unit_test(a_source_is_a_slash_24_or_a_slash_64),
+		cmocka_unit_test(a_source_holds_at_most_its_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

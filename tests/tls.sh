@@ -268,7 +268,7 @@ PID=$OPID
 OPORT=$PORT
 OPID=$PID
 start hs --db "$T/hs.keel" --header-timeout 60s --max-handshakes 3 \
-	--tls-cert "$T/a.crt" --tls-key "$T/a.key"
+	--max-handshakes-per-source 3 --tls-cert "$T/a.crt" --tls-key "$T/a.key"
 HPORT=$PORT
 HPID=$PID
 mkfifo "$T/hs.hold"
@@ -294,6 +294,57 @@ done
 expect "once they hang up, a handshake and a request are served" 404 "$served"
 stop "$HPID"
 expect "server hs: SIGTERM, exit 0" 0 "$STATUS"
+PORT=$OPORT
+PID=$OPID
+
+# ---- one source cannot take every handshake slot ---------------------------
+# --max-handshakes 16: a source (an IPv4 /24) holds at most an eighth, 2.
+# An attacker on 127.0.0.2 sends 40 ClientHellos it never finishes: 2 get
+# the server's flight, 38 are closed; another address of its /24 shares
+# its share (0 of 5); clients from another /24 are served (at least 8 of
+# 10).  Before the shares the attacker held all 16 slots and every new
+# HTTPS client was refused: shown here by the same attack with the share
+# raised to the whole (--max-handshakes-per-source 16).
+fair_run() { # fair_run NAME ARGS...: the attack, then 10 clients; sets SERVED
+	local name=$1 i
+	shift
+	start "$name" --db "$T/$name.keel" --header-timeout 60s \
+		--max-handshakes 16 "$@" --tls-cert "$T/a.crt" --tls-key "$T/a.key"
+	FPORT=$PORT
+	FPID=$PID
+	mkfifo "$T/$name.hold"
+	KEEL_SOURCE=127.0.0.2 $CLIENT halfcount "$FPORT" "$T/a.crt" 40 \
+		<"$T/$name.hold" >"$T/$name.attack" 2>&1 &
+	FA=$!
+	exec 5>"$T/$name.hold"
+	waitfor "$T/$name.attack" "^flight" || bad "$name: $(cat "$T/$name.attack")"
+	KEEL_SOURCE=127.0.0.9 $CLIENT halfcount "$FPORT" "$T/a.crt" 5 \
+		</dev/null >"$T/$name.sibling" 2>&1
+	SERVED=0
+	for i in $(seq 10); do
+		c=$(curl -s -m 20 -o /dev/null -w '%{http_code}' --interface 127.0.1.1 \
+			--cacert "$T/a.crt" --resolve "localhost:$FPORT:127.0.0.1" \
+			"https://localhost:$FPORT/k")
+		[ "$c" = 404 ] && SERVED=$((SERVED + 1))
+	done
+	exec 5>&-
+	wait "$FA"
+	stop "$FPID"
+	expect "server $name: SIGTERM, exit 0" 0 "$STATUS"
+}
+OPORT=$PORT
+OPID=$PID
+fair_run fair
+expect "one source holds its share of the handshakes: 2 of 16" \
+	"flight 2 closed 38" "$(cat "$T/fair.attack")"
+expect "another address of its /24 shares that share" \
+	"flight 0 closed 5" "$(cat "$T/fair.sibling")"
+if [ "$SERVED" -ge 8 ]; then ok "clients of another /24 are served: $SERVED of 10"
+else bad "clients of another /24 are served: $SERVED of 10, want 8"; fi
+fair_run unfair --max-handshakes-per-source 16
+expect "with a share of the whole, the attacker holds every slot" \
+	"flight 16 closed 24" "$(cat "$T/unfair.attack")"
+expect "... and every other client is refused" 0 "$SERVED"
 PORT=$OPORT
 PID=$OPID
 

@@ -18,6 +18,8 @@
         handshake can never go on) and then nothing; once each has the
         server's flight or was closed (or 10 s), print "flight A closed B",
         hold them until stdin ends
+  (KEEL_SOURCE=ADDR: connect from that local address; halfcount, keep,
+        idle)
   tls_client.py stalls PORT N HEX   open N connections that each send the
         bytes HEX (a part of a ClientHello, say) and then nothing; print
         "open N", hold them until stdin ends
@@ -27,6 +29,7 @@
         empty), print the seconds until the server closes (at most 30)
 """
 import hashlib
+import os
 import resource
 import socket
 import ssl
@@ -40,8 +43,16 @@ def context(cafile):
     return ctx
 
 
+def source():
+    """KEEL_SOURCE: the local address to connect from (127.0.0.0/8 is
+    every source a loopback test can be), else the kernel's choice."""
+    src = os.environ.get("KEEL_SOURCE")
+    return (src, 0) if src else None
+
+
 def connect(port, ctx):
-    raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+    raw = socket.create_connection(("127.0.0.1", port), timeout=20,
+                                   source_address=source())
     return ctx.wrap_socket(raw, server_hostname="localhost")
 
 
@@ -168,7 +179,8 @@ def halfcount(port, cafile, n):
     ctx = context(cafile)
     conns, seen = [], {"flight": 0, "closed": 0, "none": 0}
     for _ in range(n):
-        raw = socket.create_connection(("127.0.0.1", port), timeout=20)
+        raw = socket.create_connection(("127.0.0.1", port), timeout=20,
+                                       source_address=source())
         try:
             raw.sendall(client_hello(ctx))
         except OSError:  # the server closed it already (a reset)
