@@ -153,7 +153,10 @@ struct h3_conn {
 	uint8_t ccerr_set;
 	uint8_t stopping;               /* SIGTERM: closes once drained     */
 	uint8_t cuts;                   /* streams cut for a limit          */
-	uint8_t handshaking;            /* counted in h3_shard.handshaking  */
+	uint8_t handshaking;            /* counted in h3_shard.handshaking,
+	                                   and in the server's --max-handshakes
+	                                   and its source's share of them  */
+	uint16_t src;                   /* that source's bucket             */
 	struct h3_stream *streams;      /* every stream held                */
 	struct h3_stream *current;      /* the stream serve_handle answers  */
 	int nstreams;
@@ -1041,9 +1044,37 @@ static int on_remove_cid(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *arg)
 /* HC is no longer one of its shard's handshakes (Retry's budget). */
 static void handshake_over(struct h3_conn *hc)
 {
-	if (hc->handshaking)
+	struct serve_server *srv = hc->c->shard->srv;
+
+	if (hc->handshaking) {
 		hc->c->shard->h3->handshaking--;
+		atomic_fetch_sub(&srv->handshakes, 1);
+		limits_source_give(&srv->hs_sources, hc->src);
+	}
 	hc->handshaking = 0;
+}
+
+/* A QUIC handshake from PATH may begin: counted as a TLS handshake over
+ * TCP is (serve_conn.c), against --max-handshakes and its source's share
+ * of them (serve_limits.h, SHARES) -- a source proven by Retry still holds
+ * no more than its share, whatever --max-conns allows.  1 with *SRC its
+ * bucket, or 0 (nothing counted: the Initial is dropped, and the client
+ * tries again later). */
+static int handshake_take(struct serve_server *srv, const ngtcp2_path *path,
+                          uint16_t *src)
+{
+	*src = (uint16_t)limits_source_of(&srv->hs_sources, path->remote.addr,
+	                                  path->remote.addrlen);
+	if (limits_source_take(&srv->hs_sources, *src,
+	                       (uint32_t)srv->cfg.max_handshakes_per_source) !=
+	    LIMITS_OK)
+		return 0;
+	if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
+		atomic_fetch_sub(&srv->handshakes, 1);
+		limits_source_give(&srv->hs_sources, *src);
+		return 0;
+	}
+	return 1;
 }
 
 /* The handshake is done: only "h3" may have been agreed on. */
@@ -1814,12 +1845,13 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	struct h3_conn *hc = NULL;
 	ngtcp2_pkt_hd hd;
 	ngtcp2_cid scid, odcid;
+	uint16_t src;
 	int validated;
 
 	if (ngtcp2_accept(&hd, pkt, len) != 0 || atomic_load(&srv->stopping))
 		return NULL;
 	validated = initial_validate(sh, path, &hd, &odcid);
-	if (validated < 0)
+	if (validated < 0 || !handshake_take(srv, path, &src))
 		return NULL;
 	if (atomic_fetch_add(&srv->conns, 1) >= srv->cfg.max_conns)
 		goto out_uncount;
@@ -1857,7 +1889,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	if (hc->next)
 		hc->next->prev = hc;
 	sh->h3->conns = hc;
-	hc->handshaking = 1;
+	hc->handshaking = 1; /* handshake_take counted it */
+	hc->src = src;
 	sh->h3->handshaking++;
 	serve_conn_adopt(sh, c);
 	return hc;
@@ -1869,6 +1902,8 @@ out_free:
 	ngtcp2_conn_del(hc->quic);
 out_uncount:
 	atomic_fetch_sub(&srv->conns, 1);
+	atomic_fetch_sub(&srv->handshakes, 1);
+	limits_source_give(&srv->hs_sources, src);
 	free(hc);
 	free(c);
 	return NULL;

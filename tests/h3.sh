@@ -193,6 +193,47 @@ kill "$HALF" 2>/dev/null
 wait "$HALF"
 stop "$PID"
 
+# one source cannot take every QUIC handshake, even proven by Retry
+# (serve_limits.h, SHARES): with --h3-retry always every handshake has
+# proven its address; --max-handshakes 16 gives a source 2 of them.  16
+# handshakes held half done from 127.0.0.2: 2 are made, the other Initials
+# dropped (their clients hear nothing); clients from another /24 are served
+# over TCP and HTTP/3.  Before, such handshakes were bounded by --max-conns
+# alone (16 here): the same attack with the share raised to the whole takes
+# every connection, and new clients are refused.
+quic_burst() { # quic_burst NAME WANT ARGS...: sets HALFOPEN, TCPCODE, H3CODE
+	local name=$1 want=$2 i p pids=""
+	shift 2
+	start "$name" --h3-retry always --max-conns 16 --max-handshakes 16 \
+		--header-timeout 60s "$@"
+	for i in $(seq 16); do
+		KEEL_SOURCE=127.0.0.2 "$H3" "$PORT" GET /k -i 30000 \
+			>"$T/$name.half.$i" 2>&1 &
+		pids="$pids $!"
+	done
+	for i in $(seq 400); do # the made ones say so at once
+		[ "$(cat "$T/$name".half.* | grep -c 'half open')" -ge "$want" ] && break
+		sleep 0.05
+	done
+	TCPCODE=$(curl -s -m 20 -o /dev/null -w '%{http_code}' \
+		--interface 127.0.1.1 -k --resolve "localhost:$PORT:127.0.0.1" \
+		"https://localhost:$PORT/k")
+	KEEL_SOURCE=127.0.1.1 "$H3" "$PORT" GET /k >"$T/a" 2>"$T/a.err"
+	H3CODE=$(sed -n 's/^status //p;q' "$T/a")
+	HALFOPEN=$(cat "$T/$name".half.* | grep -c 'half open')
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	stop "$PID"
+}
+quic_burst burst 2
+expect "a QUIC burst from one source: 2 of 16 handshakes made" 2 "$HALFOPEN"
+expect "... a TCP client of another /24 is served" 404 "$TCPCODE"
+expect "... an HTTP/3 client of another /24 is served" 404 "${H3CODE:-none}"
+quic_burst burst-whole 16 --max-handshakes-per-source 16
+expect "with a share of the whole: 16 of 16 made" 16 "$HALFOPEN"
+expect "... and a TCP client is refused" 000 "$TCPCODE"
+expect "... and an HTTP/3 client gets no answer" none "${H3CODE:-none}"
+
 # the handshake deadline (--header-timeout) is a QUIC timer the shard's
 # timer heap must fire (serve_h3.c, h3_timers): the half-done handshake
 # is dropped after 1 s, its budget comes back, and a new connection is

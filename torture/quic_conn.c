@@ -145,6 +145,14 @@ static int conn_open(quic_conn *c, uint16_t port, const char *cert,
 	if (c->fd >= 0)
 		(void)setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF,
 		                 &(int){QUIC_CONN_RCVBUF}, sizeof(int));
+	/* KEEL_SOURCE: the local address to send from (quic_conn.h) */
+	const char *src = getenv("KEEL_SOURCE");
+	if (c->fd >= 0 && src) {
+		struct sockaddr_in from = {.sin_family = AF_INET};
+		if (inet_pton(AF_INET, src, &from.sin_addr) != 1 ||
+		    bind(c->fd, (struct sockaddr *)&from, sizeof from) < 0)
+			return -1;
+	}
 	if (c->fd < 0 ||
 	    connect(c->fd, (struct sockaddr *)&c->remote, sizeof(c->remote)) < 0 ||
 	    getsockname(c->fd, (struct sockaddr *)&c->local, &alen) < 0)

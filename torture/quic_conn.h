@@ -95,7 +95,9 @@ void quic_conn_callbacks(ngtcp2_callbacks *cb);
  * connection: ngtcp2 calls CB with USER.  CERT: a PEM file, the only
  * certificate trusted, checked for IP 127.0.0.1; NULL: the server's
  * certificate is not checked (SNI "localhost").  TOKEN: sent in the first
- * Initial, or NULL.  0, or -1 (quic_conn_close frees what was made).
+ * Initial, or NULL.  With KEEL_SOURCE set in the environment (an IPv4
+ * address of this host) the socket sends from it: a loopback test's second
+ * source.  0, or -1 (quic_conn_close frees what was made).
  */
 int quic_conn_open(quic_conn *c, uint16_t port, const char *cert,
                    const ngtcp2_callbacks *cb, const ngtcp2_vec *token,
