@@ -69,7 +69,10 @@ FAULTSIM_OBJS = $(FAULTSIM_SRCS:%.c=$(B)/obj/%.o)
 # ---- the LD_PRELOAD shim (floor 2; faultsim in front of any program) -----
 # Built without sanitizers even in build-asan: it is preloaded into programs
 # that carry no sanitizer runtime.
-SHIM_SRCS = shim/shim.c shim/shim_backstop.c shim/shim_common.c faultsim/cache.c faultsim/sync.c \
+SHIM_SRCS = shim/shim.c shim/shim_ring.c shim/shim_fd.c shim/shim_open.c \
+	shim/shim_expect.c shim/shim_write.c shim/shim_sync.c shim/shim_map.c \
+	shim/shim_namespace.c shim/shim_stdio.c shim/shim_exec.c \
+	shim/shim_backstop.c shim/shim_common.c faultsim/cache.c faultsim/sync.c \
 	faultsim/namespace.c faultsim/mapped.c \
 	faultsim/crash.c faultsim/fault.c faultsim/explain.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)

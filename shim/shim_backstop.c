@@ -1,6 +1,6 @@
 /*
  * shim_backstop.c -- the system-call backstop of libkeel-shim.so: the calls
- * no wrapper of shim.c sees (glibc's internal write behind stdio on a
+ * no wrapper of the shim sees (glibc's internal write behind stdio on a
  * redirected stdout, opendir's open, a raw syscall instruction) are caught
  * by Syscall User Dispatch and sent through the wrappers all the same.
  * Off unless KEEL_SHIM_BACKSTOP=1 (torture --syscall-backstop): every
@@ -15,7 +15,7 @@
  *   number in RAX, the arguments in RDI RSI RDX R10 R8 R9) and puts the
  *   result in RAX:
  *   - a call the shim models, on a followed descriptor or on a path that
- *     may lie below the watched directory: the exported wrapper of shim.c
+ *     may lie below the watched directory: the shim's exported wrapper
  *     (write, openat, renameat2, fsync, ...), run with the selector at
  *     ALLOW and every signal blocked -- the wrapper's own calls (the real
  *     one through glibc, faultsim's reads) then run as they are, and no
@@ -32,7 +32,7 @@
  *     (inside malloc, with any lock held).
  *   Routing the shim's real calls through the stub instead would spare
  *   their traps, but would give up glibc's versions of them (fallbacks,
- *   cancellation points) and touch every wrapper of shim.c; the selector
+ *   cancellation points) and touch every wrapper of the shim; the selector
  *   switch costs two system calls per modelled call.
  *
  * WHAT NEEDS CARE, AND WHY
@@ -120,7 +120,7 @@ typedef struct clone_head {
 
 #define CLONE3_MAX 128      /* the largest clone_args copied              */
 #define COPY_CHUNK (1u << 20) /* bytes one emulated copy_file_range moves  */
-#define FD_SCAN 65536ul     /* descriptors shim.c follows (its SHIM_FDS)  */
+#define FD_SCAN 65536ul     /* descriptors the shim follows (SHIM_FDS)    */
 
 /* ioctl requests that share extents between files (linux/fs.h) */
 #define IOCTL_FICLONE 0x40049409ul
