@@ -28,7 +28,7 @@ LDLIBS_ALL = -lfiu -lpthread $(LDLIBS)
 DEPS_BUILD = libfiu-dev fiu-utils libcmocka-dev curl pkg-config libssl-dev \
 	openssl python3 libnghttp2-dev nghttp2-client libngtcp2-dev \
 	libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev \
-	liburing-dev golang-go
+	liburing-dev golang-go rustc musl-tools
 DEPS_BENCH = liblmdb-dev libsqlite3-dev librocksdb-dev libleveldb-dev \
 	nginx-light redis-server wrk fio clang
 DEPS_STAMP = $(B)/.deps-build
@@ -124,7 +124,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
-	http/serve_h3.c http/serve_fields.c
+	http/serve_h3.c http/serve_fields.c http/h3_control.c
 # HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
 H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
 H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)
@@ -149,14 +149,14 @@ TEST_EXTRA_test_exec_explain = torture/exec_explain.c shim/shim_ctl.c
 TEST_EXTRA_test_campaign = torture/campaign.c torture/campaign_json.c \
 	torture/adapters.c tools/duration.c
 TEST_EXTRA_test_http_parser = http/http_parse.c
-TEST_EXTRA_test_limits = http/serve_limits.c
+TEST_EXTRA_test_limits = http/serve_limits.c http/h3_control.c
 TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/sound_servers.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/sim_rules.sh tests/sound_servers.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 # tests/run.sh runs KEEL_TEST_JOBS tests side by side, in the order given:
 # the long ones start first, so the lanes end together
-TEST_LONG = tests/sound_servers.sh tests/shim_sound.sh tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
+TEST_LONG = tests/sound_servers.sh tests/shim_sound.sh tests/sim_rules.sh tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh
 TEST_ORDER = $(foreach t,$(TEST_LONG),$(filter $(t),$(TEST_SCRIPTS))) $(filter-out $(TEST_LONG),$(TEST_BINS) $(TEST_SCRIPTS))
 
 TEST_BINS = $(TESTS:%=$(B)/tests/%)
@@ -172,7 +172,7 @@ all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
 	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS) \
 	$(TEST_TOOLS)
 
-.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants claims
+.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants mutants-sim claims
 
 # ---- dependencies -------------------------------------------------------
 $(DEPS_STAMP):
@@ -333,6 +333,12 @@ claims: all
 # set must catch it.  Long (minutes per mutant): not part of make test.
 mutants: all
 	@sh tests/mutants/run.sh
+
+# Each patch of tests/mutants/sim/ plants a bug in the fault simulator or a
+# front end; tests/test_faultsim and tests/sim_rules.sh must catch it
+# (about a minute a mutant): not part of make test.
+mutants-sim: all
+	@sh tests/mutants/sim.sh
 
 # ---- benchmarks (need the peers: make deps-bench) ---------------------------
 BENCH_ENGINE_LIBS = -llmdb -lsqlite3 -lrocksdb -lleveldb

@@ -137,6 +137,8 @@
 #define SERVE_SENDFILE_LOWAT (128 * 1024) /* unsent bytes a socket holds
                                      once it has sent a file body        */
 #define SERVE_LINGER_MS 2000      /* draining a refused body before close  */
+#define SERVE_TRIM_MIN 64          /* connections at a peak before memory
+                                     is given back after it (serve_conn.c) */
 #define SERVE_CLOSE_CLEAN 1       /* close_after: the request asked for it  */
 #define SERVE_CLOSE_ERROR 2       /* close_after: input may still be coming */
 
@@ -308,6 +310,10 @@ struct serve_shard {
 	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */
 	int nconns;
+	int conns_peak;               /* the server's connections at their
+	                                 most since memory was last given
+	                                 back (shard 0: serve_conn.c,
+	                                 memory_give_back)                  */
 	struct h2_conn *h2_idle_first, *h2_idle_last; /* HTTP/2 connections
 	                                 gone idle with frame-buffer pages
 	                                 resident, oldest first (serve_h2.c,

@@ -58,6 +58,13 @@ int fields_add(struct serve_fields *f, const uint8_t *name, size_t nlen,
 		f->refuse = 431;
 		return 0;
 	}
+	/* whitespace at either end of a value, which HTTP/2 and HTTP/3
+	 * forbid (RFC 9113 8.2.1, RFC 9114 4.2): the field is not taken, on
+	 * both alike -- nghttp3 drops it before we see it, and nghttp2's own
+	 * check (a stream reset) is off so that we drop it here too */
+	if (vlen > 0 && (value[0] == ' ' || value[0] == '\t' ||
+	                 value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+		return 0;
 	for (i = 0; i < sizeof fields_wanted / sizeof fields_wanted[0]; i++) {
 		if (nlen != strlen(fields_wanted[i].name) ||
 		    memcmp(name, fields_wanted[i].name, nlen) != 0)

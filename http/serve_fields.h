@@ -18,7 +18,12 @@
  * must be single.  Every field counts against LIST_MAX as its name, value
  * and 32 bytes (RFC 9113 6.5.2, RFC 9114 4.2.2); past it the request is
  * refused with 431, and a :path longer than HTTP_TARGET_MAX with 414,
- * without keeping more.
+ * without keeping more.  A field whose value begins or ends with a space
+ * or a tab, which both protocols forbid (RFC 9113 8.2.1, RFC 9114 4.2), is
+ * not taken, on both alike: nghttp3 drops it before its callback, and
+ * nghttp2's own check (a stream reset) is turned off so that it is dropped
+ * here.  HTTP/1.1's parser drops such whitespace, not the field, as its
+ * grammar says.
  */
 #ifndef SERVE_FIELDS_H
 #define SERVE_FIELDS_H

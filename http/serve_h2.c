@@ -97,8 +97,7 @@ struct h2_conn {
 	                               for, not drawn on the bucket        */
 	int32_t reset_ids[H2_RESET_MEMORY]; /* streams we reset lately     */
 	uint8_t reset_next;         /* the slot of reset_ids to fill next  */
-	double tokens;              /* the control-frame bucket            */
-	int64_t tokens_ms;          /* when it was last refilled           */
+	struct limits_bucket bucket; /* the control-frame bucket            */
 };
 
 /* ---- nghttp2's memory ------------------------------------------------------ */
@@ -336,19 +335,8 @@ static int reset_lately(const struct h2_conn *h, int32_t id)
  * bucket is empty. */
 static int bucket_take(struct serve_conn *c)
 {
-	struct h2_conn *h = c->h2;
-	int64_t now = c->shard->now_ms;
-
-	if (now > h->tokens_ms) {
-		h->tokens += (double)(now - h->tokens_ms) * H2_CALM_RATE / 1000.0;
-		if (h->tokens > H2_CALM_BURST)
-			h->tokens = H2_CALM_BURST;
-		h->tokens_ms = now;
-	}
-	if (h->tokens < 1)
-		return -1;
-	h->tokens -= 1;
-	return 0;
+	return limits_bucket_take(&c->h2->bucket, c->shard->now_ms) ==
+	       LIMITS_OK ? 0 : -1;
 }
 
 /* ---- output: one buffer, written as it fills and after each send ------- */
@@ -953,6 +941,10 @@ static void h2_setup(void)
 	                                           H2_NGHTTP2_RESET_RATE);
 	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
 	nghttp2_option_set_no_closed_streams(opt, 1);
+	/* whitespace around a field value: the field is dropped by
+	 * serve_fields.c, as nghttp3 drops it over HTTP/3, instead of
+	 * nghttp2's stream reset */
+	nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(opt, 1);
 	h2_callbacks = cb;
 	h2_options = opt;
 }
@@ -980,8 +972,7 @@ int h2_start(struct serve_conn *c)
 	                                h2_options, &mem) != 0)
 		goto out_free;
 	h->making = 0;
-	h->tokens = H2_CALM_BURST;
-	h->tokens_ms = c->shard->now_ms;
+	limits_bucket_fill(&h->bucket, c->shard->now_ms);
 	c->h2 = h;
 	if (nghttp2_submit_settings(h->session, NGHTTP2_FLAG_NONE, settings,
 	                            sizeof settings / sizeof settings[0]) != 0 ||

@@ -78,6 +78,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "serve_limits.h"
 
 #define H2_MAX_STREAMS 100          /* SETTINGS_MAX_CONCURRENT_STREAMS      */
 #define H2_STREAMS_HELD 200         /* open plus reset-while-committing     */
@@ -88,8 +89,9 @@
                                        before GOAWAY                        */
 #define H2_MAX_CONTINUATIONS 8      /* CONTINUATION frames per block        */
 #define H2_MAX_OUTBOUND_ACK 100     /* SETTINGS/PING ACKs queued            */
-#define H2_CALM_BURST 200           /* control frames before the rate counts */
-#define H2_CALM_RATE 50             /* control frames a second after that   */
+#define H2_CALM_BURST LIMITS_CALM_BURST /* control frames before the rate
+                                       counts (serve_limits.h)              */
+#define H2_CALM_RATE LIMITS_CALM_RATE /* control frames a second after that */
 #define H2_NOCOPY_MIN 4096          /* DATA from the mapping from this size  */
 #define H2_WBUF (32 * 1024)         /* a connection's output buffer         */
 #define H2_IDLE_PAGES_MS 500        /* idle this long: the frame buffer's

@@ -24,6 +24,7 @@
  * conn_fail acts after ngtcp2 returns.
  */
 #include "serve.h"
+#include "h3_control.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -153,6 +154,10 @@ struct h3_conn {
 	uint8_t ccerr_set;
 	uint8_t stopping;               /* SIGTERM: closes once drained     */
 	uint8_t cuts;                   /* streams cut for a limit          */
+	struct h3_control control;      /* the client's control stream,
+	                                   checked (h3_control.h)          */
+	struct limits_bucket calm;      /* streams the client reset
+	                                   (serve_limits.h: rapid reset)   */
 	uint8_t handshaking;            /* counted in h3_shard.handshaking,
 	                                   and in the server's --max-handshakes
 	                                   and its source's share of them  */
@@ -1100,11 +1105,14 @@ static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t id,
 	int rc;
 
 	(void)conn;
-	(void)offset;
 	(void)sarg;
 	rc = http_start(hc);
 	if (rc != 0)
 		return rc;
+	if ((id & 0x3) == 0x2 && /* a client's unidirectional stream */
+	    h3_control_feed(&hc->control, id, offset, data, len) !=
+	    H3_CONTROL_OK)
+		return fail_http(hc, NGHTTP3_ERR_H3_SETTINGS_ERROR);
 	n = nghttp3_conn_read_stream(hc->http, id, data, len,
 	                             (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
 	if (n < 0)
@@ -1159,6 +1167,22 @@ static int on_read_shut(struct h3_conn *hc, int64_t id)
 	return rc == 0 ? 0 : fail_http(hc, rc);
 }
 
+/* A stream the client resets, or whose answer it asks us to stop, draws
+ * on the connection's bucket, as over HTTP/2 (serve_limits.h): requests
+ * opened and reset at once ("rapid reset") cost work and never an answer.
+ * Empty: CONNECTION_CLOSE(H3_EXCESSIVE_LOAD). */
+static int calm_take(struct h3_conn *hc)
+{
+	if (limits_bucket_take(&hc->calm, hc->c->shard->now_ms) == LIMITS_OK)
+		return 0;
+	if (!hc->ccerr_set) {
+		ngtcp2_connection_close_error_set_application_error(
+		    &hc->ccerr, NGHTTP3_H3_EXCESSIVE_LOAD, NULL, 0);
+		hc->ccerr_set = 1;
+	}
+	return NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
 static int on_quic_reset(ngtcp2_conn *conn, int64_t id, uint64_t final_size,
                          uint64_t code, void *arg, void *sarg)
 {
@@ -1166,6 +1190,8 @@ static int on_quic_reset(ngtcp2_conn *conn, int64_t id, uint64_t final_size,
 	(void)final_size;
 	(void)code;
 	(void)sarg;
+	if (calm_take(arg) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
 	return on_read_shut(arg, id);
 }
 
@@ -1175,6 +1201,8 @@ static int on_quic_stop(ngtcp2_conn *conn, int64_t id, uint64_t code,
 	(void)conn;
 	(void)code;
 	(void)sarg;
+	if (calm_take(arg) != 0)
+		return NGTCP2_ERR_CALLBACK_FAILURE;
 	return on_read_shut(arg, id);
 }
 
@@ -1889,6 +1917,8 @@ static struct h3_conn *conn_accept(struct serve_shard *sh,
 	if (hc->next)
 		hc->next->prev = hc;
 	sh->h3->conns = hc;
+	limits_bucket_fill(&hc->calm, sh->now_ms);
+	h3_control_init(&hc->control);
 	hc->handshaking = 1; /* handshake_take counted it */
 	hc->src = src;
 	sh->h3->handshaking++;

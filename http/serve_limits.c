@@ -74,6 +74,28 @@ int limits_budget_admits(struct limits_budget *b, uint64_t announced,
 	return held + announced > b->cap ? LIMITS_BUSY : LIMITS_OK;
 }
 
+/* ---- a connection's bucket of costly frames -------------------------------- */
+
+void limits_bucket_fill(struct limits_bucket *b, int64_t now_ms)
+{
+	b->tokens = LIMITS_CALM_BURST;
+	b->ms = now_ms;
+}
+
+int limits_bucket_take(struct limits_bucket *b, int64_t now_ms)
+{
+	if (now_ms > b->ms) {
+		b->tokens += (double)(now_ms - b->ms) * LIMITS_CALM_RATE / 1000.0;
+		if (b->tokens > LIMITS_CALM_BURST)
+			b->tokens = LIMITS_CALM_BURST;
+		b->ms = now_ms;
+	}
+	if (b->tokens < 1)
+		return LIMITS_CLOSE;
+	b->tokens -= 1;
+	return LIMITS_OK;
+}
+
 /* ---- shares by source ---------------------------------------------------- */
 
 /* A keyed mix of the prefix (the murmur3 finalizer over prefix ^ key, with

@@ -123,6 +123,25 @@ void limits_budget_give(struct limits_budget *b, size_t n);
 int limits_budget_admits(struct limits_budget *b, uint64_t announced,
                          size_t own);
 
+/* A connection's bucket of frames that cost work without being requests
+ * (HTTP/2: SETTINGS, PING, PRIORITY, RST_STREAM...; HTTP/2 and HTTP/3: a
+ * stream the client resets, "rapid reset"): LIMITS_CALM_BURST of them,
+ * refilled at LIMITS_CALM_RATE a second.  Empty: the connection is closed
+ * (GOAWAY(ENHANCE_YOUR_CALM); CONNECTION_CLOSE(H3_EXCESSIVE_LOAD)). */
+#define LIMITS_CALM_BURST 200
+#define LIMITS_CALM_RATE 50
+
+struct limits_bucket {
+	double tokens; /* frames it allows now                              */
+	int64_t ms;    /* when it was last refilled                         */
+};
+
+/* A full bucket at NOW_MS. */
+void limits_bucket_fill(struct limits_bucket *b, int64_t now_ms);
+/* One frame at NOW_MS: LIMITS_OK, or LIMITS_CLOSE when the bucket is
+ * empty (nothing taken). */
+int limits_bucket_take(struct limits_bucket *b, int64_t now_ms);
+
 #define LIMITS_SOURCES 4096 /* buckets of sources (a power of two) */
 
 /* Shares of a count by source. */

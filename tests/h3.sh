@@ -160,6 +160,10 @@ expect "tokens: a write token's PUT: 201" 201 \
 	"$(h3 PUT /k -H "Authorization: Bearer $WT" -d x)"
 expect "tokens: a read token's GET: 200" 200 \
 	"$(h3 GET /k -H "Authorization: Bearer $RT")"
+# whitespace at a value's end: the field is not taken over HTTP/3, as over
+# HTTP/2 (serve_fields.c): no Authorization, 401
+expect "tokens: a token with a trailing space: 401, as over HTTP/2" 401 \
+	"$(h3 PUT /k -H "Authorization: Bearer $WT " -d x)"
 stop "$PID"
 expect "tokens: exit status after SIGTERM" 0 "$STATUS"
 
@@ -233,6 +237,22 @@ quic_burst burst-whole 16 --max-handshakes-per-source 16
 expect "with a share of the whole: 16 of 16 made" 16 "$HALFOPEN"
 expect "... and a TCP client is refused" 000 "$TCPCODE"
 expect "... and an HTTP/3 client gets no answer" none "${H3CODE:-none}"
+
+# rapid reset: requests reset as soon as their HEADERS went out draw on
+# the connection's bucket, as over HTTP/2 (serve_limits.h: 200, then 50 a
+# second); empty, the connection is closed with H3_EXCESSIVE_LOAD (0x107).
+# Before, 5000 such pairs went through and the connection lived on.
+start rapid
+"$H3" "$PORT" GET /k -R 5000 >"$T/a" 2>"$T/a.err"
+expect "rapid reset: the client's exit status" 1 "$?"
+contains "rapid reset: closed with H3_EXCESSIVE_LOAD" "$T/a.err" \
+	'closed the connection \(error 0x107\) after [0-9]+ requests'
+n=$(sed -n 's/.*after \([0-9]*\) requests.*/\1/p' "$T/a.err")
+if [ "${n:-5000}" -lt 5000 ]; then ok "rapid reset: cut after $n of 5000"
+else bad "rapid reset: not cut (${n:-?})"; fi
+expect "rapid reset: the server answers others on" 404 "$(h3 GET /k)"
+stop "$PID"
+expect "rapid: exit status after SIGTERM" 0 "$STATUS"
 
 # the handshake deadline (--header-timeout) is a QUIC timer the shard's
 # timer heap must fire (serve_h3.c, h3_timers): the half-done handshake

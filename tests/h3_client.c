@@ -4,7 +4,7 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K | -N N | -I N] [-i MS] [-x] [-F]
+ *             [-k MS] [-b] [-n N -c K | -R N | -N N | -I N] [-i MS] [-x] [-F]
  *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
@@ -34,6 +34,12 @@
  * one line at the end, "N requests, A answered, S 2xx in T s: R/s",
  * timed from the handshake's end to the last answer.  The 10 s deadline
  * then counts from the latest answer.
+ *
+ * -R N: rapid reset, N requests one after another, each stream reset
+ * (H3_REQUEST_CANCELLED) as soon as its HEADERS went out; the same line at
+ * the end as -n.  A server that closes the connection for it is said on
+ * stderr with its error code ("the server closed the connection (error
+ * 0x107) after K requests": H3_EXCESSIVE_LOAD), exit status 1.
  *
  * -N N (bench/http/h3.sh's resumed figures, new connections): N
  * connections one after another, each a handshake and one request, closed with H3_NO_ERROR
@@ -116,6 +122,7 @@ struct client {
 	int hold_ms;          /* -k: stay connected this long after it  */
 	int bad_token;        /* -b: a forged Retry token in the Initial */
 	int bench_n, bench_c; /* -n, -c: requests, at a time (0: one)    */
+	int rapid;            /* -R: each request reset once sent        */
 	int sent, answered, ok; /* bench: submitted, ended, 2xx           */
 	ngtcp2_tstamp t0, t1; /* bench: the handshake's end, last answer */
 	int retried;          /* Retries followed                        */
@@ -225,6 +232,8 @@ static nghttp3_ssize on_read_body(nghttp3_conn *h, int64_t id,
 	return 1;
 }
 
+static int client_write(struct client *cl);
+
 /* Submits requests on new streams while fewer than -c are in flight
  * and -n are not all sent, as far as the server's stream limit lets.
  * Returns 0 or -1. */
@@ -249,6 +258,19 @@ static int requests_top_up(struct client *cl)
 			return -1;
 		if (cl->sent++ == 0)
 			cl->stream = id;
+		if (cl->rapid) {
+			/* its HEADERS go out, then the stream is reset at
+			 * once: "rapid reset" (it counts as ended) */
+			if (client_write(cl) < 0)
+				return -1;
+			nghttp3_conn_shutdown_stream_write(cl->q.http, id);
+			if (ngtcp2_conn_shutdown_stream(
+			        cl->q.quic, id, NGHTTP3_H3_REQUEST_CANCELLED) != 0)
+				return -1;
+			cl->answered++;
+			cl->t1 = quic_conn_now();
+			cl->done = cl->answered >= cl->bench_n;
+		}
 	}
 	return 0;
 }
@@ -338,7 +360,7 @@ static int on_stream_reset(ngtcp2_conn *q, int64_t id, uint64_t size,
 	struct client *cl = arg;
 
 	(void)q, (void)size, (void)sarg;
-	if ((id == cl->stream || cl->bench_n) && !cl->done) {
+	if ((id == cl->stream || cl->bench_n) && !cl->done && !cl->rapid) {
 		fprintf(stderr, "h3-client: stream reset, code 0x%llx\n",
 		        (unsigned long long)code);
 		cl->failed = 1;
@@ -606,9 +628,13 @@ static int client_run(struct client *cl)
 			ssize_t n = recv(cl->q.fd, buf, sizeof buf, 0);
 			int rv = n > 0 ? ngtcp2_conn_read_pkt(cl->q.quic, &path, &pi, buf,
 			                                      (size_t)n, quic_conn_now()) : 0;
-			if (rv == NGTCP2_ERR_DRAINING)
+			if (rv == NGTCP2_ERR_DRAINING) {
+				ngtcp2_connection_close_error ce;
+				ngtcp2_conn_get_connection_close_error(cl->q.quic, &ce);
 				fprintf(stderr, "h3-client: the server closed the "
-				        "connection\n");
+				        "connection (error 0x%llx) after %d requests\n",
+				        (unsigned long long)ce.error_code, cl->sent);
+			}
 			if (rv != 0)
 				return 1;
 		} else if (ngtcp2_conn_handle_expiry(cl->q.quic, quic_conn_now()) != 0) {
@@ -623,7 +649,7 @@ static int client_run(struct client *cl)
 static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
-	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -N N | -I N] "
+	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -R N | -N N | -I N] "
 	                "[-i MS] [-x] [-F] [--session FILE [--early [--replay]]]\n");
 	return 2;
 }
@@ -957,6 +983,12 @@ int main(int argc, char **argv)
 			initial_only_ms = atoi(argv[++i]);
 		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
 			cl.bench_n = atoi(argv[++i]);
+			if (cl.bench_n < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-R") == 0 && i + 1 < argc) {
+			cl.bench_n = atoi(argv[++i]);
+			cl.bench_c = 1;
+			cl.rapid = 1;
 			if (cl.bench_n < 1)
 				return usage();
 		} else if (strcmp(argv[i], "-N") == 0 && i + 1 < argc) {

@@ -210,8 +210,8 @@ run "refuse-mremap" 2 "refused: mremap of a writable shared mapping of data" \
 run "refuse-many-maps" 2 "refused: mmap\(MAP_SHARED\) of data: more than 1024 shared mappings" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} many-maps" \
 	--checker "$M {dir} --check"
-run "refuse-direct" 2 "refused: open\(direct, O_DIRECT\)" \
-	--kill-every 2s --cycles 2 --workload "$M {dir} direct" \
+run "refuse-tmpfile" 2 "refused: open\([^,]*, O_TMPFILE\)" \
+	--kill-every 2s --cycles 2 --workload "$M {dir} tmpfile" \
 	--checker "$M {dir} --check"
 run "refuse-io-uring" 2 "refused: io_uring_setup" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} io-uring" \

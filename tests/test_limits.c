@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "serve_limits.h"
+#include "h3_control.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -205,6 +206,69 @@ static void a_source_holds_at_most_its_share(void **state)
 	assert_int_equal(atomic_load(&s.held[8]), 1);
 }
 
+/* The client's control stream: type 0x00, then SETTINGS (0x04, length,
+ * pairs of identifier and value). */
+static const uint8_t settings_ok[] = { 0x00, 0x04, 0x07, 0x01, 0x00,
+                                       0x06, 0x44, 0x00, 0x07, 0x00 };
+static const uint8_t settings_dup[] = { 0x00, 0x04, 0x06, 0x01, 0x00,
+                                        0x07, 0x00, 0x01, 0x05 };
+
+/* A SETTINGS frame that repeats an identifier is found, whole or fed a
+ * byte at a time; one that does not passes; other streams (a QPACK
+ * stream, type 0x02; a request's bytes) are not looked at, and the
+ * control stream may come second. */
+static void a_repeated_setting_is_found(void **state)
+{
+	struct h3_control c;
+	uint8_t dup[sizeof settings_dup];
+	(void)state;
+	memcpy(dup, settings_dup, sizeof dup);
+	dup[2] = (uint8_t)(sizeof dup - 3);
+	h3_control_init(&c);
+	assert_int_equal(h3_control_feed(&c, 2, 0, settings_ok,
+	                                 sizeof settings_ok), H3_CONTROL_OK);
+	assert_true(c.done);
+	h3_control_init(&c);
+	assert_int_equal(h3_control_feed(&c, 6, 0, (const uint8_t *)"\x02", 1),
+	                 H3_CONTROL_OK); /* QPACK encoder stream: not it */
+	assert_int_equal(c.id, -1);
+	int got = H3_CONTROL_OK;
+	for (size_t i = 0; i < sizeof dup && got == H3_CONTROL_OK; i++)
+		got = h3_control_feed(&c, 10, i, dup + i, 1);
+	assert_int_equal(got, H3_CONTROL_DUPLICATE);
+	assert_int_equal(c.id, 10);
+	/* once judged, nothing more is looked at */
+	assert_int_equal(h3_control_feed(&c, 10, sizeof dup, dup, sizeof dup),
+	                 H3_CONTROL_OK);
+}
+
+/* Bounded: a SETTINGS frame longer than H3_CONTROL_MAX is left to nghttp3
+ * (given up, never read past the buffer), as is a control stream that
+ * does not open with SETTINGS. */
+static void a_long_or_odd_control_stream_is_left_alone(void **state)
+{
+	static uint8_t big[H3_CONTROL_MAX + 64];
+	struct h3_control c;
+	(void)state;
+	big[0] = 0x00;
+	big[1] = 0x04;
+	big[2] = 0x40 | ((sizeof big - 4) >> 8); /* a 2-byte length */
+	big[3] = (uint8_t)(sizeof big - 4);
+	for (size_t i = 4; i + 1 < sizeof big; i += 2) {
+		big[i] = 0x21; /* every pair the same identifier ... */
+		big[i + 1] = 0x00;
+	}
+	h3_control_init(&c);
+	assert_int_equal(h3_control_feed(&c, 2, 0, big, sizeof big),
+	                 H3_CONTROL_OK); /* ... but past what is judged */
+	assert_true(c.done);
+	h3_control_init(&c);
+	assert_int_equal(h3_control_feed(&c, 2, 0,
+	                                 (const uint8_t *)"\x00\x07\x01\x00", 4),
+	                 H3_CONTROL_OK); /* GOAWAY first: nghttp3's to refuse */
+	assert_true(c.done);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,6 +284,8 @@ int main(void)
 		cmocka_unit_test(an_announced_body_counts_what_its_request_holds),
 		cmocka_unit_test(a_source_is_a_slash_24_or_a_slash_64),
 		cmocka_unit_test(a_source_holds_at_most_its_share),
+		cmocka_unit_test(a_repeated_setting_is_found),
+		cmocka_unit_test(a_long_or_odd_control_stream_is_left_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

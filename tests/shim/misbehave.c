@@ -8,19 +8,20 @@
  *   mremap        mremap of a writable MAP_SHARED mapping of a tracked file
  *   many-maps     more shared mappings of a tracked file than the shim
  *                 follows at once
- *   direct        open(O_DIRECT) of a file below the watched directory
+ *   tmpfile       open(O_TMPFILE) in the watched directory (an unnamed
+ *                 file: not modelled)
  *   io-uring      syscall(SYS_io_uring_setup)
  *   mapsync       mmap(MAP_SHARED_VALIDATE | MAP_SYNC) of the tracked file:
  *                 off DAX the kernel answers EOPNOTSUPP, and the shim must
  *                 pass that answer on (exit 1 on any other), not refuse
  *   plain         nothing: the control, which must pass
  *   refuse-after N  the first N starts exit 0 after their value (cycles
- *                 that pass); later ones open a file O_DIRECT: a refusal
+ *                 that pass); later ones open O_TMPFILE: a refusal
  *                 that comes only after cycles that passed
  *
  * The checker (DIR --check) prints "k VALUE"; with "--check refuse-after N"
  * its first N runs (the first is before cycle 1) do only that, later ones
- * open O_DIRECT too: a refusal in the checker.  Starts are counted in the
+ * open O_TMPFILE too: a refusal in the checker.  Starts are counted in the
  * file DIR/starts (DIR/checks for the checker), written and synced through
  * the shim like any other file.
  */
@@ -52,16 +53,14 @@ static long count_start(const char *dir, const char *name)
 	return n;
 }
 
-static void open_direct(const char *dir)
+static void open_tmpfile(const char *dir)
 {
-	char p[4096];
-	snprintf(p, sizeof p, "%s/direct", dir);
-	open(p, O_RDWR | O_CREAT | O_DIRECT, 0644);
+	open(dir, O_RDWR | O_TMPFILE, 0644);
 }
 
 int main(int argc, char **argv)
 {
-	char path[4096], dpath[4096];
+	char path[4096];
 	const char *env = getenv("KEEL_TORTURE_FD");
 	int tfd, fd, dfd;
 
@@ -76,7 +75,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (argc > 4 && !strcmp(argv[3], "refuse-after") &&
 		    count_start(argv[1], "checks") > atol(argv[4]))
-			open_direct(argv[1]);
+			open_tmpfile(argv[1]);
 		return 0;
 	}
 	if (!env)
@@ -96,7 +95,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "refuse-after") && argc > 3) {
 		if (count_start(argv[1], "starts") <= atol(argv[3]))
 			return 0;
-		open_direct(argv[1]);
+		open_tmpfile(argv[1]);
 	} else if (!strcmp(argv[2], "raw-append")) {
 		syscall(SYS_pwrite64, fd, "xyz", 3, 2);
 	} else if (!strcmp(argv[2], "raw-overwrite")) {
@@ -109,9 +108,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[2], "many-maps")) {
 		for (int i = 0; i < 5000; i++)
 			mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	} else if (!strcmp(argv[2], "direct")) {
-		snprintf(dpath, sizeof dpath, "%s/direct", argv[1]);
-		open(dpath, O_RDWR | O_CREAT | O_DIRECT, 0644);
+	} else if (!strcmp(argv[2], "tmpfile")) {
+		open_tmpfile(argv[1]);
 	} else if (!strcmp(argv[2], "mapsync")) {
 #ifndef MAP_SYNC
 #define MAP_SYNC 0x80000
