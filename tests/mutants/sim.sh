@@ -9,15 +9,24 @@
 # failure.  A mutant is KILLED when a check fails, SURVIVES when all pass
 # (a gap: close it with a test), STALE when the patch no longer applies,
 # BROKEN when it does not build.  Needs `make` run first (build/).  About
-# a minute a mutant; not in make test.
+# a minute a mutant; not in make test.  Run over the whole set (no PATCH
+# given) from the repository root, it writes its table to
+# docs/results/mutants.md (section "simulator", bench/results.sh).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
+whole=$#
 work=$(mktemp -d "${TMPDIR:-/tmp}/keel-sim-mutants.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 [ $# -gt 0 ] || set -- "$root"/tests/mutants/sim/*.patch
 [ -x "$root/build/torture" ] || { echo "sim.sh: run make first" >&2; exit 2; }
 
 n=0 killed=0 survived="" stale=0 broken=0
+if [ "$whole" = 0 ] && [ "$(pwd)" = "$root" ]; then
+	. bench/results.sh
+	results_begin tests/mutants/sim.sh
+fi
+table=$work/table.md
+printf '| mutant | result |\n|---|---|\n' >"$table"
 printf '%-40s %s\n' mutant result
 for patch in "$@"; do
 	name=$(basename "$patch" .patch)
@@ -54,13 +63,22 @@ for patch in "$@"; do
 		killed=$((killed + 1))
 		printf '%-40s KILLED by %s (%ss)\n' "$name" "$how" \
 		       $(( $(date +%s) - t0 ))
+		printf '| %s | killed by %s (%ss) |\n' "$name" "$how" \
+		       $(( $(date +%s) - t0 )) >>"$table"
 	else
 		survived="$survived $name"
 		printf '%-40s SURVIVES\n' "$name"
+		printf '| %s | **survives** |\n' "$name" >>"$table"
 	fi
 	rm -rf "$dir"
 done
 counted=$((n - stale - broken))
 echo "sim.sh: $n mutants, $killed of $counted killed, $stale stale, $broken broken"
+if [ "$whole" = 0 ] && [ "$(pwd)" = "$root" ]; then
+	printf '\n%s mutants planted in faultsim/, shim/ and supervisor/ (tests/mutants/sim/*.patch): %s of %s killed, %s stale, %s broken.\n' \
+		"$n" "$killed" "$counted" "$stale" "$broken" >>"$table"
+	results_write mutants simulator "Generated mutants" "${TMPDIR:-/tmp}" \
+		"$table" "Each patch plants a bug that flips a verdict; tests/test_faultsim or tests/sim_rules.sh must kill it (docs/testing.md)."
+fi
 [ -z "$survived" ] || echo "sim.sh: survivors:$survived"
 [ $stale -eq 0 ] && [ $broken -eq 0 ] && [ -z "$survived" ]
