@@ -124,7 +124,9 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
-	http/serve_h3.c http/serve_fields.c http/h3_control.c
+	http/serve_h3.c http/serve_h3_stream.c http/serve_h3_tls.c \
+	http/serve_h3_closing.c http/serve_h3_send.c http/serve_h3_mem.c \
+	http/serve_fields.c http/h3_control.c
 # HTTP/3: QUIC through ngtcp2 (its GnuTLS crypto), HTTP/3 through nghttp3
 H3_PKGS = libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls
 H3_LIBS = $(shell pkg-config --libs $(H3_PKGS) 2>/dev/null)

@@ -50,7 +50,7 @@
  *
  * SESSION TICKETS AND 0-RTT
  *   Each connection gets one session ticket as its handshake completes
- *   (tls_release), sealed with one key for the whole server, made from
+ *   (h3_tls_release), sealed with one key for the whole server, made from
  *   getrandom at start and never written: a ticket resumes only in the
  *   process that issued it (GnuTLS rotates the key it derives from that
  *   one by itself; the master key is not rotated).  A resumed handshake
@@ -85,10 +85,10 @@
  * UNKNOWN PACKETS
  *   A datagram that is not QUIC is dropped; a long-header packet of 1200
  *   bytes or more in another version than v1 gets a Version Negotiation
- *   packet listing v1 (version_negotiate, counted with the stateless
+ *   packet listing v1 (h3_version_negotiate, counted with the stateless
  *   resets); an unknown long-header packet makes a connection only when
  *   ngtcp2_accept takes it as an Initial; an unknown short-header packet
- *   gets a stateless reset (stateless_reset: smaller than it,
+ *   gets a stateless reset (h3_stateless_reset: smaller than it,
  *   H3_RESETS_MAX a sweep per shard).
  *
  * CLOSING (RFC 9000 10.2.1)
