@@ -267,7 +267,8 @@ struct serve_conn {
 	uint32_t queued;                /* listing bytes in out                */
 	SSL *ssl;                       /* with --tls-cert; else NULL          */
 	struct h2_conn *h2;             /* HTTP/2 (serve_h2.c); else NULL      */
-	struct h3_conn *h3;             /* HTTP/3 (serve_h3.c); else NULL      */
+	struct h3_conn *h3;             /* HTTP/3 (serve_h3_internal.h); else
+	                                   NULL                                 */
 	int fd;
 	uint16_t flags;                 /* CONN_*                              */
 	uint16_t nout;                  /* entries in out                      */
@@ -305,7 +306,8 @@ struct serve_shard {
 	pthread_t thread;
 	int id, epfd, lfd, evfd;
 	int ufd;                      /* HTTP/3's UDP socket; -1 without   */
-	struct h3_shard *h3;          /* its connections (serve_h3.c)       */
+	struct h3_shard *h3;          /* its connections
+	                                 (serve_h3_internal.h)               */
 	struct serve_link timers[SERVE_TIMERS]; /* list heads (sentinels) */
 	int64_t timer_ms[SERVE_TIMERS]; /* each list's one duration         */
 	struct serve_conn *graveyard; /* closed, freed at the loop's end    */

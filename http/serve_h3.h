@@ -116,8 +116,13 @@
  *   Pacing starts once the handshake is done (ngtcp2 0.12 would pace
  *   the first flight at its 333 ms RTT guess: ~23 ms a new connection).
  *
- * NOT YET (issue 30): reloading the certificate on SIGHUP (QUIC keeps
- * the startup pair).
+ * HANDSHAKES are counted with TLS over TCP against --max-handshakes and
+ * each source's share of them (serve_limits.h, SHARES), from the Initial
+ * that makes a connection until its handshake is done or it is dropped;
+ * a stream the client resets or stops draws on the connection's bucket
+ * (serve_limits.h; rapid reset: H3_EXCESSIVE_LOAD); the client's control
+ * stream is checked where nghttp3 does not (h3_control.h).  SIGHUP
+ * reloads the certificate for new handshakes (h3_cert_reload).
  */
 #ifndef SERVE_H3_H
 #define SERVE_H3_H
