@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""model.py -- a reference model of what a power cut may leave, written
+apart from the fault simulator (it shares no code with faultsim/), and the
+differential check of the simulator against it (tests/refmodel.sh).
+
+    model.py gen N            every workload of 1..N ops (driver.c's alphabet)
+    model.py check SEEDS < DRIVER_OUTPUT
+
+The rules, each from its row of docs/faults.md:
+
+  R-sync  "fsync fdatasync: the file's earlier records durable" (the table
+          of calls): a write followed, before the cut, by an fsync or
+          fdatasync of its own file persists whole; a sync of one file
+          says nothing of another's writes.
+  R-ord   device `ordered`: "the device writes back in issue order: a
+          random prefix (over all files) persists, the suffix is lost".
+  R-reo   device `reorder`: "any subset persists: each write
+          independently".
+  R-data  a write that persists lands whole (whole-write devices) over
+          what was there; writes land in issue order, a later one over an
+          earlier one where they overlap.
+
+check reads the simulator's states and reports:
+  soundness     every state the simulator left is one the rules allow
+                (nothing lost that the rules keep, nothing kept that was
+                never written)
+  completeness  every state the rules allow is left by some seed, for
+                workloads with at most 2 unsynced writes (at most 4
+                states; SEEDS seeds make a miss unlikely, and the seeds are
+                fixed, so a pass stays a pass)
+A disagreement prints the shortest workload that shows it, and exits 1.
+"""
+import itertools
+import sys
+
+FILE_SECTORS = 16       # 8 KiB of 512-byte sectors, 'i' throughout at first
+REGION = {"0": range(0, 8), "1": range(4, 12)}   # 4 KiB at 0, at 2 KiB
+OPS = ["Wa0", "Wa1", "Wb0", "Wb1", "Sa", "Sb", "Da", "Db"]
+
+
+def writes(workload):
+    """The writes of WORKLOAD: (index, file, region, byte, durable)."""
+    ops = workload.split()
+    out = []
+    for n, op in enumerate(ops):
+        if op[0] != "W":
+            continue
+        f = op[1]
+        # R-sync: a later fsync/fdatasync of the same file
+        durable = any(o[0] in "SD" and o[1] == f for o in ops[n + 1:])
+        out.append((n, f, op[2], chr(ord("A") + n), durable))
+    return out
+
+
+def state(ws, kept):
+    """The files after the writes of WS whose index is in KEPT land in
+    issue order (R-data)."""
+    files = {"a": ["i"] * FILE_SECTORS, "b": ["i"] * FILE_SECTORS}
+    for (n, f, r, byte, _) in ws:
+        if n in kept:
+            for s in REGION[r]:
+                files[f][s] = byte
+    return "a=" + "".join(files["a"]) + "|b=" + "".join(files["b"])
+
+
+def allowed(workload, device):
+    ws = writes(workload)
+    durable = {w[0] for w in ws if w[4]}
+    unsynced = [w[0] for w in ws if not w[4]]
+    states = set()
+    if device == "ordered":     # R-ord: a prefix of the unsynced, in order
+        for k in range(len(unsynced) + 1):
+            states.add(state(ws, durable | set(unsynced[:k])))
+    else:                       # R-reo: any subset
+        for k in range(len(unsynced) + 1):
+            for sub in itertools.combinations(unsynced, k):
+                states.add(state(ws, durable | set(sub)))
+    return states, len(unsynced)
+
+
+def gen(n):
+    for length in range(1, n + 1):
+        for ops in itertools.product(OPS, repeat=length):
+            print(" ".join(ops))
+
+
+def check(seeds):
+    seen = {}
+    for line in sys.stdin:
+        w, dev, seed, a, b = line.rstrip("\n").split("|")
+        seen.setdefault((w, dev), set()).add(a + "|" + b)
+    problems = []
+    counts = {"workloads": len({w for w, _ in seen}), "states": 0,
+              "crashes": sum(1 for _ in ()), "complete": 0}
+    for (w, dev), got in seen.items():
+        want, unsynced = allowed(w, dev)
+        counts["states"] += len(got)
+        bad = got - want
+        if bad:
+            problems.append((len(w.split()), w, dev,
+                             "soundness: the simulator left %s, which the "
+                             "rules do not allow (allowed: %s)" %
+                             (sorted(bad)[0], " ".join(sorted(want)))))
+        if unsynced <= 2:
+            counts["complete"] += 1
+            missing = want - got
+            if missing:
+                problems.append((len(w.split()), w, dev,
+                                 "completeness: no seed of %d left %s, "
+                                 "which the rules allow" %
+                                 (seeds, sorted(missing)[0])))
+    print("model.py: %d workloads, %d (workload, device) pairs, %d distinct "
+          "crash states compared; completeness checked on %d pairs" %
+          (counts["workloads"], len(seen), counts["states"],
+           counts["complete"]))
+    if problems:
+        problems.sort()
+        _, w, dev, what = problems[0]
+        print("model.py: %d disagreements; the shortest: workload '%s', "
+              "device %s: %s" % (len(problems), w, dev, what))
+        return 1
+    print("model.py: no disagreement")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "gen":
+        gen(int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "check":
+        sys.exit(check(int(sys.argv[2])))
+    else:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
