@@ -118,6 +118,8 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/http_target.c torture/http_client.c torture/http2_client.c \
 	torture/http3_client.c torture/quic_conn.c torture/http_conn.c torture/rot.c tools/duration.c \
 	torture/exec_target.c torture/exec_front.c torture/exec_summary.c torture/exec_proto.c torture/adapters.c \
+	torture/exec_life.c torture/exec_lives.c torture/exec_trace.c torture/exec_crash.c \
+	torture/exec_violation.c torture/exec_refusal.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c shim/shim_common.c \
 	shim/shim_tree.c supervisor/guard.c supervisor/record.c \

@@ -1,8 +1,13 @@
 /*
  * exec_internal.h -- what the files of `torture --target exec` share
  * (exec_target.h is the contract): the run's state and the helpers more
- * than one of them calls.  exec_target.c runs the cycles, exec_summary.c
- * reports them.
+ * than one of them calls.  exec_target.c runs the cycles; each part of a
+ * cycle has a file of its own: exec_life.c (a program's life),
+ * exec_lives.c (how long the workload lives), exec_trace.c (the calls
+ * recorded), exec_crash.c (the power cut and its replays),
+ * exec_violation.c (a violation's report), exec_refusal.c (set-up errors
+ * and refusals), exec_front.c (who records the calls); exec_summary.c
+ * reports the run.
  */
 #ifndef KEEL_EXEC_INTERNAL_H
 #define KEEL_EXEC_INTERNAL_H
@@ -10,6 +15,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "exec_explain.h"
@@ -40,6 +46,9 @@
  * acknowledged something). */
 #define AUTO_WINDOW 4
 #define AUTO_DRY 2
+/* The harness's history of the shim's ring (xrun.hist_calls, hist_proto). */
+#define HIST_CALLS 4096 /* calls the report can name                    */
+#define HIST_PROTO 2048 /* protocol lines kept to place the acks among them */
 
 typedef struct xrun {
 	const torture_options *o;
@@ -127,6 +136,16 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A 64-bit mixer: the seeds of each cycle's kill, power cut and faults,
+ * drawn from --seed and the cycle. */
+static inline uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
 /* The seccomp guard's and the supervisor's refusals are told apart from
  * the shim's by their start. */
 #define GUARD_SAYS "guard: "
@@ -135,18 +154,84 @@ static inline uint64_t now_ns(void)
 	"linked build, without io_uring), or name the file in --volatile " \
 	"if the program never needs it after a crash: docs/faults.md, " \
 	"\"What the kit sees\""
+#define TRY_BYPASS "find what writes around libc (a raw system call, " \
+	"io_uring, a libc-internal call), or let the supervisor record it " \
+	"(--front-end supervisor): docs/faults.md, \"Writes that bypass the " \
+	"wrappers\""
+#define TRY_OVERFLOW "more room (--cache-mib), or fewer writes between two " \
+	"power cuts: a shorter " \
+	"--kill-every, or kills alone (no --power-loss, --fail)"
 
-/* exec_target.c */
+/* A program's output, line by line: FN gets each whole line; 0, or -1
+ * with WHY (LEN bytes) saying what is wrong with it. */
+typedef int (*line_fn)(xrun *r, const char *line, size_t n, char *why,
+                       size_t len);
+
+/* How a workload's life ended (exec_run_workload). */
+typedef struct wresult {
+	int status;       /* the leader's wait status                        */
+	int exited;       /* it ended before its kill                        */
+	int lines;        /* protocol lines read                              */
+} wresult;
+
+/* A cycle's violations as the checker's answers are judged
+ * (exec_on_violation's argument). */
+typedef struct vctx {
+	xrun *r;
+	uint64_t cycle;
+	int printed;
+} vctx;
+
+/* exec_target.c: the driver */
+int exec_kills_only(const xrun *r);
+void exec_shell_quote(const char *s, char *out, size_t cap);
+
+/* exec_refusal.c: set-up errors and refusals */
 int exec_setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a set-up error that comes with what to try (HINT, one of TRY_*) */
 int exec_setup_refusal(const char *hint, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-int exec_kills_only(const xrun *r);
 extern char exec_setup_said[700];  /* the set-up error's words ("": none) */
 extern const char *exec_setup_try; /* what to try about it, or NULL      */
-void exec_shell_quote(const char *s, char *out, size_t cap);
+int exec_refused(xrun *r);
+
+/* exec_life.c: a program's life */
+pid_t exec_spawn(xrun *r, const char *cmd, int proto_fd, int out_fd,
+                 uint64_t seed, uint64_t cycle);
+int exec_kill_group(pid_t pid, int *status, int reaped);
+void exec_log_tail(xrun *r);
+void exec_log_reset(xrun *r);
+int exec_checker_line(xrun *r, const char *line, size_t n, char *why,
+                      size_t len);
+int exec_adopt_line(xrun *r, const char *line, size_t n, char *why,
+                    size_t len);
+int exec_run_workload(xrun *r, uint64_t cycle, uint64_t seed,
+                      uint64_t kill_at, wresult *w);
+int exec_run_checker(xrun *r, uint64_t cycle, line_fn fn, char *failed,
+                     size_t failed_len);
+
+/* exec_lives.c: how long the workload lives */
+uint64_t exec_kill_delay(const xrun *r, uint64_t cycle);
 void exec_period_text(uint64_t ns, char *buf, size_t cap);
 int exec_lives_too_short(const xrun *r);
+void exec_lives_observe(xrun *r, uint64_t cycle);
+
+/* exec_trace.c: the calls recorded */
+void exec_trace_drain(xrun *r, int final);
+void exec_trace_mark(xrun *r, const char *say, uint64_t cycle, int fresh);
+void exec_trace_keep(xrun *r, char *path, size_t cap);
+void exec_ring_snapshot(xrun *r);
+
+/* exec_crash.c: the power cut and its replays */
+int exec_after_workload(xrun *r, uint64_t cycle);
+void exec_after_checker(xrun *r);
+void exec_explain_violation(xrun *r, uint64_t cycle, const char *key);
+
+/* exec_violation.c: a violation's report */
+void exec_on_violation(void *arg, int kind, const char *key,
+                       const char *what);
+void exec_structure_violation(xrun *r, uint64_t cycle, const char *what);
+void exec_availability_violation(xrun *r, uint64_t cycle);
 
 /* exec_summary.c: the reproducer, the summary, the JSON */
 void exec_replay_line(const xrun *r, char *buf, size_t cap);
