@@ -157,7 +157,7 @@ TEST_EXTRA_test_limits = http/serve_limits.c http/h3_control.c
 TEST_EXTRA_test_fields = http/serve_fields.c http/http_parse.c
 TEST_EXTRA_test_fsync_probe = probe/probe_hist.c probe/probe_json.c probe/probe_device.c probe/probe_run.c probe/probe_svg.c probe/probe_powercut.c tools/duration.c
 # scripted tests: tests/*.sh, run with the build directory as $1
-TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/sim_rules.sh tests/sound_servers.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
+TEST_SCRIPTS = tests/floors.sh tests/cli.sh tests/readme.sh tests/docs.sh tests/faults_doc.sh tests/hostile.sh tests/fsync_probe.sh tests/http.sh tests/tokens.sh tests/tls.sh tests/h2.sh tests/h3.sh tests/h3_browser.sh tests/h3_udp.sh tests/torture.sh tests/torture_faults.sh tests/torture_http.sh tests/shim.sh tests/shim_backstop.sh tests/shim_sound.sh tests/sim_rules.sh tests/refmodel.sh tests/sound_servers.sh tests/fs_models.sh tests/claims.sh tests/campaign.sh tests/slurm.sh
 # tests/run.sh runs KEEL_TEST_JOBS tests side by side, in the order given:
 # the long ones start first, so the lanes end together
 TEST_LONG = tests/sound_servers.sh tests/shim_sound.sh tests/sim_rules.sh tests/shim.sh tests/torture_faults.sh tests/slurm.sh tests/h2.sh tests/shim_backstop.sh tests/campaign.sh tests/docs.sh

@@ -3,8 +3,8 @@
 # reference model written apart from it (tests/refmodel/model.py, the rules
 # of docs/faults.md; tests/refmodel/driver.c, the simulator's side).  Every
 # workload of 1..N operations (default 3: 584 workloads) over two files --
-# overlapping pwrites, fsync, fdatasync -- is crashed under the ordered and
-# reorder devices with SEEDS seeds each (default 32): every state the
+# overlapping pwrites, fsync, fdatasync -- is crashed under the ordered,
+# reorder and torn devices with SEEDS seeds each (default 32): every state the
 # simulator leaves must be one the rules allow (soundness), and every state
 # the rules allow must be left by some seed where there are at most four
 # (completeness).  The check is shown to fail first, on a state no rule
@@ -43,6 +43,16 @@ python3 tests/refmodel/model.py check "$SEEDS" <"$T/planted" >"$T/planted.out" 2
 expect "a planted state no rule allows is caught" 1 $?
 contains "... and named with its workload" "$T/planted.out" \
 	"the shortest: workload 'Wa0 Sa', device ordered: soundness"
+
+# ... and under torn, where each sector is judged alone: one sector of a
+# synced write back to its pre-image
+sed '0,/^Wa0 Sa|torn|0|a=A/s/^\(Wa0 Sa|torn|0|a=\)A/\1i/' \
+	"$T/states" >"$T/planted-torn"
+python3 tests/refmodel/model.py check "$SEEDS" <"$T/planted-torn" \
+	>"$T/planted-torn.out" 2>&1
+expect "a planted torn sector no rule allows is caught" 1 $?
+contains "... and named" "$T/planted-torn.out" \
+	"the shortest: workload 'Wa0 Sa', device torn: soundness"
 
 python3 tests/refmodel/model.py check "$SEEDS" <"$T/states" >"$T/check.out" 2>&1
 rc=$?

@@ -14,9 +14,9 @@
  *   Df    fdatasync of f
  *
  * The Nth op (from 0) writes the byte 'A' + N.  After the last op the power
- * fails: faultsim_cache_crash under each whole-write device model (ordered,
- * reorder) with seeds 0 .. SEEDS-1, and the files as the crash left them
- * are printed, one line each:
+ * fails: faultsim_cache_crash under the device models ordered, reorder and
+ * torn (512-byte sectors) with seeds 0 .. SEEDS-1, and the files as the
+ * crash left them are printed, one line each:
  *
  *   WORKLOAD|DEVICE|SEED|a=SECTORS|b=SECTORS
  *
@@ -117,7 +117,8 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 	if (faultsim_cache_crash(cache, &o, &rep) != 0)
 		die("crash");
 	printf("%s|%s|%llu|", workload,
-	       dev == FAULTSIM_DEVICE_ORDERED ? "ordered" : "reorder",
+	       dev == FAULTSIM_DEVICE_ORDERED ? "ordered" :
+	       dev == FAULTSIM_DEVICE_REORDER ? "reorder" : "torn",
 	       (unsigned long long)seed);
 	print_file('a');
 	putchar('|');
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 		for (uint64_t s = 0; s < seeds; s++) {
 			run(line, FAULTSIM_DEVICE_ORDERED, s);
 			run(line, FAULTSIM_DEVICE_REORDER, s);
+			run(line, FAULTSIM_DEVICE_TORN, s);
 		}
 	}
 	faultsim_io_free(fio);

@@ -16,6 +16,11 @@ The rules, each from its row of docs/faults.md:
           random prefix (over all files) persists, the suffix is lost".
   R-reo   device `reorder`: "any subset persists: each write
           independently".
+  R-torn  device `torn`: "each write is lost, persists whole, or is torn:
+          each of its --sector aligned pieces persists or not" -- so each
+          512-byte sector ends with the byte of the last write over it whose
+          piece persisted: the last durable write's (or the file's first
+          bytes), or any unsynced write's issued after that one.
   R-data  a write that persists lands whole (whole-write devices) over
           what was there; writes land in issue order, a later one over an
           earlier one where they overlap.
@@ -27,7 +32,8 @@ check reads the simulator's states and reports:
   completeness  every state the rules allow is left by some seed, for
                 workloads with at most 2 unsynced writes (at most 4
                 states; SEEDS seeds make a miss unlikely, and the seeds are
-                fixed, so a pass stays a pass)
+                fixed, so a pass stays a pass); under torn, a lone
+                unsynced write is torn (some sectors, not all) by some seed
 A disagreement prints the shortest workload that shows it, and exits 1.
 """
 import itertools
@@ -78,6 +84,32 @@ def allowed(workload, device):
     return states, len(unsynced)
 
 
+def torn_allows(workload, got):
+    """R-torn, per sector: is GOT ("a=...|b=...") a state the torn device
+    may leave?"""
+    ws = writes(workload)
+    files = dict(part.split("=") for part in got.split("|"))
+    for f in "ab":
+        for s in range(FILE_SECTORS):
+            over = [w for w in ws if w[1] == f and s in REGION[w[2]]]
+            last_durable = max([i for i, w in enumerate(over) if w[4]],
+                               default=-1)
+            values = {over[last_durable][3] if last_durable >= 0 else "i"}
+            values |= {w[3] for w in over[last_durable + 1:]}
+            if files[f][s] not in values:
+                return False
+    return True
+
+
+def torn_shown(workload, got):
+    """Does GOT show WORKLOAD's one write torn: some of its sectors, not
+    all?"""
+    (n, f, r, byte, _), = writes(workload)
+    files = dict(part.split("=") for part in got.split("|"))
+    shown = [files[f][s] == byte for s in REGION[r]]
+    return any(shown) and not all(shown)
+
+
 def gen(n):
     for length in range(1, n + 1):
         for ops in itertools.product(OPS, repeat=length):
@@ -93,6 +125,23 @@ def check(seeds):
     counts = {"workloads": len({w for w, _ in seen}), "states": 0,
               "crashes": sum(1 for _ in ()), "complete": 0}
     for (w, dev), got in seen.items():
+        if dev == "torn":
+            counts["states"] += len(got)
+            bad = sorted(g for g in got if not torn_allows(w, g))
+            if bad:
+                problems.append((len(w.split()), w, dev,
+                                 "soundness: the simulator left %s, where "
+                                 "a sector holds a byte no write that may "
+                                 "persist put there" % bad[0]))
+            ws = writes(w)
+            if len(ws) == 1 and not ws[0][4]:
+                counts["complete"] += 1
+                if not any(torn_shown(w, g) for g in got):
+                    problems.append((len(w.split()), w, dev,
+                                     "completeness: no seed of %d tore its "
+                                     "unsynced write, which the rules "
+                                     "allow" % seeds))
+            continue
         want, unsynced = allowed(w, dev)
         counts["states"] += len(got)
         bad = got - want
