@@ -24,7 +24,12 @@ mkdir "$T/dir"
 
 . "$(dirname "$0")/lib.sh"
 
-cc -std=gnu11 -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -Ibase -Iengine \
+# the libraries of a sanitizer build (make asan) need the sanitizers' runtime
+SAN=
+if nm "$B/libkeel.a" 2>/dev/null | grep -q __asan_; then
+	SAN="-fsanitize=address,undefined"
+fi
+cc -std=gnu11 -O1 -Wall -Wextra -Werror -D_GNU_SOURCE $SAN -Ibase -Iengine \
 	-Ifaultsim -o "$T/driver" tests/refmodel/driver.c \
 	"$B/libkeel-faultsim.a" "$B/libkeel.a" -lfiu -lpthread -lm \
 	>"$T/cc.out" 2>&1
