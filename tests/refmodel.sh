@@ -2,14 +2,14 @@
 # refmodel.sh BUILD_DIR [N] [SEEDS] -- the fault simulator against a
 # reference model written apart from it (tests/refmodel/model.py, the rules
 # of docs/faults.md; tests/refmodel/driver.c, the simulator's side).  Every
-# workload of 1..N operations (default 3: 584 workloads) over two files --
-# overlapping pwrites, fsync, fdatasync -- is crashed under the ordered,
+# workload of 1..N operations (default 3: 1,110 workloads) over two files --
+# overlapping pwrites, truncates, fsync, fdatasync -- is crashed under the ordered,
 # reorder and torn devices with SEEDS seeds each (default 32): every state the
 # simulator leaves must be one the rules allow (soundness), and every state
 # the rules allow must be left by some seed where there are at most four
 # (completeness).  The check is shown to fail first, on a state no rule
 # allows planted in the simulator's output.  A few seconds on a tmpfs
-# (/dev/shm where there is one).  A longer run: N=4 (4,680 workloads).
+# (/dev/shm where there is one).  A longer run: N=4 (11,110 workloads).
 set -u
 B=${1:-build}
 N=${2:-3}

@@ -12,6 +12,7 @@
  *   Wf1   pwrite of 4 KiB at 2 KiB to file f  (it overlaps Wf0's half)
  *   Sf    fsync of f
  *   Df    fdatasync of f
+ *   Tf    ftruncate of f to 4 KiB
  *
  * The Nth op (from 0) writes the byte 'A' + N.  After the last op the power
  * fails: faultsim_cache_crash under the device models ordered, reorder and
@@ -106,6 +107,9 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 		} else if (op[0] == 'D') {
 			if (io->fdatasync(io->ctx, fd[f]) != 0)
 				die("fdatasync");
+		} else if (op[0] == 'T') {
+			if (io->ftruncate(io->ctx, fd[f], 4096) != 0)
+				die("ftruncate");
 		} else {
 			die("an unknown op");
 		}

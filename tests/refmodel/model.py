@@ -41,31 +41,41 @@ import sys
 
 FILE_SECTORS = 16       # 8 KiB of 512-byte sectors, 'i' throughout at first
 REGION = {"0": range(0, 8), "1": range(4, 12)}   # 4 KiB at 0, at 2 KiB
-OPS = ["Wa0", "Wa1", "Wb0", "Wb1", "Sa", "Sb", "Da", "Db"]
+OPS = ["Wa0", "Wa1", "Wb0", "Wb1", "Sa", "Sb", "Da", "Db", "Ta", "Tb"]
+CUT = 8                 # Tf: the file cut to 4 KiB, 8 sectors
 
 
 def writes(workload):
-    """The writes of WORKLOAD: (index, file, region, byte, durable)."""
+    """The data changes of WORKLOAD, writes and truncates: (index, file,
+    region -- "T" for a truncate --, byte, durable)."""
     ops = workload.split()
     out = []
     for n, op in enumerate(ops):
-        if op[0] != "W":
+        if op[0] not in "WT":
             continue
         f = op[1]
         # R-sync: a later fsync/fdatasync of the same file
         durable = any(o[0] in "SD" and o[1] == f for o in ops[n + 1:])
-        out.append((n, f, op[2], chr(ord("A") + n), durable))
+        out.append((n, f, op[2] if op[0] == "W" else "T",
+                    chr(ord("A") + n), durable))
     return out
 
 
 def state(ws, kept):
-    """The files after the writes of WS whose index is in KEPT land in
-    issue order (R-data)."""
+    """The files after the changes of WS whose index is in KEPT land in
+    issue order (R-data): a write over what is there, growing the file
+    where it ends past it; a truncate cutting it to CUT sectors."""
     files = {"a": ["i"] * FILE_SECTORS, "b": ["i"] * FILE_SECTORS}
     for (n, f, r, byte, _) in ws:
-        if n in kept:
-            for s in REGION[r]:
-                files[f][s] = byte
+        if n not in kept:
+            continue
+        if r == "T":
+            del files[f][CUT:]
+            continue
+        for s in REGION[r]:
+            while len(files[f]) <= s:
+                files[f].append("?")  # a hole: never made here
+            files[f][s] = byte
     return "a=" + "".join(files["a"]) + "|b=" + "".join(files["b"])
 
 
@@ -123,8 +133,11 @@ def check(seeds):
         seen.setdefault((w, dev), set()).add(a + "|" + b)
     problems = []
     counts = {"workloads": len({w for w, _ in seen}), "states": 0,
-              "crashes": sum(1 for _ in ()), "complete": 0}
+              "complete": 0, "skipped": 0}
     for (w, dev), got in seen.items():
+        if dev == "torn" and "T" in w:
+            counts["skipped"] += 1
+            continue  # sizes under torn: not modelled yet (R-torn is per sector)
         if dev == "torn":
             counts["states"] += len(got)
             bad = sorted(g for g in got if not torn_allows(w, g))
@@ -158,10 +171,11 @@ def check(seeds):
                                  "completeness: no seed of %d left %s, "
                                  "which the rules allow" %
                                  (seeds, sorted(missing)[0])))
-    print("model.py: %d workloads, %d (workload, device) pairs, %d distinct "
-          "crash states compared; completeness checked on %d pairs" %
-          (counts["workloads"], len(seen), counts["states"],
-           counts["complete"]))
+    print("model.py: %d workloads, %d (workload, device) pairs judged, %d "
+          "distinct crash states compared; completeness checked on %d "
+          "pairs; %d pairs not judged (truncates under torn)" %
+          (counts["workloads"], len(seen) - counts["skipped"],
+           counts["states"], counts["complete"], counts["skipped"]))
     if problems:
         problems.sort()
         _, w, dev, what = problems[0]
