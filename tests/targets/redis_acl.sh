@@ -1,0 +1,56 @@
+#!/bin/bash
+# redis_acl.sh DIR -- redis-server's ACL file under torture --target exec
+# (LazyFS's Redis bug 11): the workload starts redis-server with
+# --aclfile DIR/users.acl (no RDB, no AOF), and for each operation sets a
+# user with ACL SETUSER (its key pattern carries the value) and runs
+# ACL SAVE, acknowledging once ACL SAVE answered OK: the user is then
+# promised to be in the ACL file.
+#
+# redis_acl.sh DIR --init (torture's --setup) makes the empty ACL file
+# (redis-server will not start without it).
+# redis_acl.sh DIR --check reads the ACL file back and prints "USER VALUE"
+# for each user line (VALUE: the user's key pattern without its "~").
+#
+# The port is derived from DIR; the server listens on 127.0.0.1 only.
+set -u
+d=$1
+mode=${2:-}
+acl=$d/users.acl
+h=$(printf '%s' "$d" | cksum | cut -d' ' -f1)
+port=$((20000 + h % 20000))
+
+if [ "$mode" = --init ]; then
+	: >"$acl"
+	exit 0
+fi
+
+if [ "$mode" = --check ]; then
+	[ -f "$acl" ] || exit 0
+	awk '$1 == "user" && $2 ~ /^u[0-9]+$/ {
+		for (i = 3; i <= NF; i++)
+			if ($i ~ /^~/) { print $2, substr($i, 2); break }
+	}' "$acl"
+	exit 0
+fi
+
+fd=${KEEL_TORTURE_FD:?run me under torture --target exec}
+cli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+eval 'redis-server --port "$port" --bind 127.0.0.1 --dir "$d" \
+	--aclfile "$acl" --save "" --appendonly no --daemonize no \
+	>>"$d.redis.log" 2>&1 '"$fd"'>&- &'
+pid=$!
+for _ in $(seq 200); do
+	[ "$(cli ping 2>/dev/null)" = PONG ] && break
+	kill -0 "$pid" 2>/dev/null || exit 1
+	sleep 0.05
+done
+i=0
+while [ $i -lt 100000 ]; do
+	i=$((i + 1))
+	u=u$((i % 8))
+	v=v$i
+	echo "intent $i $u $v" >&"$fd"
+	[ "$(cli ACL SETUSER "$u" reset on nopass "~$v" +get)" = OK ] || exit 1
+	[ "$(cli ACL SAVE)" = OK ] || exit 1
+	echo "ack $i" >&"$fd"
+done
