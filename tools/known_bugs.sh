@@ -28,7 +28,7 @@ export TMPDIR="$T"
 [ -x "$B/torture" ] || { echo "known_bugs.sh: no $B/torture (make first)" >&2; exit 2; }
 
 # LevelDB's hybrid workload is built here (no Makefile rule of its own)
-cc -O2 -o "$T/leveldb_hybrid" tests/targets/leveldb_hybrid.c -lleveldb 2>"$T/cc.err" ||
+cc -O2 -o "$T/leveldb_hybrid" tools/known_bugs/leveldb_hybrid.c -lleveldb 2>"$T/cc.err" ||
 	echo "known_bugs.sh: leveldb_hybrid did not build: $(head -n 1 "$T/cc.err")" >&2
 
 field() { sed -n "s/.*\"$2\": \"\{0,1\}\([^\",]*\).*/\1/p" "$1"; }
