@@ -41,7 +41,6 @@ typedef struct fate {
 	uint64_t seed;    /* drives its torn pieces and garbage bytes          */
 	uint8_t outcome;  /* what redo made of it: a FAULTSIM_FATE_*, or 0 for
 	                   * persisted whole (or not redone: its file gone) */
-	uint8_t redone;   /* redo_one ran on it                                */
 } fate;
 
 /* splitmix64: small, good enough, and the same everywhere */
@@ -197,21 +196,16 @@ static void decide_explained(faultsim_cache *c, faultsim_explain *x,
  * goes on X's dropped list, named by what the redo made of it (a tear
  * whose pieces all fell is lost, one whose pieces all stayed is kept and
  * not listed), so that an explanation and the report's counts agree.  A
- * record whose file was gone was never redone: named by its decision. */
+ * record whose file was gone was never redone (its outcome stays 0): no
+ * replay can keep it either, so it is not listed. */
 static void note_data(faultsim_cache *c, faultsim_explain *x, const fate *v,
                       uint64_t n)
 {
 	for (uint64_t i = 0; x && i < n; i++) {
 		fs_rec *r = rec_at(c, v[i].pos);
-		if (!rec_is_data(r) || rec_state(r) != ST_UNSYNCED ||
-		    (v[i].what == FATE_KEEP && !v[i].garbage))
-			continue;
-		int out = v[i].redone ? v[i].outcome
-		        : v[i].what == FATE_LOSE ? FAULTSIM_FATE_LOST
-		        : v[i].what != FATE_KEEP ? FAULTSIM_FATE_TORN
-		        : FAULTSIM_FATE_GARBAGE;
-		if (out)
-			faultsim_note_dropped(c, x, r, out);
+		if (rec_is_data(r) && rec_state(r) == ST_UNSYNCED &&
+		    v[i].outcome && (v[i].what != FATE_KEEP || v[i].garbage))
+			faultsim_note_dropped(c, x, r, v[i].outcome);
 	}
 }
 
@@ -422,7 +416,6 @@ static int redo_one(int fd, fs_rec *r, fate *f, unsigned sector,
 	uint64_t pieces = 0, edge;
 	int rc = 0, kept, stop;
 
-	f->redone = 1;
 	if (st == ST_LOST) {
 		rep->lost_failed++;
 		return 0;

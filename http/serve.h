@@ -352,8 +352,9 @@ struct serve_server {
 	struct serve_config cfg;
 	keel_db *db;
 	atomic_int conns;    /* open connections, all shards            */
-	atomic_int handshakes; /* connections CONN_TLS_HELLO, not _UP    */
-	struct limits_sources hs_sources; /* those handshakes by source     */
+	struct limits_sources hs_sources; /* TLS handshakes under way (TCP:
+	                        CONN_TLS_HELLO, not _UP; QUIC: not done),
+	                        by source: --max-handshakes and its shares */
 	atomic_int stopping; /* SIGTERM/SIGINT seen                     */
 	atomic_int commits;  /* commits started, not finished, all shards */
 	struct limits_budget budget; /* --body-budget: all shards' bodies */

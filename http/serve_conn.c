@@ -131,15 +131,6 @@ static void rx_free(struct serve_conn *c)
 	c->rx = NULL;
 }
 
-/* The handshake hs_take counted is over (up, or its connection closed). */
-static void hs_give(struct serve_conn *c)
-{
-	struct serve_server *srv = c->shard->srv;
-
-	atomic_fetch_sub(&srv->handshakes, 1);
-	limits_source_give(&srv->hs_sources, c->src);
-}
-
 static void conn_close(struct serve_conn *c)
 {
 	struct serve_shard *sh = c->shard;
@@ -151,7 +142,7 @@ static void conn_close(struct serve_conn *c)
 	h2_free(c); /* its streams' answers and views go with it */
 	h3_free(c);
 	if ((c->flags & (CONN_TLS_HELLO | CONN_TLS_UP)) == CONN_TLS_HELLO)
-		hs_give(c);
+		limits_source_give(&sh->srv->hs_sources, c->src);
 	if (c->ssl) {
 		serve_tls_free(c->ssl);
 		c->ssl = NULL;
@@ -775,15 +766,7 @@ static int hs_take(struct serve_conn *c)
 	if (getpeername(c->fd, (struct sockaddr *)&peer, &len) != 0)
 		len = 0;
 	c->src = (uint16_t)limits_source_of(&srv->hs_sources, &peer, len);
-	if (limits_source_take(&srv->hs_sources, c->src,
-	                       (uint32_t)srv->cfg.max_handshakes_per_source) !=
-	    LIMITS_OK) {
-		conn_close(c);
-		return 0;
-	}
-	if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
-		atomic_fetch_sub(&srv->handshakes, 1);
-		limits_source_give(&srv->hs_sources, c->src);
+	if (limits_source_take(&srv->hs_sources, c->src) != LIMITS_OK) {
 		conn_close(c);
 		return 0;
 	}
@@ -835,7 +818,7 @@ static int conn_tls_ready(struct serve_conn *c)
 	}
 	rc = serve_tls_handshake(c->ssl);
 	if (rc == 1) {
-		hs_give(c);
+		limits_source_give(&srv->hs_sources, c->src);
 		c->flags |= CONN_TLS_UP;
 		timer_set(c, SERVE_TIMER_IDLE);
 		return 1;

@@ -186,7 +186,6 @@ static void handshake_over(struct h3_conn *hc)
 
 	if (hc->handshaking) {
 		hc->c->shard->h3->handshaking--;
-		atomic_fetch_sub(&srv->handshakes, 1);
 		limits_source_give(&srv->hs_sources, hc->src);
 	}
 	hc->handshaking = 0;
@@ -203,16 +202,7 @@ static int handshake_take(struct serve_server *srv, const ngtcp2_path *path,
 {
 	*src = (uint16_t)limits_source_of(&srv->hs_sources, path->remote.addr,
 	                                  path->remote.addrlen);
-	if (limits_source_take(&srv->hs_sources, *src,
-	                       (uint32_t)srv->cfg.max_handshakes_per_source) !=
-	    LIMITS_OK)
-		return 0;
-	if (atomic_fetch_add(&srv->handshakes, 1) >= srv->cfg.max_handshakes) {
-		atomic_fetch_sub(&srv->handshakes, 1);
-		limits_source_give(&srv->hs_sources, *src);
-		return 0;
-	}
-	return 1;
+	return limits_source_take(&srv->hs_sources, *src) == LIMITS_OK;
 }
 
 /* The handshake is done: only "h3" may have been agreed on. */
@@ -759,7 +749,6 @@ out_free:
 	ngtcp2_conn_del(hc->quic);
 out_uncount:
 	atomic_fetch_sub(&srv->conns, 1);
-	atomic_fetch_sub(&srv->handshakes, 1);
 	limits_source_give(&srv->hs_sources, src);
 	free(hc);
 	free(c);

@@ -141,20 +141,33 @@ unsigned limits_source_of(const struct limits_sources *s, const void *addr,
 	return 0;
 }
 
-int limits_source_take(struct limits_sources *s, unsigned bucket,
-                       uint32_t cap)
+/* One more on *H unless it holds CAP: 1, or 0 (nothing counted). */
+static int count_below(_Atomic uint32_t *h, uint32_t cap)
 {
-	_Atomic uint32_t *h = &s->held[bucket & (LIMITS_SOURCES - 1)];
 	uint32_t was = atomic_load(h);
 
 	do {
 		if (was >= cap)
-			return LIMITS_BUSY;
+			return 0;
 	} while (!atomic_compare_exchange_weak(h, &was, was + 1));
+	return 1;
+}
+
+int limits_source_take(struct limits_sources *s, unsigned bucket)
+{
+	_Atomic uint32_t *h = &s->held[bucket & (LIMITS_SOURCES - 1)];
+
+	if (!count_below(h, s->share))
+		return LIMITS_BUSY;
+	if (!count_below(&s->total, s->cap)) {
+		atomic_fetch_sub(h, 1);
+		return LIMITS_BUSY;
+	}
 	return LIMITS_OK;
 }
 
 void limits_source_give(struct limits_sources *s, unsigned bucket)
 {
+	atomic_fetch_sub(&s->total, 1);
 	atomic_fetch_sub(&s->held[bucket & (LIMITS_SOURCES - 1)], 1);
 }

@@ -144,9 +144,12 @@ int limits_bucket_take(struct limits_bucket *b, int64_t now_ms);
 
 #define LIMITS_SOURCES 4096 /* buckets of sources (a power of two) */
 
-/* Shares of a count by source. */
+/* A count held server-wide against a cap, shared by source. */
 struct limits_sources {
 	uint64_t key;                          /* drawn at start: the hash's */
+	uint32_t cap;                          /* the whole                  */
+	uint32_t share;                        /* one bucket's at most       */
+	_Atomic uint32_t total;                /* what all hold now          */
 	_Atomic uint32_t held[LIMITS_SOURCES]; /* what each bucket holds now */
 };
 
@@ -156,9 +159,8 @@ struct limits_sources {
 unsigned limits_source_of(const struct limits_sources *s, const void *addr,
                           size_t len);
 /* Counts one more for BUCKET: LIMITS_OK, or LIMITS_BUSY (nothing counted)
- * when it holds CAP already. */
-int limits_source_take(struct limits_sources *s, unsigned bucket,
-                       uint32_t cap);
+ * when it holds its share already, or all hold the cap. */
+int limits_source_take(struct limits_sources *s, unsigned bucket);
 /* Gives back one counted by limits_source_take. */
 void limits_source_give(struct limits_sources *s, unsigned bucket);
 

@@ -779,6 +779,8 @@ int main(int argc, char **argv)
 	if (srv.cfg.max_handshakes_per_source == 0)
 		srv.cfg.max_handshakes_per_source =
 			srv.cfg.max_handshakes / 8 ? srv.cfg.max_handshakes / 8 : 1;
+	srv.hs_sources.cap = (uint32_t)srv.cfg.max_handshakes;
+	srv.hs_sources.share = (uint32_t)srv.cfg.max_handshakes_per_source;
 	if (getrandom(&srv.hs_sources.key, sizeof srv.hs_sources.key, 0) !=
 	    (ssize_t)sizeof srv.hs_sources.key)
 		srv.hs_sources.key = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^

@@ -250,8 +250,9 @@ void shim_seen_created(shim_shared *s, const struct stat *st);
 struct iovec;
 /* 0 when FD was not opened with O_DIRECT; 1 when it was and the CNT
  * segments of IOV are as aligned as its file asks (statx's
- * STATX_DIOALIGN, else 512 bytes); -EINVAL, the kernel's answer, when not. */
-int shim_dio_check(int fd, const struct iovec *iov, int cnt);
+ * STATX_DIOALIGN, else 512 bytes); -EINVAL, the kernel's answer, when not.
+ * FL: FD's status flags when the caller has them, else -1 (looked up). */
+int shim_dio_check(int fd, int fl, const struct iovec *iov, int cnt);
 /* How much of a write of LEN an injected short write makes: half, or for
  * O_DIRECT half rounded down to the file's offset alignment (all of it
  * when that leaves nothing). */

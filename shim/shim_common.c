@@ -162,11 +162,12 @@ static void dio_align(int fd, unsigned *mem, unsigned *off)
 	}
 }
 
-int shim_dio_check(int fd, const struct iovec *iov, int cnt)
+int shim_dio_check(int fd, int fl, const struct iovec *iov, int cnt)
 {
 	unsigned mem, off;
-	int fl = fcntl(fd, F_GETFL);
 
+	if (fl < 0)
+		fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || !(fl & O_DIRECT))
 		return 0;
 	dio_align(fd, &mem, &off);

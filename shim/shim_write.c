@@ -98,7 +98,7 @@ static ssize_t tracked_writev(int fd, const struct iovec *iov, int cnt,
 	in_shim = 1;
 	/* block-aligned memory for a descriptor opened with O_DIRECT, whose
 	 * own segments the kernel checks first (shim_dio_check) */
-	int dio = shim_dio_check(fd, iov, cnt);
+	int dio = shim_dio_check(fd, -1, iov, cnt);
 	if (dio < 0) {
 		in_shim = 0;
 		errno = -dio;

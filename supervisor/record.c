@@ -569,12 +569,12 @@ static int buf_room(sup_guard *g, size_t want)
 	return 0;
 }
 
-/* The bytes a write call on DFD names, gathered into the guard's buffer
- * (at most WRITE_MAX: a longer call becomes a short write).  *LEN gets
- * their count.  0 or a negative errno: -EINVAL, as the kernel answers,
+/* The bytes a write call on DFD (its status flags FL) names, gathered
+ * into the guard's buffer (at most WRITE_MAX: a longer call becomes a
+ * short write).  *LEN gets their count.  0 or a negative errno: -EINVAL, as the kernel answers,
  * for a segment of a direct write (O_DIRECT) that is not aligned as its
  * file asks -- the aligned copy would be taken where the call is not. */
-static int gather(const call *c, int dfd, int vector, size_t *len)
+static int gather(const call *c, int dfd, int fl, int vector, size_t *len)
 {
 	sup_guard *g = c->g;
 	size_t want;
@@ -597,7 +597,8 @@ static int gather(const call *c, int dfd, int vector, size_t *len)
 			        iov[i].iov_len : WRITE_MAX - want;
 	}
 	struct iovec one = { (void *)(uintptr_t)c->a[1], (size_t)c->a[2] };
-	int dio = shim_dio_check(dfd, vector ? iov : &one, vector ? (int)cnt : 1);
+	int dio = shim_dio_check(dfd, fl, vector ? iov : &one,
+	                         vector ? (int)cnt : 1);
 	if (dio < 0)
 		return dio;
 	int rc = buf_room(g, want);
@@ -743,7 +744,7 @@ static void do_write(const call *c, int nr)
 
 	if (!out_file(c, (int)c->a[0], abs, &dfd, &file, &fl, &st))
 		return;
-	if ((e = gather(c, dfd, vector, &len)) < 0) {
+	if ((e = gather(c, dfd, fl, vector, &len)) < 0) {
 		sup_answer(c->g, c->req->id, -e, 0);
 		goto out_close;
 	}

@@ -189,21 +189,31 @@ static void a_source_is_a_slash_24_or_a_slash_64(void **state)
 	}
 }
 
-/* A bucket holds at most its cap; what is given back can be taken again;
- * other buckets are untouched. */
+/* A bucket holds at most its share and all of them the cap; what is given
+ * back can be taken again; other buckets are untouched. */
 static void a_source_holds_at_most_its_share(void **state)
 {
 	static struct limits_sources s;
 	(void)state;
+	s.cap = 5;
+	s.share = 3;
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_OK);
-	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_BUSY);
-	assert_int_equal(limits_source_take(&s, 8, 3), LIMITS_OK);
+		assert_int_equal(limits_source_take(&s, 7), LIMITS_OK);
+	assert_int_equal(limits_source_take(&s, 7), LIMITS_BUSY);
+	assert_int_equal(limits_source_take(&s, 8), LIMITS_OK);
 	limits_source_give(&s, 7);
-	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_OK);
-	assert_int_equal(limits_source_take(&s, 7, 3), LIMITS_BUSY);
+	assert_int_equal(limits_source_take(&s, 7), LIMITS_OK);
+	assert_int_equal(limits_source_take(&s, 7), LIMITS_BUSY);
 	assert_int_equal(atomic_load(&s.held[7]), 3);
 	assert_int_equal(atomic_load(&s.held[8]), 1);
+	/* the whole: 4 held, one more fits, then no bucket gets one, and a
+	 * refusal there takes nothing from the bucket's share */
+	assert_int_equal(limits_source_take(&s, 9), LIMITS_OK);
+	assert_int_equal(atomic_load(&s.total), 5);
+	assert_int_equal(limits_source_take(&s, 10), LIMITS_BUSY);
+	assert_int_equal(atomic_load(&s.held[10]), 0);
+	limits_source_give(&s, 9);
+	assert_int_equal(limits_source_take(&s, 10), LIMITS_OK);
 }
 
 /* The client's control stream: type 0x00, then SETTINGS (0x04, length,
