@@ -39,7 +39,7 @@ DEPS_TEST_ROOT = slurm-wlm munge chromium
 # The engines the claims table tortures (targets/, docs/claims.md).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
-	libdb5.3-dev etcd-server jq postgresql mariadb-server
+	libdb5.3-dev etcd-server jq postgresql mariadb-server mercurial
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -122,7 +122,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/exec_violation.c torture/exec_refusal.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c shim/shim_common.c \
-	shim/shim_tree.c supervisor/guard.c supervisor/record.c \
+	shim/shim_tree.c supervisor/guard.c supervisor/record.c supervisor/fds.c \
 	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \

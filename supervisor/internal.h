@@ -7,6 +7,7 @@
 
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -14,6 +15,15 @@
 
 #define SUP_FILTER_MAX 160 /* BPF instructions of the largest filter       */
 #define SUP_PIDFDS 64      /* the callers' pidfds kept, by thread id        */
+#define SUP_FDS_SEEN 64    /* watched descriptors remembered (fds.c)       */
+
+/* A watched file's descriptor met before: a hint that spares the lookup
+ * of its name (fds.c says when it is believed). */
+struct sup_fd_seen {
+	int tid, fd;           /* whose number                                 */
+	uint64_t dev, ino;     /* the file it named                            */
+	char abs[PATH_MAX];    /* its name then ("": the slot is free)         */
+};
 
 struct sup_guard {
 	int sock[2];           /* [0] the parent's end, [1] the child's       */
@@ -33,7 +43,17 @@ struct sup_guard {
 	size_t bufcap;
 	int pidfd[SUP_PIDFDS]; /* the recorder's callers' pidfds (-1: none)   */
 	int pidfd_tid[SUP_PIDFDS]; /* whose                                   */
+	struct sup_fd_seen seen[SUP_FDS_SEEN];
 };
+
+/* One notification as the recorder serves it. */
+typedef struct sup_call {
+	sup_guard *g;
+	const sup_record *r;
+	const struct seccomp_notif *req;
+	int tid;
+	uint64_t a[6];
+} sup_call;
 
 /* guard.c: answers to a notification (0, or a negative errno when the
  * caller is gone) */
@@ -44,6 +64,29 @@ void sup_refuse(sup_guard *g, const struct seccomp_notif *req,
                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* the mapping of PID that holds IP, as FILE+0xOFFSET, in OUT */
 void sup_site(int pid, uint64_t ip, char *out, size_t cap);
+
+/* fds.c: the program's memory, descriptors and paths.  Each answers 0
+ * (or 1 where said) or a negative errno. */
+/* LEN bytes at ADDR of the caller into BUF */
+int sup_peek(const sup_call *c, uint64_t addr, void *buf, size_t len);
+/* the NUL-terminated path at ADDR into OUT (PATH_MAX bytes) */
+int sup_peek_path(const sup_call *c, uint64_t addr, char *out);
+/* what the caller's FD names (a path, "pipe:[...]") into OUT */
+int sup_fd_name(const sup_call *c, int fd, char *out);
+/* PATH relative to the caller's DIRFD, made absolute into ABS (PATH_MAX),
+ * its directory part resolved: 0, or 1 when PATH ends in a slash */
+int sup_resolve(const sup_call *c, int dirfd, const char *path, char *abs);
+/* ABS is below the watched directory, and neither volatile nor a stash */
+int sup_watched(const sup_record *r, const char *abs);
+/* the caller's FD in the harness (the same open file), or -errno */
+int sup_take_fd(const sup_call *c, int fd);
+/* ABS below the watched directory (or ABS itself when it is not) */
+const char *sup_relative(const sup_record *r, const char *abs);
+/* the caller's FD when it names a watched file: 1 with *DFD and ABS, or 0
+ * when the call has been answered (continued, failed or refused) */
+int sup_watched_fd(const sup_call *c, int fd, char *abs, int *dfd);
+/* every remembered descriptor forgotten: a name changed */
+void sup_fds_forget(sup_guard *g);
 
 /* record.c: the recorder's filter (appended to PROG at *N; 0, or -1 when
  * it does not fit) and its answer to one notification */

@@ -4,9 +4,10 @@
  * made by the harness on the program's behalf, answered with their result.
  *
  * One notification at a time, on the guard's thread.  For each call:
- *   1. what it names: a descriptor (readlink /proc/TID/fd/N) or a path
- *      (read from the program's memory, resolved against its working
- *      directory or its directory descriptor);
+ *   1. what it names: a descriptor (one met before: the guard's table,
+ *      checked by inode; else readlink /proc/TID/fd/N) or a path (read
+ *      from the program's memory, resolved against its working directory
+ *      or its directory descriptor) -- fds.c;
  *   2. not below the watched directory (or volatile, or a stash): it
  *      continues in the kernel, untouched;
  *   3. below it: the program's descriptor is fetched (pidfd_getfd: the same
@@ -59,10 +60,6 @@
 #define ARCH_NATIVE_RECORD AUDIT_ARCH_AARCH64
 #else
 #define ARCH_NATIVE_RECORD 0
-#endif
-
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
 #endif
 
 /* ---- the filter ------------------------------------------------------------ */
@@ -130,225 +127,6 @@ int sup_record_filter(struct sock_filter *prog, unsigned short *n,
 	return bad ? -1 : 0;
 }
 
-/* ---- the program: its memory, its descriptors, its paths ----------------- */
-
-typedef struct call {
-	sup_guard *g;
-	const sup_record *r;
-	const struct seccomp_notif *req;
-	int tid;
-	uint64_t a[6];
-} call;
-
-/* Reads LEN bytes at ADDR of the caller: 0 or a negative errno. */
-static int peek(const call *c, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	if (len == 0)
-		return 0;
-	ssize_t n = process_vm_readv(c->tid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	return n < 0 && errno != EFAULT ? -errno : -EFAULT;
-}
-
-/* A NUL-terminated string at ADDR (PATH_MAX bytes at most), read a page at
- * a time: the string may end just before an unmapped page. */
-static int peek_path(const call *c, uint64_t addr, char *out)
-{
-	size_t got = 0;
-
-	while (got < PATH_MAX) {
-		size_t page = 4096 - ((addr + got) & 4095);
-		if (page > PATH_MAX - got)
-			page = PATH_MAX - got;
-		int rc = peek(c, addr + got, out + got, page);
-		if (rc < 0)
-			return rc;
-		char *z = memchr(out + got, '\0', page);
-		if (z)
-			return 0;
-		got += page;
-	}
-	return -ENAMETOOLONG;
-}
-
-static int link_of(const call *c, const char *what, char *out)
-{
-	char p[64];
-
-	snprintf(p, sizeof p, "/proc/%d/%s", c->tid, what);
-	ssize_t n = readlink(p, out, PATH_MAX - 1);
-	if (n < 0)
-		return -errno;
-	out[n] = '\0';
-	return 0;
-}
-
-/* What descriptor FD names (a path, "pipe:[...]", ...) in OUT; a name
- * removed since shows without its " (deleted)". */
-static int fd_name(const call *c, int fd, char *out)
-{
-	char what[32];
-
-	snprintf(what, sizeof what, "fd/%d", fd);
-	int rc = link_of(c, what, out);
-	if (rc == 0) {
-		size_t n = strlen(out), d = sizeof " (deleted)" - 1;
-		if (n > d && strcmp(out + n - d, " (deleted)") == 0)
-			out[n - d] = '\0';
-	}
-	return rc;
-}
-
-/* PATH as the caller names it relative to DIRFD, made absolute with its
- * directory part resolved (the last part is kept: it may not exist yet,
- * or be a link the call acts on).  0; 1 when PATH ends in a slash (only a
- * directory call takes it as the caller means it: others let the kernel
- * answer); or a negative errno (an empty PATH: ENOENT, as the kernel's). */
-static int resolve(const call *c, int dirfd, const char *path, char *abs)
-{
-	char base[PATH_MAX], joined[PATH_MAX * 2], dir[PATH_MAX];
-	int rc = 0;
-
-	if (!path[0])
-		return -ENOENT;
-	if (path[0] == '/') {
-		snprintf(joined, sizeof joined, "%s", path);
-	} else {
-		if ((int)dirfd == AT_FDCWD)
-			rc = link_of(c, "cwd", base);
-		else
-			rc = fd_name(c, dirfd, base);
-		if (rc < 0)
-			return rc;
-		snprintf(joined, sizeof joined, "%s/%s", base, path);
-	}
-	size_t n = strlen(joined);
-	int slashed = n > 1 && joined[n - 1] == '/';
-	while (n > 1 && joined[n - 1] == '/')
-		joined[--n] = '\0';
-	char *slash = strrchr(joined, '/');
-	const char *last = slash + 1;
-	if (!strcmp(last, ".") || !strcmp(last, "..") || !*last) {
-		if (!realpath(joined, abs))
-			return -errno;
-		return slashed;
-	}
-	if (slash == joined)
-		snprintf(dir, sizeof dir, "/");
-	else {
-		*slash = '\0';
-		if (!realpath(joined, dir))
-			return -errno;
-	}
-	if (snprintf(abs, PATH_MAX, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-	             last) >= PATH_MAX)
-		return -ENAMETOOLONG;
-	return slashed;
-}
-
-static int watched(const sup_record *r, const char *abs)
-{
-	size_t n = strlen(r->dir);
-
-	return strncmp(abs, r->dir, n) == 0 &&
-	       (abs[n] == '/' || abs[n] == '\0') &&
-	       !shim_volatile_match(r->volatile_pats, abs) &&
-	       !faultsim_is_stash(abs);
-}
-
-/* The caller's descriptor FD in the harness (the same open file). */
-/* A pidfd of the caller's thread, kept per thread id (the guard's table,
- * closed with it): a pidfd names one task for good, so a cached one is
- * either the caller's or fails with ESRCH (the task is gone, its id may be
- * another's now: opened again, and checked against the notification). */
-static int pidfd_of(const call *c, int *fresh)
-{
-	sup_guard *g = c->g;
-	unsigned h = (unsigned)c->tid % SUP_PIDFDS;
-	int pidfd;
-
-	*fresh = 0;
-	if (g->pidfd_tid[h] == c->tid && g->pidfd[h] >= 0)
-		return g->pidfd[h];
-	pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD);
-	if (pidfd < 0) {
-		/* a kernel before 6.9 knows only thread-group leaders */
-		char p[64], line[128];
-		int tgid = -1;
-		snprintf(p, sizeof p, "/proc/%d/status", c->tid);
-		FILE *f = fopen(p, "re");
-		while (f && fgets(line, sizeof line, f))
-			if (sscanf(line, "Tgid: %d", &tgid) == 1)
-				break;
-		if (f)
-			fclose(f);
-		pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
-		if (pidfd < 0)
-			return -errno;
-	}
-	if (g->pidfd[h] >= 0)
-		close(g->pidfd[h]);
-	g->pidfd[h] = pidfd;
-	g->pidfd_tid[h] = c->tid;
-	*fresh = 1;
-	return pidfd;
-}
-
-/* The caller's descriptor FD in the harness (the same open file). */
-static int take_fd(const call *c, int fd)
-{
-	int fresh, pidfd = pidfd_of(c, &fresh), dfd;
-
-	if (pidfd < 0)
-		return pidfd;
-	dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	if (dfd < 0 && errno == ESRCH && !fresh) {
-		/* the cached task is gone: its id is someone else's now */
-		close(c->g->pidfd[(unsigned)c->tid % SUP_PIDFDS]);
-		c->g->pidfd[(unsigned)c->tid % SUP_PIDFDS] = -1;
-		if ((pidfd = pidfd_of(c, &fresh)) < 0)
-			return pidfd;
-		dfd = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	}
-	int e = errno;
-	/* a pidfd opened now by number: the caller must still be waiting,
-	 * else the number may name a task that reused its id */
-	if (dfd >= 0 && fresh &&
-	    ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ID_VALID,
-	          &c->req->id) != 0) {
-		close(dfd);
-		return -ESRCH;
-	}
-	return dfd < 0 ? -e : dfd;
-}
-
-static const char *relative(const sup_record *r, const char *abs)
-{
-	size_t n = strlen(r->dir);
-
-	if (strncmp(abs, r->dir, n) == 0 && abs[n] == '/')
-		return abs + n + 1;
-	return abs;
-}
-
-/* take_fd failed with RC for the file at ABS: gone (the caller died), a
- * bad number, or not allowed (Yama's ptrace_scope, a program that made
- * itself undumpable): the last refuses the run, the others answer. */
-static void fd_failed(const call *c, int rc, const char *abs)
-{
-	if (rc == -EPERM || rc == -EACCES)
-		sup_refuse(c->g, c->req, "%s: the supervisor may not take the "
-		           "program's descriptor (%s: kernel.yama.ptrace_scope "
-		           "above 1, or the program is not dumpable)",
-		           relative(c->r, abs), strerror(-rc));
-	else
-		sup_answer(c->g, c->req->id, rc == -ESRCH ? ESRCH : EBADF, 0);
-}
-
 /* The caller's umask and file-system owner, for what the harness creates
  * for it: the mode its umask leaves, and its own user and group (a program
  * torture runs as another user, --user, must find its files its own). */
@@ -357,7 +135,7 @@ typedef struct creds {
 	unsigned uid, gid;     /* the caller's fsuid and fsgid                */
 } creds;
 
-static creds creds_of(const call *c)
+static creds creds_of(const sup_call *c)
 {
 	char p[64], line[160];
 	creds k = { 022, (unsigned)geteuid(), (unsigned)getegid() };
@@ -395,7 +173,7 @@ static void give(const creds *k, int fd, const char *abs)
 
 /* One call in the ring, complete (the harness made it: nothing in
  * flight outlives the answer). */
-static void ring(const call *c, uint32_t op, int file, const char *path,
+static void ring(const sup_call *c, uint32_t op, int file, const char *path,
                  const char *path2, uint64_t off, uint64_t len, int64_t result,
                  int durable)
 {
@@ -418,16 +196,16 @@ static void ring(const call *c, uint32_t op, int file, const char *path,
 	e->inflight = 0;
 	if (path2)
 		snprintf(e->path, sizeof e->path, "%s -> %s",
-		         relative(c->r, path), relative(c->r, path2));
+		         sup_relative(c->r, path), sup_relative(c->r, path2));
 	else
 		snprintf(e->path, sizeof e->path, "%s",
-		         path ? relative(c->r, path) : "?");
+		         path ? sup_relative(c->r, path) : "?");
 	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
 }
 
-static void name_touch(const call *c, const char *abs)
+static void name_touch(const sup_call *c, const char *abs)
 {
-	const char *rel = relative(c->r, abs);
+	const char *rel = sup_relative(c->r, abs);
 
 	if (rel != abs)
 		shim_name_enter(c->r->ctl, rel, strlen(rel));
@@ -437,7 +215,7 @@ static void name_touch(const call *c, const char *abs)
 /* A change of FILE's bytes is made: its slot in this life's table gets
  * the time it returned (the harness makes it, so nothing is in flight
  * once the answer is sent). */
-static void seen_ino(const call *c, const struct stat *st)
+static void seen_ino(const sup_call *c, const struct stat *st)
 {
 	__atomic_add_fetch(&c->r->ctl->changes, 1, __ATOMIC_RELAXED);
 	shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(
@@ -447,7 +225,7 @@ static void seen_ino(const call *c, const struct stat *st)
 }
 
 /* The same for the file on FD (one fstat: its identity). */
-static void seen(const call *c, int fd)
+static void seen(const sup_call *c, int fd)
 {
 	struct stat st;
 
@@ -459,7 +237,7 @@ static void seen(const call *c, int fd)
 
 /* The harness made the file on FD for the caller: its slot starts again
  * (shim_seen_created). */
-static void seen_created(const call *c, int fd)
+static void seen_created(const sup_call *c, int fd)
 {
 	struct stat st;
 
@@ -471,7 +249,7 @@ static void seen_created(const call *c, int fd)
 
 /* The fault for OP: 0, a negative errno, or FAULTSIM_SHORT/_CRASH.  An
  * enumeration's crash point kills the caller's process first (*KILLED). */
-static int fault(const call *c, faultsim_op op, int step, int *killed)
+static int fault(const sup_call *c, faultsim_op op, int step, int *killed)
 {
 	*killed = 0;
 	if (step && faultsim_faults_step_due(c->r->faults)) {
@@ -508,7 +286,7 @@ static void settle_all(const sup_record *r, uint64_t mark)
 
 /* A full cache in a kills-only run is settled as sync(2) would settle
  * it (nothing recorded can be undone there): 1, try again. */
-static int settle_full(const call *c, int rc)
+static int settle_full(const sup_call *c, int rc)
 {
 	if (rc != -ENOBUFS || !c->r->kills_only)
 		return 0;
@@ -522,13 +300,13 @@ static int settle_full(const call *c, int rc)
 /* A recording call failed with RC: a full cache refuses the run; any
  * other error is the call's answer, as the shim answers it (a rename of a
  * name that is not there: ENOENT). */
-static void record_failed(const call *c, int rc, const char *what,
+static void record_failed(const sup_call *c, int rc, const char *what,
                           const char *path)
 {
 	if (rc == -ENOBUFS)
 		sup_refuse(c->g, c->req, "%s %s: the fault simulator's cache is "
 		           "full: %s; cut power more often (a shorter "
-		           "--kill-every)%s", what, relative(c->r, path),
+		           "--kill-every)%s", what, sup_relative(c->r, path),
 		           faultsim_cache_nfiles(c->r->cache) >= FAULTSIM_MAX_FILES
 		           ? "all of its file entries name files with changes "
 		             "a power cut could still undo"
@@ -574,7 +352,7 @@ static int buf_room(sup_guard *g, size_t want)
  * short write).  *LEN gets their count.  0 or a negative errno: -EINVAL, as the kernel answers,
  * for a segment of a direct write (O_DIRECT) that is not aligned as its
  * file asks -- the aligned copy would be taken where the call is not. */
-static int gather(const call *c, int dfd, int fl, int vector, size_t *len)
+static int gather(const sup_call *c, int dfd, int fl, int vector, size_t *len)
 {
 	sup_guard *g = c->g;
 	size_t want;
@@ -589,7 +367,7 @@ static int gather(const call *c, int dfd, int fl, int vector, size_t *len)
 	struct iovec iov[IOV_MAX_CALL];
 	size_t cnt = vector ? (size_t)c->a[2] : 0;
 	if (vector) {
-		int rc = peek(c, c->a[1], iov, cnt * sizeof iov[0]);
+		int rc = sup_peek(c, c->a[1], iov, cnt * sizeof iov[0]);
 		if (rc < 0)
 			return rc;
 		for (size_t i = 0; i < cnt && want < WRITE_MAX; i++)
@@ -606,13 +384,13 @@ static int gather(const call *c, int dfd, int fl, int vector, size_t *len)
 		return rc;
 	if (!vector) {
 		*len = want;
-		return peek(c, c->a[1], g->buf, want);
+		return sup_peek(c, c->a[1], g->buf, want);
 	}
 	size_t got = 0;
 	for (size_t i = 0; i < cnt && got < want; i++) {
 		size_t n = iov[i].iov_len < want - got ? iov[i].iov_len
 		                                       : want - got;
-		rc = peek(c, (uint64_t)(uintptr_t)iov[i].iov_base,
+		rc = sup_peek(c, (uint64_t)(uintptr_t)iov[i].iov_base,
 		          g->buf + got, n);
 		if (rc < 0)
 			return rc;
@@ -622,57 +400,23 @@ static int gather(const call *c, int dfd, int fl, int vector, size_t *len)
 	return 0;
 }
 
-/* The caller's descriptor FD, fetched when it names something below the
- * watched directory (its name in ABS): 1 with *DFD, or 0 when the call has
- * been answered (it continues: not watched; or an error, or a refusal).
- * The name is looked up before the fetch, so that the many calls on
- * pipes and sockets cost one readlink, and again on the copy after it:
- * another thread may have put something else on the number between the
- * two, and the copy's own name decides. */
-static int watched_fd(const call *c, int fd, char *abs, int *dfd)
-{
-	char p[64], now[PATH_MAX];
-
-	if (fd < 0 || fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
-	    !watched(c->r, abs)) {
-		sup_continue(c->g, c->req->id);
-		return 0;
-	}
-	if ((*dfd = take_fd(c, fd)) < 0) {
-		fd_failed(c, *dfd, abs);
-		return 0;
-	}
-	snprintf(p, sizeof p, "/proc/self/fd/%d", *dfd);
-	ssize_t n = readlink(p, now, sizeof now - 1);
-	if (n > 0) {
-		now[n] = '\0';
-		if (strcmp(now, abs) != 0 &&
-		    (now[0] != '/' || !watched(c->r, now))) {
-			close(*dfd);
-			sup_continue(c->g, c->req->id);
-			return 0;
-		}
-	}
-	return 1;
-}
-
 /* The watched regular file descriptor FD of the caller names, fetched
  * and tracked: 1 (*DFD, *FILE, *FL, ABS filled), or 0 when the call has
  * been answered already (it continues: not a watched regular file; or an
  * error, or a refusal). */
-static int out_file(const call *c, int fd, char *abs, int *dfd, int *file,
+static int out_file(const sup_call *c, int fd, char *abs, int *dfd, int *file,
                     int *fl, struct stat *stp)
 {
 	struct stat st;
 
-	if (!watched_fd(c, fd, abs, dfd))
+	if (!sup_watched_fd(c, fd, abs, dfd))
 		return 0;
 	*fl = fcntl(*dfd, F_GETFL);
 	st.st_mode = 0;
 	*file = faultsim_cache_track_stat(c->r->cache, *dfd, abs, &st);
 	if (*file == -ENAMETOOLONG) {
 		sup_refuse(c->g, c->req, "a write to %s: its name is too long "
-		           "for the fault simulator", relative(c->r, abs));
+		           "for the fault simulator", sup_relative(c->r, abs));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode) && fstat(*dfd, &st) == 0 &&
@@ -697,7 +441,7 @@ out_close:
  * when POSITIONED, else at the descriptor's position (or its end under
  * O_APPEND or RWF_APPEND).  The byte count, or a negative errno; *RECORDED
  * is 0 when recording failed (the call has been answered then). */
-static ssize_t write_out(const call *c, int dfd, int file, const char *abs,
+static ssize_t write_out(const sup_call *c, int dfd, int file, const char *abs,
                          const struct stat *st, int fl, size_t len,
                          int positioned, uint64_t off, int rwf, int *recorded)
 {
@@ -731,7 +475,7 @@ static ssize_t write_out(const call *c, int dfd, int file, const char *abs,
 }
 
 /* write, pwrite64, writev, pwritev, pwritev2 on a watched file */
-static void do_write(const call *c, int nr)
+static void do_write(const sup_call *c, int nr)
 {
 	char abs[PATH_MAX];
 	int vector = nr == __NR_writev || nr == __NR_pwritev ||
@@ -770,7 +514,7 @@ out_close:
 	close(dfd);
 }
 
-static int poke(const call *c, uint64_t addr, const void *buf, size_t len)
+static int poke(const sup_call *c, uint64_t addr, const void *buf, size_t len)
 {
 	struct iovec local = { (void *)buf, len };
 	struct iovec remote = { (void *)(uintptr_t)addr, len };
@@ -783,7 +527,7 @@ static int poke(const call *c, uint64_t addr, const void *buf, size_t len)
  * sendfile(out, in, *offset, count) into a watched file: a read of the
  * source here and a recorded write, as the shim's backstop makes them.
  * The source's position (or *OFF_IN) moves by what was written. */
-static void do_copy(const call *c, int nr)
+static void do_copy(const sup_call *c, int nr)
 {
 	char abs[PATH_MAX];
 	int is_cfr = nr == __NR_copy_file_range;
@@ -798,12 +542,12 @@ static void do_copy(const call *c, int nr)
 	if (!out_file(c, (int)(is_cfr ? c->a[2] : c->a[0]), abs, &dfd, &file,
 	              &fl, &st))
 		return;
-	if ((din = take_fd(c, in)) < 0) {
+	if ((din = sup_take_fd(c, in)) < 0) {
 		sup_answer(c->g, c->req->id, EBADF, 0);
 		goto out_close;
 	}
-	if ((in_offp && peek(c, in_offp, &in_off, sizeof in_off) < 0) ||
-	    (out_offp && peek(c, out_offp, &out_off, sizeof out_off) < 0)) {
+	if ((in_offp && sup_peek(c, in_offp, &in_off, sizeof in_off) < 0) ||
+	    (out_offp && sup_peek(c, out_offp, &out_off, sizeof out_off) < 0)) {
 		sup_answer(c->g, c->req->id, EFAULT, 0);
 		goto out_close_in;
 	}
@@ -856,12 +600,12 @@ out_close:
 
 /* A protocol line of the workload's: to the ring, so the trace shows
  * where each acknowledgement fell among the calls.  The call continues. */
-static void protocol(const call *c)
+static void protocol(const sup_call *c)
 {
 	char line[SHIM_LABEL];
 	size_t n = c->a[2] < sizeof line - 1 ? (size_t)c->a[2] : sizeof line - 1;
 
-	if (peek(c, c->a[1], line, n) == 0) {
+	if (sup_peek(c, c->a[1], line, n) == 0) {
 		while (n && line[n - 1] == '\n')
 			n--;
 		line[n] = '\0';
@@ -874,7 +618,7 @@ static void protocol(const call *c)
 /* ---- syncs ---------------------------------------------------------------------- */
 
 /* fsync, fdatasync of a watched file or directory */
-static void do_sync(const call *c, int nr)
+static void do_sync(const sup_call *c, int nr)
 {
 	char abs[PATH_MAX];
 	int fd = (int)c->a[0], dfd, killed, rc, file;
@@ -882,7 +626,7 @@ static void do_sync(const call *c, int nr)
 	                                  : FAULTSIM_OP_FDATASYNC;
 	struct stat st;
 
-	if (!watched_fd(c, fd, abs, &dfd))
+	if (!sup_watched_fd(c, fd, abs, &dfd))
 		return;
 	/* one fstat says what it is: the cache's, for a regular file */
 	st.st_mode = 0;
@@ -939,11 +683,11 @@ out_close:
 }
 
 /* sync(2), syncfs(2): every file and directory */
-static void do_sync_all(const call *c, int nr)
+static void do_sync_all(const sup_call *c, int nr)
 {
 	int dfd = -1, rc;
 
-	if (nr == __NR_syncfs && (dfd = take_fd(c, (int)c->a[0])) < 0) {
+	if (nr == __NR_syncfs && (dfd = sup_take_fd(c, (int)c->a[0])) < 0) {
 		sup_answer(c->g, c->req->id, EBADF, 0);
 		return;
 	}
@@ -972,7 +716,7 @@ static void do_sync_all(const call *c, int nr)
 
 /* A truncate of DFD (a watched regular file at ABS) to LEN: recorded and
  * made.  0 or a negative errno; *REFUSED when the run was refused. */
-static int truncate_fd(const call *c, int dfd, const char *abs, uint64_t len,
+static int truncate_fd(const sup_call *c, int dfd, const char *abs, uint64_t len,
                        int *refused)
 {
 	faultsim_ticket t = { 0 };
@@ -1001,16 +745,16 @@ static int truncate_fd(const call *c, int dfd, const char *abs, uint64_t len,
 }
 
 /* truncate(path), ftruncate(fd) */
-static void do_truncate(const call *c, int by_path)
+static void do_truncate(const sup_call *c, int by_path)
 {
 	char abs[PATH_MAX], path[PATH_MAX];
 	int dfd, killed, refused, rc;
 	struct stat st;
 
 	if (by_path) {
-		if ((rc = peek_path(c, c->a[0], path)) < 0 ||
-		    (rc = resolve(c, AT_FDCWD, path, abs)) != 0 ||
-		    !watched(c->r, abs)) {
+		if ((rc = sup_peek_path(c, c->a[0], path)) < 0 ||
+		    (rc = sup_resolve(c, AT_FDCWD, path, abs)) != 0 ||
+		    !sup_watched(c->r, abs)) {
 			sup_continue(c->g, c->req->id);
 			return;
 		}
@@ -1019,7 +763,7 @@ static void do_truncate(const call *c, int by_path)
 			sup_continue(c->g, c->req->id); /* the same error there */
 			return;
 		}
-	} else if (!watched_fd(c, (int)c->a[0], abs, &dfd)) {
+	} else if (!sup_watched_fd(c, (int)c->a[0], abs, &dfd)) {
 		return;
 	}
 	if (fstat(dfd, &st) != 0 || !S_ISREG(st.st_mode) ||
@@ -1042,7 +786,7 @@ out_close:
 }
 
 /* fallocate(fd, mode, off, len) */
-static void do_fallocate(const call *c)
+static void do_fallocate(const sup_call *c)
 {
 	char abs[PATH_MAX];
 	int fd = (int)c->a[0], mode = (int)c->a[1], dfd, file, killed, rc;
@@ -1050,7 +794,7 @@ static void do_fallocate(const call *c)
 	faultsim_ticket t = { 0 };
 	struct stat st;
 
-	if (!watched_fd(c, fd, abs, &dfd))
+	if (!sup_watched_fd(c, fd, abs, &dfd))
 		return;
 	st.st_mode = 0;
 	file = faultsim_cache_track_stat(c->r->cache, dfd, abs, &st);
@@ -1068,7 +812,7 @@ static void do_fallocate(const call *c)
 	             FALLOC_FL_ZERO_RANGE)) {
 		sup_refuse(c->g, c->req, "fallocate(%#x) on %s: collapsing or "
 		           "inserting ranges is not modelled", (unsigned)mode,
-		           relative(c->r, abs));
+		           sup_relative(c->r, abs));
 		goto out_close;
 	}
 	rc = fault(c, FAULTSIM_OP_FALLOCATE, 1, &killed);
@@ -1087,7 +831,7 @@ static void do_fallocate(const call *c)
 			sup_refuse(c->g, c->req, "fallocate(%#x) of %" PRIu64
 			           " bytes on %s: a zeroed range is recorded as a "
 			           "write of zeros, at most %u bytes", (unsigned)mode,
-			           len, relative(c->r, abs), ZERO_MAX);
+			           len, sup_relative(c->r, abs), ZERO_MAX);
 			goto out_close;
 		}
 		unsigned char *zeros = calloc(1, len ? len : 1);
@@ -1128,7 +872,7 @@ out_close:
 /* open, creat, openat, openat2 below the watched directory: one that
  * creates or truncates is made here and its descriptor placed in the
  * caller; any other continues. */
-static void do_open(const call *c, int nr)
+static void do_open(const sup_call *c, int nr)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
 	int dirfd = AT_FDCWD, flags, rc, killed, fd = -1, refused;
@@ -1148,16 +892,16 @@ static void do_open(const call *c, int nr)
 #endif
 	case __NR_openat2: {
 		struct open_how how;
-		if (c->a[3] < sizeof how || peek(c, c->a[2], &how, sizeof how)) {
+		if (c->a[3] < sizeof how || sup_peek(c, c->a[2], &how, sizeof how)) {
 			sup_continue(c->g, c->req->id);
 			return;
 		}
 		dirfd = (int)c->a[0], pathp = c->a[1];
 		flags = (int)how.flags, mode = how.mode;
-		if (how.resolve && peek_path(c, pathp, path) == 0 &&
-		    resolve(c, dirfd, path, abs) == 0 && watched(c->r, abs)) {
+		if (how.resolve && sup_peek_path(c, pathp, path) == 0 &&
+		    sup_resolve(c, dirfd, path, abs) == 0 && sup_watched(c->r, abs)) {
 			sup_refuse(c->g, c->req, "openat2(%s) with RESOLVE_* "
-			           "flags %#llx: not modelled", relative(c->r, abs),
+			           "flags %#llx: not modelled", sup_relative(c->r, abs),
 			           (unsigned long long)how.resolve);
 			return;
 		}
@@ -1167,22 +911,22 @@ static void do_open(const call *c, int nr)
 		dirfd = (int)c->a[0], pathp = c->a[1];
 		flags = (int)c->a[2], mode = c->a[3];
 	}
-	if (peek_path(c, pathp, path) < 0 || resolve(c, dirfd, path, abs) != 0 ||
-	    !watched(c->r, abs)) {
+	if (sup_peek_path(c, pathp, path) < 0 || sup_resolve(c, dirfd, path, abs) != 0 ||
+	    !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
 	int writable = (flags & O_ACCMODE) != O_RDONLY;
 	if ((flags & O_TMPFILE) == O_TMPFILE) {
 		sup_refuse(c->g, c->req, "open(%s, O_TMPFILE): unnamed files are "
-		           "not modelled", relative(c->r, abs));
+		           "not modelled", sup_relative(c->r, abs));
 		return;
 	}
 	int exists = lstat(abs, &st) == 0;
 	if (exists && S_ISLNK(st.st_mode) && !(flags & O_NOFOLLOW)) {
 		/* the open acts on what the link names */
 		char target[PATH_MAX];
-		if (!realpath(abs, target) || !watched(c->r, target)) {
+		if (!realpath(abs, target) || !sup_watched(c->r, target)) {
 			sup_continue(c->g, c->req->id);
 			return;
 		}
@@ -1259,7 +1003,7 @@ static void do_open(const call *c, int nr)
 	if (ioctl(c->g->listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0 &&
 	    errno != ENOENT)
 		sup_refuse(c->g, c->req, "open(%s): the descriptor could not be "
-		           "placed in the program: %s", relative(c->r, abs),
+		           "placed in the program: %s", sup_relative(c->r, abs),
 		           strerror(errno));
 	close(fd);
 }
@@ -1267,7 +1011,7 @@ static void do_open(const call *c, int nr)
 /* ---- names -------------------------------------------------------------------------- */
 
 /* rename, renameat, renameat2 */
-static void do_rename(const call *c, int nr)
+static void do_rename(const sup_call *c, int nr)
 {
 	char from[PATH_MAX], to[PATH_MAX], afrom[PATH_MAX], ato[PATH_MAX];
 	int odir = AT_FDCWD, ndir = AT_FDCWD, killed, rc;
@@ -1287,31 +1031,31 @@ static void do_rename(const call *c, int nr)
 		if (nr == __NR_renameat2)
 			flags = (unsigned)c->a[4];
 	}
-	if (peek_path(c, pf, from) < 0 || peek_path(c, pt, to) < 0 ||
-	    resolve(c, odir, from, afrom) != 0 || resolve(c, ndir, to, ato) != 0) {
+	if (sup_peek_path(c, pf, from) < 0 || sup_peek_path(c, pt, to) < 0 ||
+	    sup_resolve(c, odir, from, afrom) != 0 || sup_resolve(c, ndir, to, ato) != 0) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
-	int wf = watched(c->r, afrom), wt = watched(c->r, ato);
+	int wf = sup_watched(c->r, afrom), wt = sup_watched(c->r, ato);
 	if (!wf && !wt) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
 	if (wf != wt) {
 		sup_refuse(c->g, c->req, "rename %s -> %s crosses the watched "
-		           "directory's edge", relative(c->r, afrom),
-		           relative(c->r, ato));
+		           "directory's edge", sup_relative(c->r, afrom),
+		           sup_relative(c->r, ato));
 		return;
 	}
 	if (flags & RENAME_EXCHANGE) {
 		sup_refuse(c->g, c->req, "renameat2(RENAME_EXCHANGE) %s, %s is "
-		           "not modelled", relative(c->r, afrom),
-		           relative(c->r, ato));
+		           "not modelled", sup_relative(c->r, afrom),
+		           sup_relative(c->r, ato));
 		return;
 	}
 	if (lstat(afrom, &st) == 0 && S_ISDIR(st.st_mode)) {
 		sup_refuse(c->g, c->req, "rename of directory %s is not modelled",
-		           relative(c->r, afrom));
+		           sup_relative(c->r, afrom));
 		return;
 	}
 	rc = fault(c, FAULTSIM_OP_RENAME, 1, &killed);
@@ -1324,6 +1068,7 @@ static void do_rename(const call *c, int nr)
 	name_touch(c, afrom);
 	name_touch(c, ato);
 	faultsim_cache_names_changed(c->r->cache);
+	sup_fds_forget(c->g);
 	RECORD(c, rc, "rename", afrom,
 	       faultsim_cache_rename_begin(c->r->cache, afrom, ato, &t));
 	if (rc < 0)
@@ -1335,7 +1080,7 @@ static void do_rename(const call *c, int nr)
 }
 
 /* unlink, unlinkat, rmdir */
-static void do_unlink(const call *c, int nr)
+static void do_unlink(const sup_call *c, int nr)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
 	int dirfd = AT_FDCWD, flags = 0, killed, rc;
@@ -1350,14 +1095,15 @@ static void do_unlink(const call *c, int nr)
 		flags = AT_REMOVEDIR;
 #endif
 	}
-	int rr = peek_path(c, pp, path) < 0 ? -EFAULT
-	                                    : resolve(c, dirfd, path, abs);
+	int rr = sup_peek_path(c, pp, path) < 0 ? -EFAULT
+	                                    : sup_resolve(c, dirfd, path, abs);
 	if (rr < 0 || (rr == 1 && !(flags & AT_REMOVEDIR)) ||
-	    !watched(c->r, abs)) {
+	    !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
 	faultsim_cache_names_changed(c->r->cache);
+	sup_fds_forget(c->g);
 	name_touch(c, abs);
 	int there = lstat(abs, &st) == 0;
 	if ((flags & AT_REMOVEDIR) || (there && S_ISDIR(st.st_mode))) {
@@ -1386,7 +1132,7 @@ static void do_unlink(const call *c, int nr)
 }
 
 /* link, linkat: a new name, recorded as a create of it */
-static void do_link(const call *c, int nr)
+static void do_link(const sup_call *c, int nr)
 {
 	char from[PATH_MAX], to[PATH_MAX], afrom[PATH_MAX], ato[PATH_MAX];
 	int odir = AT_FDCWD, ndir = AT_FDCWD, flags = 0, rc;
@@ -1397,15 +1143,15 @@ static void do_link(const call *c, int nr)
 		odir = (int)c->a[0], pf = c->a[1], ndir = (int)c->a[2];
 		pt = c->a[3], flags = (int)c->a[4];
 	}
-	if (peek_path(c, pt, to) < 0 || resolve(c, ndir, to, ato) != 0 ||
-	    !watched(c->r, ato)) {
+	if (sup_peek_path(c, pt, to) < 0 || sup_resolve(c, ndir, to, ato) != 0 ||
+	    !sup_watched(c->r, ato)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
-	if ((flags & AT_EMPTY_PATH) || peek_path(c, pf, from) < 0 ||
-	    resolve(c, odir, from, afrom) != 0) {
+	if ((flags & AT_EMPTY_PATH) || sup_peek_path(c, pf, from) < 0 ||
+	    sup_resolve(c, odir, from, afrom) != 0) {
 		sup_refuse(c->g, c->req, "link to %s from a descriptor or an "
-		           "unreadable name is not modelled", relative(c->r, ato));
+		           "unreadable name is not modelled", sup_relative(c->r, ato));
 		return;
 	}
 	name_touch(c, ato);
@@ -1421,7 +1167,7 @@ static void do_link(const call *c, int nr)
 }
 
 /* mkdir, mkdirat: made here (a crash never undoes it, as in the shim) */
-static void do_mkdir(const call *c, int nr)
+static void do_mkdir(const sup_call *c, int nr)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
 	int dirfd = AT_FDCWD, rc;
@@ -1429,13 +1175,14 @@ static void do_mkdir(const call *c, int nr)
 
 	if (nr == __NR_mkdirat)
 		dirfd = (int)c->a[0], pp = c->a[1], mode = c->a[2];
-	if (peek_path(c, pp, path) < 0 || resolve(c, dirfd, path, abs) < 0 ||
-	    !watched(c->r, abs)) {
+	if (sup_peek_path(c, pp, path) < 0 || sup_resolve(c, dirfd, path, abs) < 0 ||
+	    !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
 	name_touch(c, abs);
 	faultsim_cache_names_changed(c->r->cache);
+	sup_fds_forget(c->g);
 	/* made with the harness's umask, then given the caller's */
 	rc = mkdir(abs, (mode_t)mode & 07777) == 0 ? 0 : -errno;
 	if (rc == 0) {
@@ -1450,7 +1197,7 @@ static void do_mkdir(const call *c, int nr)
 /* symlink, symlinkat: made here and listed, as a directory is (a crash
  * never undoes it, as in the shim); mknod, mknodat: refused below the
  * directory (a special file, or a regular one made without an open) */
-static void do_special(const call *c, int nr, const char *what)
+static void do_special(const sup_call *c, int nr, const char *what)
 {
 	char path[PATH_MAX], abs[PATH_MAX], target[PATH_MAX];
 	int dirfd = AT_FDCWD, symlink = nr != __NR_mknodat, rc;
@@ -1468,22 +1215,23 @@ static void do_special(const call *c, int nr, const char *what)
 #endif
 	else if (nr == __NR_mknodat)
 		dirfd = (int)c->a[0], pp = c->a[1];
-	if (peek_path(c, pp, path) < 0 || resolve(c, dirfd, path, abs) != 0 ||
-	    !watched(c->r, abs)) {
+	if (sup_peek_path(c, pp, path) < 0 || sup_resolve(c, dirfd, path, abs) != 0 ||
+	    !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
 	if (!symlink) {
 		sup_refuse(c->g, c->req, "%s %s: not modelled", what,
-		           relative(c->r, abs));
+		           sup_relative(c->r, abs));
 		return;
 	}
-	if (peek_path(c, c->a[0], target) < 0) {
+	if (sup_peek_path(c, c->a[0], target) < 0) {
 		sup_answer(c->g, c->req->id, EFAULT, 0);
 		return;
 	}
 	name_touch(c, abs);
 	faultsim_cache_names_changed(c->r->cache);
+	sup_fds_forget(c->g);
 	rc = symlinkat(target, AT_FDCWD, abs) == 0 ? 0 : -errno;
 	if (rc == 0) {
 		creds k = creds_of(c);
@@ -1496,7 +1244,7 @@ static void do_special(const call *c, int nr, const char *what)
 /* utimensat(dirfd, path, times, flags) below the directory: made here and
  * entered as a change of the file (this life's table), so the check after
  * the life does not take the new mtime for an unseen write */
-static void do_times(const call *c)
+static void do_times(const sup_call *c)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
 	struct timespec t[2];
@@ -1505,15 +1253,15 @@ static void do_times(const call *c)
 
 	if (c->a[1] == 0) {
 		/* futimens: the descriptor itself */
-		if (!watched_fd(c, (int)c->a[0], abs, &dfd))
+		if (!sup_watched_fd(c, (int)c->a[0], abs, &dfd))
 			return;
-	} else if (peek_path(c, c->a[1], path) < 0 ||
-	           resolve(c, (int)c->a[0], path, abs) != 0 ||
-	           !watched(c->r, abs)) {
+	} else if (sup_peek_path(c, c->a[1], path) < 0 ||
+	           sup_resolve(c, (int)c->a[0], path, abs) != 0 ||
+	           !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
-	if (c->a[2] && peek(c, c->a[2], t, sizeof t) < 0) {
+	if (c->a[2] && sup_peek(c, c->a[2], t, sizeof t) < 0) {
 		sup_answer(c->g, c->req->id, EFAULT, 0);
 		goto out_close;
 	}
@@ -1541,16 +1289,16 @@ out_close:
 
 /* mmap (the filter sends only shared writable ones), copy_file_range,
  * sendfile, splice: refused when they reach a watched file */
-static void do_refuse_fd(const call *c, int fd, const char *what)
+static void do_refuse_fd(const sup_call *c, int fd, const char *what)
 {
 	char abs[PATH_MAX];
 
-	if (fd < 0 || fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
-	    !watched(c->r, abs)) {
+	if (fd < 0 || sup_fd_name(c, fd, abs) < 0 || abs[0] != '/' ||
+	    !sup_watched(c->r, abs)) {
 		sup_continue(c->g, c->req->id);
 		return;
 	}
-	sup_refuse(c->g, c->req, "%s of %s: %s", what, relative(c->r, abs),
+	sup_refuse(c->g, c->req, "%s of %s: %s", what, sup_relative(c->r, abs),
 	           strncmp(what, "mmap", 4) == 0
 	           ? "stores through a shared mapping make no system call the "
 	             "supervisor sees (the shim follows them: a dynamically "
@@ -1564,7 +1312,7 @@ static void do_refuse_fd(const call *c, int fd, const char *what)
  * refuses the mapping (EOPNOTSUPP) and the program falls back to plain
  * writes (MariaDB's redo log does): the same mapping is tried here,
  * without PROT_WRITE, and its error passed on. */
-static void do_mmap(const call *c)
+static void do_mmap(const sup_call *c)
 {
 	char abs[PATH_MAX];
 	int dfd, flags = (int)c->a[3];
@@ -1573,7 +1321,7 @@ static void do_mmap(const call *c)
 		do_refuse_fd(c, (int)c->a[4], "mmap(PROT_WRITE, MAP_SHARED)");
 		return;
 	}
-	if (!watched_fd(c, (int)c->a[4], abs, &dfd))
+	if (!sup_watched_fd(c, (int)c->a[4], abs, &dfd))
 		return;
 	void *p = mmap(NULL, (size_t)c->a[1], PROT_READ, flags, dfd,
 	               (off_t)c->a[5]);
@@ -1583,7 +1331,7 @@ static void do_mmap(const call *c)
 		munmap(p, (size_t)c->a[1]);
 		sup_refuse(c->g, c->req, "mmap(MAP_SYNC) of %s: stores that "
 		           "reach the device without a sync are not modelled",
-		           relative(c->r, abs));
+		           sup_relative(c->r, abs));
 	}
 	close(dfd);
 }
@@ -1592,7 +1340,7 @@ static void do_mmap(const call *c)
 
 void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
 {
-	call c = { g, g->rec, req, (int)req->pid, { 0 } };
+	sup_call c = { g, g->rec, req, (int)req->pid, { 0 } };
 	int nr = req->data.nr;
 
 	memcpy(c.a, req->data.args, sizeof c.a);
@@ -1608,7 +1356,7 @@ void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
 			char name[PATH_MAX];
 			/* the number may name something else in a process
 			 * that closed and reused it */
-			if (fd_name(&c, (int)c.a[0], name) == 0 &&
+			if (sup_fd_name(&c, (int)c.a[0], name) == 0 &&
 			    strncmp(name, "pipe:", 5) == 0) {
 				protocol(&c);
 				return;

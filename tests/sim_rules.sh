@@ -8,9 +8,10 @@
 # every directory; msync(MS_ASYNC) taken as durable; a mapped page's later
 # stores unrecorded after its first flush; a dup of an adopted descriptor
 # unfollowed; xfs taking a rename over a file as flushing its data; the
-# xfs failed-sync profile keeping the data), and scm-closeraw was a false
+# xfs failed-sync profile keeping the data), scm-closeraw was a false
 # alarm under another (an adopted descriptor not looked at again at its
-# sync).  Bounded: about a minute and a half.
+# sync), and numbers a refused run under a third (the supervisor knowing a
+# descriptor by its number alone).  Bounded: about a minute and a half.
 set -u
 B=${1:-build}
 TORTURE=$B/torture
@@ -61,6 +62,9 @@ for fe in shim supervisor; do
 	# at again when it is synced (its number reused by opendir)
 	rule "scm-dup-$fe" 1 scm-dup --front-end $fe --duration 10s --seed 3
 	rule "scm-closeraw-$fe" 0 scm-closeraw --front-end $fe --duration 3s --seed 3
+	# a number closed and taken by another file between two writes to
+	# data: the supervisor's table of descriptors (fds.c) sees the change
+	rule "numbers-$fe" 0 numbers --front-end $fe --duration 3s --seed 7
 done
 
 # shared mappings (the shim alone follows them): MS_ASYNC makes nothing

@@ -30,6 +30,11 @@
  *                 written and synced once (adopted); every put then writes
  *                 through a dup() of it, never synced: a copy of an adopted
  *                 descriptor is followed too (LOST)
+ *   numbers       data's descriptor closed before each put, its number taken
+ *                 by DIR/other (written, fsynced, closed), then data opened
+ *                 again on the same number, overwritten and fdatasynced: a
+ *                 front end that knows descriptors by number must see the
+ *                 number name another file (holds)
  *   scm-closeraw  cfg.tmp's descriptor received the same way each put,
  *                 written and fsynced, closed with a syscall instruction of
  *                 its own (no wrapper sees it), renamed over cfg, and DIR
@@ -261,6 +266,12 @@ int main(int argc, char **argv)
 			        : !strcmp(mode, "msync-sync") || i % 2 ? MS_SYNC : 0;
 			if (how && msync(map, REC, how) != 0)
 				die("msync");
+		} else if (!strcmp(mode, "numbers")) {
+			close(fd); /* the lowest free number: other takes it */
+			put_file(at("other"), "other", i, 1);
+			if ((fd = open(at("data"), O_RDWR)) < 0 ||
+			    pwrite(fd, rec, REC, 0) != REC || fdatasync(fd) != 0)
+				die("data");
 		} else if (!strcmp(mode, "scm-dup")) {
 			if (pwrite(fd, rec, REC, 0) != REC)
 				die("pwrite");
