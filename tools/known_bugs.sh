@@ -1,11 +1,15 @@
 #!/bin/sh
 # known_bugs.sh BUILD_DIR -- does the kit find what the established
 # crash-testing tools published?  Runs one bounded torture run per
-# published bug (for now: the bugs LazyFS reproduced -- "When Amnesia
-# Strikes", VLDB 2024, dsrhaslab/lazyfs reproduced-bugs/ -- whose programs
-# Debian 12 ships), one at a time, --quiet --seed 1, each at most
-# KB_DURATION (default 60s) of cycles plus its explanation, and writes the
-# page docs/known-bugs.md between its markers (KB_OUT=FILE: elsewhere).
+# published bug whose program Debian 12 ships -- the bugs LazyFS reproduced
+# ("When Amnesia Strikes", VLDB 2024, dsrhaslab/lazyfs reproduced-bugs/),
+# here; CuttleFS's failed-fsync outcomes (Rebello et al., USENIX ATC 2020),
+# tools/known_bugs/cuttlefs.sh; ALICE's crash vulnerabilities (Pillai et
+# al., OSDI 2014), tools/known_bugs/alice.sh -- one at a time, --quiet
+# --seed 1, each at most KB_DURATION (default 60s) of cycles plus its
+# explanation, and writes the page docs/known-bugs.md between its markers
+# (KB_OUT=FILE: elsewhere), one section per tool, with each tool's counts
+# and wall times at the top.
 # A row's result is "reproduced" (the cycle, the smallest cause torture
 # printed and its call site), or the case's own words on why not: fixed
 # upstream (with the evidence) or not reproduced (with the reason).
@@ -37,13 +41,26 @@ md() { tr '|' '/' | tr -s ' ' | sed 's/`/'"'"'/g'; }
 n=0 nrep=0 nfix=0 nnot=0
 : >"$T/rows"
 : >"$T/times"
+: >"$T/tally"
+: >"$T/tools"
+
+# section TOOL TEXT: the cases that follow are TOOL's (the first word of
+# their SOURCE, up to a comma); TEXT says above its table what TOOL is
+section() {
+	echo "$1" >>"$T/tools"
+	printf '%s\n' "$2" >"$T/note.$1"
+	: >"$T/rows.$1"
+}
 
 # case ID SOURCE STUDIED DEBIAN WORKLOAD-AND-FAULT IF-NOT KIND -- TORTURE-ARGS...
 #   IF-NOT: the row's words when torture finds nothing; KIND: "fixed" (fixed
-#   upstream) or "not" (not reproduced)
+#   upstream) or "not" (not reproduced).  A run torture refuses (exit 2, a
+#   set-up error) is "not reproduced" with torture's words and $refused
+#   (set by the case, else "the run gave no verdict"), never IF-NOT.
 case_() {
 	id=$1 src=$2 studied=$3 deb=$4 what=$5 ifnot=$6 kind=$7
 	shift 8
+	tool=${src%%,*}
 	n=$((n + 1))
 	j="$T/$id.json"
 	s0=$(date +%s)
@@ -71,13 +88,23 @@ case_() {
 		[ -n "$site" ] || site="not named"
 		smallest=$(sed -n '/the smallest cause/{s/^ *//;p;q;}' "$j.out" | sed 's/:$//')
 		result="**reproduced** at cycle $cyc: $first. ${smallest:+$smallest: }${cause:-no smaller cause printed}; call site: $site"
+		echo "$tool rep" >>"$T/tally"
 	else
-		if [ "$kind" = fixed ]; then
+		if [ "$rc" = 2 ] || [ ! -s "$j" ]; then
+			# no verdict: the row says why, never the words for a run
+			# that held ($refused: the case's own account, if any)
+			nnot=$((nnot + 1))
+			result="**not reproduced**"
+			echo "$tool not" >>"$T/tally"
+			ifnot=${refused:-the run gave no verdict}
+		elif [ "$kind" = fixed ]; then
 			nfix=$((nfix + 1))
 			result="**not reproduced, fixed upstream**"
+			echo "$tool fix" >>"$T/tally"
 		else
 			nnot=$((nnot + 1))
 			result="**not reproduced**"
+			echo "$tool not" >>"$T/tally"
 		fi
 		if [ "$rc" = 124 ]; then
 			run="the run passed its 240 s bound"
@@ -88,8 +115,9 @@ case_() {
 		fi
 		result="$result ($run): $ifnot"
 	fi
+	echo "| $id | $src | $studied | $deb | $what | \`$c\` | $(echo "$result" | md) | $secs s |" >>"$T/rows.$tool"
 	echo "| $id | $src | $studied | $deb | $what | \`$c\` | $(echo "$result" | md) | $secs s |" >>"$T/rows"
-	echo "$id $secs s" >>"$T/times"
+	echo "$tool $id $secs s" >>"$T/times"
 	echo "$id: $(echo "$result" | cut -c1-200) ($secs s)" >&2
 }
 
@@ -104,6 +132,8 @@ pv=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)
 pv=$(/usr/lib/postgresql/$pv/bin/postgres --version 2>/dev/null | awk '{print $NF}')
 ev=$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')
 lv=$(dpkg-query -W -f '${Version}' libleveldb-dev 2>/dev/null | cut -d- -f1)
+
+section LazyFS "The bugs LazyFS reproduced (\"When Amnesia Strikes\", VLDB 2024; its repository's \`reproduced-bugs/\` holds one script per bug): LazyFS drops or tears what the page cache had not synced at a crash it places after a chosen call."
 
 case_ redis-11 "LazyFS, Redis bug 11" 7.0.4 "${rv:-?}" \
 	"ACL SETUSER, then ACL SAVE, acknowledged once SAVE answers OK; the ACL file read back; power cut (posix model, torn)" \
@@ -162,6 +192,10 @@ case_ leveldb-6 "LazyFS, LevelDB bug 6" 1.23 "${lv:-?}" \
 	"every acknowledged put survived and the database opened after every cut: with sync = true each put's log write is fsynced before it is acknowledged, so the hole a cut makes lies only in the unacknowledged tail, which the log reader drops (paranoid_checks off); LazyFS's case persists parts of a sequence across the writes before a sync, and its symptom shows only after RepairDB, which this checker never runs" not -- \
 	--target leveldb:sync --power-loss --device payload --duration "$D" --cycles 300
 
+# CuttleFS's and ALICE's cases, one section each
+. tools/known_bugs/cuttlefs.sh
+. tools/known_bugs/alice.sh
+
 total=$(( $(date +%s) - t0 ))
 model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
 {
@@ -174,11 +208,24 @@ model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
 	echo "| machine | $(nproc) CPUs (${model:-model unknown}), Linux $(uname -r) |"
 	echo "| load average (1, 5, 15 min) | $load0 at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end |"
 	echo "| cases | $n tried: $nrep reproduced, $nfix not reproduced (fixed upstream), $nnot not reproduced |"
-	echo "| wall time per case | $(awk '{printf "%s%s %s %s", (NR > 1 ? "; " : ""), $1, $2, $3}' "$T/times") |"
-	echo
-	echo "| bug | source | version studied | Debian 12 version run | workload and fault | command | result | wall time |"
-	echo "|---|---|---|---|---|---|---|---|"
-	cat "$T/rows"
+	while read -r tl; do
+		awk -v t="$tl" '$1 == t { n++; c[$2]++ }
+			END { printf "| %s | %d tried: %d reproduced, %d not reproduced (fixed upstream), %d not reproduced |\n",
+				t, n, c["rep"], c["fix"], c["not"] }' "$T/tally"
+	done <"$T/tools"
+	while read -r tl; do
+		echo "| wall time per case, $tl | $(awk -v t="$tl" '$1 == t { printf "%s%s %s %s", (k++ ? "; " : ""), $2, $3, $4 }' "$T/times") |"
+	done <"$T/tools"
+	while read -r tl; do
+		echo
+		echo "### $tl"
+		echo
+		cat "$T/note.$tl"
+		echo
+		echo "| bug | source | version studied | Debian 12 version run | workload and fault | command | result | wall time |"
+		echo "|---|---|---|---|---|---|---|---|"
+		cat "$T/rows.$tl"
+	done <"$T/tools"
 	echo "<!-- known-bugs: end -->"
 } >"$T/block"
 
@@ -198,10 +245,13 @@ else
 		echo "adapter ([targets.md](targets.md), [faults.md](faults.md)) with"
 		echo "Debian 12's build of the program: one bounded run (\`--seed 1\`, at"
 		echo "most $D of cycles, then the explanation of a violation), one at a"
-		echo "time. The first source: LazyFS (\"When Amnesia Strikes\", VLDB 2024;"
-		echo "its repository's \`reproduced-bugs/\` holds one script per bug). The"
-		echo "kit's workloads are its own (\`tests/targets/\`): they follow each"
-		echo "bug's workload and symptom, not LazyFS's code."
+		echo "time. The sources, one section each: LazyFS (\"When Amnesia Strikes\","
+		echo "VLDB 2024; its repository's \`reproduced-bugs/\` holds one script per"
+		echo "bug), CuttleFS (Rebello et al., \"Can Applications Recover from fsync"
+		echo "Failures?\", USENIX ATC 2020) and ALICE (Pillai et al., \"All File"
+		echo "Systems Are Not Created Equal\", OSDI 2014). The kit's workloads are"
+		echo "its own (\`tests/targets/\`, the engine adapters in \`targets/\`):"
+		echo "they follow each bug's workload and symptom, not the tools' code."
 		echo
 		echo "A result is **reproduced** (the cycle, the first violation, the"
 		echo "smallest cause torture's replays found and the call site it named),"
@@ -213,7 +263,9 @@ else
 		echo
 		echo "Not covered yet: LazyFS's ZooKeeper bugs (2, 7, 8, 21: a"
 		echo "three-server ensemble), PebblesDB (13, 14, 15) and lnd (12), which"
-		echo "Debian 12 does not ship."
+		echo "Debian 12 does not ship; CuttleFS's ext4 data=journal column (the kit"
+		echo "has no model of data journaling); ALICE's HSQLDB, ZooKeeper, HDFS and"
+		echo "VMware player (not run here)."
 	} >"$O"
 fi
 cat "$T/rows"
