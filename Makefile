@@ -123,6 +123,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c shim/shim_common.c \
 	shim/shim_tree.c supervisor/guard.c supervisor/record.c supervisor/fds.c \
+	supervisor/creds.c \
 	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \

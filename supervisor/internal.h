@@ -10,12 +10,14 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "supervisor.h"
 
 #define SUP_FILTER_MAX 160 /* BPF instructions of the largest filter       */
 #define SUP_PIDFDS 64      /* the callers' pidfds kept, by thread id        */
 #define SUP_FDS_SEEN 64    /* watched descriptors remembered (fds.c)       */
+#define SUP_GROUPS 1024    /* a caller's supplementary groups, at most     */
 
 /* A watched file's descriptor met before: a hint that spares the lookup
  * of its name (fds.c says when it is believed). */
@@ -87,6 +89,22 @@ const char *sup_relative(const sup_record *r, const char *abs);
 int sup_watched_fd(const sup_call *c, int fd, char *abs, int *dfd);
 /* every remembered descriptor forgotten: a name changed */
 void sup_fds_forget(sup_guard *g);
+
+/* creds.c: the caller's identity, worn for one call naming a path */
+typedef struct sup_creds {
+	mode_t umask;
+	unsigned uid, gid;     /* the caller's fsuid and fsgid                */
+	int ngroups;           /* -1: not read                                */
+	gid_t groups[SUP_GROUPS];
+	int worn;              /* this thread wears it now                    */
+} sup_creds;
+/* K from /proc/TID/status: 0, -ESRCH (gone), -E2BIG (too many groups) */
+int sup_creds_of(const sup_call *c, sup_creds *k);
+/* this thread takes K where it differs from the harness's identity: 0,
+ * or a negative errno (nothing worn then) */
+int sup_wear(sup_creds *k);
+/* the harness's identity back (errno kept); nothing when none was worn */
+void sup_as_harness(sup_creds *k);
 
 /* record.c: the recorder's filter (appended to PROG at *N; 0, or -1 when
  * it does not fit) and its answer to one notification */

@@ -127,46 +127,32 @@ int sup_record_filter(struct sock_filter *prog, unsigned short *n,
 	return bad ? -1 : 0;
 }
 
-/* The caller's umask and file-system owner, for what the harness creates
- * for it: the mode its umask leaves, and its own user and group (a program
- * torture runs as another user, --user, must find its files its own). */
-typedef struct creds {
-	mode_t umask;
-	unsigned uid, gid;     /* the caller's fsuid and fsgid                */
-} creds;
-
-static creds creds_of(const sup_call *c)
+/* The caller's identity, read for a call made here that names a path
+ * (creds.c): 0, or -1 when the call has been answered (the caller gone;
+ * or in too many groups to wear: refused). */
+static int creds_for(const sup_call *c, sup_creds *k)
 {
-	char p[64], line[160];
-	creds k = { 022, (unsigned)geteuid(), (unsigned)getegid() };
-	unsigned m, a, b, d, e;
+	int rc = sup_creds_of(c, k);
 
-	snprintf(p, sizeof p, "/proc/%d/status", c->tid);
-	FILE *f = fopen(p, "re");
-	while (f && fgets(line, sizeof line, f)) {
-		if (sscanf(line, "Umask: %o", &m) == 1)
-			k.umask = (mode_t)m;
-		else if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &d, &e) == 4)
-			k.uid = e;
-		else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &d, &e) == 4)
-			k.gid = e;
-	}
-	if (f)
-		fclose(f);
-	return k;
+	k->worn = 0;
+	if (rc == -E2BIG)
+		sup_refuse(c->g, c->req, "a caller in more than %d supplementary "
+		           "groups: the supervisor cannot make its calls with its "
+		           "identity", SUP_GROUPS);
+	else if (rc < 0)
+		sup_answer(c->g, c->req->id, -rc, 0);
+	return rc < 0 ? -1 : 0;
 }
 
-/* What the harness made for the caller at ABS (or on FD) becomes the
- * caller's: its owner, when the caller runs as another user. */
-static void give(const creds *k, int fd, const char *abs)
-{
-	if (k->uid == (unsigned)geteuid() && k->gid == (unsigned)getegid())
-		return;
-	if (fd >= 0)
-		(void)!fchown(fd, (uid_t)k->uid, (gid_t)k->gid);
-	else
-		(void)!lchown(abs, (uid_t)k->uid, (gid_t)k->gid);
-}
+/* RC gets EXPR (0 or a negative errno), evaluated with the caller's
+ * identity K worn, or the error of wearing it */
+#define AS_CALLER(k, rc, expr)                                           \
+	do {                                                             \
+		if (((rc) = sup_wear(&(k))) == 0) {                      \
+			(rc) = (expr);                                   \
+			sup_as_harness(&(k));                            \
+		}                                                        \
+	} while (0)
 
 /* ---- what the shim's control block learns ----------------------------------- */
 
@@ -758,6 +744,17 @@ static void do_truncate(const sup_call *c, int by_path)
 			sup_continue(c->g, c->req->id);
 			return;
 		}
+		/* the caller must be allowed to write it; the harness opens
+		 * it to read and write (the pre-image) */
+		sup_creds k;
+		if (creds_for(c, &k) < 0)
+			return;
+		AS_CALLER(k, rc, faccessat(AT_FDCWD, abs, W_OK, AT_EACCESS) == 0
+		                 ? 0 : -errno);
+		if (rc < 0 && rc != -ENOENT) {
+			sup_answer(c->g, c->req->id, -rc, 0);
+			return;
+		}
 		dfd = open(abs, O_RDWR | O_CLOEXEC);
 		if (dfd < 0) {
 			sup_continue(c->g, c->req->id); /* the same error there */
@@ -940,6 +937,9 @@ static void do_open(const sup_call *c, int nr)
 		sup_continue(c->g, c->req->id); /* nothing changes */
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	if (writable || creates) {
 		rc = fault(c, FAULTSIM_OP_OPEN, 1, &killed);
 		if (killed)
@@ -956,16 +956,26 @@ static void do_open(const sup_call *c, int nr)
 			return;
 		name_touch(c, abs);
 	}
-	/* made here, without O_TRUNC (a recorded truncate follows); the
-	 * caller's umask, not the harness's, shapes the mode */
-	fd = open(abs, (flags & ~(O_TRUNC | O_NOCTTY)) | O_CLOEXEC,
-	          (mode_t)mode);
-	int err = fd < 0 ? errno : 0;
+	/* made here with the caller's identity, without O_TRUNC (a
+	 * recorded truncate follows, which the caller must be allowed to
+	 * make); the caller's umask, not the harness's, shapes the mode */
+	if ((fd = sup_wear(&k)) == 0) {
+		fd = open(abs, (flags & ~(O_TRUNC | O_NOCTTY)) | O_CLOEXEC,
+		          (mode_t)mode);
+		if (fd < 0) {
+			fd = -errno;
+		} else if (truncates &&
+		           faccessat(AT_FDCWD, abs, W_OK, AT_EACCESS) != 0) {
+			int e = errno;
+			close(fd);
+			fd = -e;
+		}
+		sup_as_harness(&k);
+	}
+	int err = fd < 0 ? -fd : 0;
 	if (creates) {
 		if (fd >= 0) {
-			creds k = creds_of(c);
 			fchmod(fd, (mode_t)mode & 07777 & ~k.umask);
-			give(&k, fd, abs);
 			seen_created(c, fd);
 		}
 		faultsim_cache_namespace_end(&t, fd < 0 ? -err : 0);
@@ -1058,6 +1068,9 @@ static void do_rename(const sup_call *c, int nr)
 		           sup_relative(c->r, afrom));
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	rc = fault(c, FAULTSIM_OP_RENAME, 1, &killed);
 	if (killed)
 		return;
@@ -1073,7 +1086,8 @@ static void do_rename(const sup_call *c, int nr)
 	       faultsim_cache_rename_begin(c->r->cache, afrom, ato, &t));
 	if (rc < 0)
 		return;
-	rc = renameat2(AT_FDCWD, afrom, AT_FDCWD, ato, flags) == 0 ? 0 : -errno;
+	AS_CALLER(k, rc, renameat2(AT_FDCWD, afrom, AT_FDCWD, ato, flags) == 0
+	                 ? 0 : -errno);
 	faultsim_cache_namespace_end(&t, rc);
 	ring(c, SHIM_OP_RENAME, -1, afrom, ato, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
@@ -1102,12 +1116,15 @@ static void do_unlink(const sup_call *c, int nr)
 		sup_continue(c->g, c->req->id);
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	faultsim_cache_names_changed(c->r->cache);
 	sup_fds_forget(c->g);
 	name_touch(c, abs);
 	int there = lstat(abs, &st) == 0;
 	if ((flags & AT_REMOVEDIR) || (there && S_ISDIR(st.st_mode))) {
-		rc = unlinkat(AT_FDCWD, abs, flags) == 0 ? 0 : -errno;
+		AS_CALLER(k, rc, unlinkat(AT_FDCWD, abs, flags) == 0 ? 0 : -errno);
 		ring(c, SHIM_OP_RMDIR, -1, abs, NULL, 0, 0, rc, 0);
 		sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 		return;
@@ -1125,7 +1142,7 @@ static void do_unlink(const sup_call *c, int nr)
 	       faultsim_cache_unlink_begin(c->r->cache, abs, &t));
 	if (rc < 0)
 		return;
-	rc = unlinkat(AT_FDCWD, abs, 0) == 0 ? 0 : -errno;
+	AS_CALLER(k, rc, unlinkat(AT_FDCWD, abs, 0) == 0 ? 0 : -errno);
 	faultsim_cache_namespace_end(&t, rc);
 	ring(c, SHIM_OP_UNLINK, -1, abs, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
@@ -1154,13 +1171,16 @@ static void do_link(const sup_call *c, int nr)
 		           "unreadable name is not modelled", sup_relative(c->r, ato));
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	name_touch(c, ato);
 	RECORD(c, rc, "link", ato,
 	       faultsim_cache_create_begin(c->r->cache, ato, &t));
 	if (rc < 0)
 		return;
-	rc = linkat(AT_FDCWD, afrom, AT_FDCWD, ato, flags & AT_SYMLINK_FOLLOW)
-	     == 0 ? 0 : -errno;
+	AS_CALLER(k, rc, linkat(AT_FDCWD, afrom, AT_FDCWD, ato,
+	                        flags & AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno);
 	faultsim_cache_namespace_end(&t, rc);
 	ring(c, SHIM_OP_LINK, -1, ato, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
@@ -1180,16 +1200,17 @@ static void do_mkdir(const sup_call *c, int nr)
 		sup_continue(c->g, c->req->id);
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	name_touch(c, abs);
 	faultsim_cache_names_changed(c->r->cache);
 	sup_fds_forget(c->g);
-	/* made with the harness's umask, then given the caller's */
-	rc = mkdir(abs, (mode_t)mode & 07777) == 0 ? 0 : -errno;
-	if (rc == 0) {
-		creds k = creds_of(c);
+	/* made with the caller's identity and the harness's umask, then
+	 * given the caller's umask */
+	AS_CALLER(k, rc, mkdir(abs, (mode_t)mode & 07777) == 0 ? 0 : -errno);
+	if (rc == 0)
 		chmod(abs, (mode_t)mode & 07777 & ~k.umask);
-		give(&k, -1, abs);
-	}
 	ring(c, SHIM_OP_MKDIR, -1, abs, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 }
@@ -1229,14 +1250,13 @@ static void do_special(const sup_call *c, int nr, const char *what)
 		sup_answer(c->g, c->req->id, EFAULT, 0);
 		return;
 	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	name_touch(c, abs);
 	faultsim_cache_names_changed(c->r->cache);
 	sup_fds_forget(c->g);
-	rc = symlinkat(target, AT_FDCWD, abs) == 0 ? 0 : -errno;
-	if (rc == 0) {
-		creds k = creds_of(c);
-		give(&k, -1, abs);
-	}
+	AS_CALLER(k, rc, symlinkat(target, AT_FDCWD, abs) == 0 ? 0 : -errno);
 	ring(c, SHIM_OP_SYMLINK, -1, abs, NULL, 0, 0, rc, 0);
 	sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 }
@@ -1265,9 +1285,13 @@ static void do_times(const sup_call *c)
 		sup_answer(c->g, c->req->id, EFAULT, 0);
 		goto out_close;
 	}
-	rc = (dfd >= 0 ? futimens(dfd, c->a[2] ? t : NULL)
-	               : utimensat(AT_FDCWD, abs, c->a[2] ? t : NULL,
-	                           flags & AT_SYMLINK_NOFOLLOW)) == 0 ? 0 : -errno;
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		goto out_close;
+	AS_CALLER(k, rc, (dfd >= 0 ? futimens(dfd, c->a[2] ? t : NULL)
+	                  : utimensat(AT_FDCWD, abs, c->a[2] ? t : NULL,
+	                              flags & AT_SYMLINK_NOFOLLOW)) == 0
+	                 ? 0 : -errno);
 	if (rc == 0 && (dfd >= 0 ? fstat(dfd, &st) : lstat(abs, &st)) == 0 &&
 	    S_ISREG(st.st_mode)) {
 		shim_seen *e = shim_seen_slot(c->r->ctl, shim_seen_key(

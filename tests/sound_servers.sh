@@ -2,7 +2,8 @@
 # sound_servers.sh BUILD_DIR -- servers people run, judged through the
 # front end that sees them: etcd (a Go program, Debian's etcd-server),
 # PostgreSQL (as user postgres, --user) and MariaDB (as user mysql) under
-# power cuts.  With its defaults every acknowledged put survives, its bytes
+# power cuts, and a small workload as user nobody whose calls must be
+# checked as its own.  With its defaults every acknowledged put survives, its bytes
 # recorded by the supervisor; with --unsafe-no-fsync (etcd's own flag that
 # skips the WAL's fsyncs) a power cut loses acknowledged puts -- before the
 # supervisor both PASSed, 0 bytes seen.  Bounded: about three minutes; each
@@ -65,6 +66,17 @@ if [ $have_etcd = 1 ]; then
 		--setup "bash $E {dir} --init" \
 		--workload "bash $E {dir} --unsafe-no-fsync" \
 		--checker "bash $E {dir} --check"
+fi
+
+# ---- --user: the calls the harness makes for a program are checked as its ---
+# own (supervisor/creds.c): a create in a directory the program made
+# read-only is refused it, as the kernel refuses it (before, the harness
+# made it as root and the checker found it)
+if id nobody >/dev/null 2>&1; then
+	run "user-perms" 0 "front end +workload: supervisor.*--user nobody" \
+		--user nobody --power-loss --kill-every 300ms --duration 3s \
+		--seed 4 --workload "sh $(pwd)/tests/shim/perms.sh {dir}" \
+		--checker "sh $(pwd)/tests/shim/perms.sh {dir} --check"
 fi
 
 # ---- PostgreSQL, which will not run as root: --user postgres ---------------
