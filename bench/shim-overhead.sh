@@ -4,13 +4,16 @@
 # --target exec power-cuts a SQLite workload under each.
 #
 #   1. 100 N getppid() calls (what any untracked system call costs), N x
-#      (pwrite 4 KiB + fdatasync), and N SQLite inserts (one transaction
+#      (pwrite 4 KiB + fdatasync), N x (1-byte write to a pipe + its read:
+#      a write the supervisor is sent and lets through), and N SQLite inserts (one transaction
 #      each, synchronous=EXTRA), each timed inside the program, plain, under
 #      the shim (torture --target exec --power-loss, one cycle that ends on
 #      its own), under the shim with --syscall-backstop and under the
 #      supervisor (--front-end supervisor), ROUNDS rounds
 #      (default 3, odd) alternating; the median of each, and microseconds
 #      per operation.
+#      The floor under the supervisor beside them: bench/notify_rtt.c, a
+#      call sent to a seccomp listener that answers it at once.
 #   2. torture --target exec --power-loss --kill-every 50ms for 20 s on a
 #      SQLite workload (synchronous=EXTRA, which passes): cycles per second
 #      under the shim and under the supervisor, and their ratio.
@@ -55,7 +58,7 @@ us() { echo "scale=2; $1 * 1000000 / $n" | bc; } # us SECONDS -> per op
 	echo "| workload | operations | plain ops/s | under the shim ops/s | overhead | us/op plain | us/op shim | us/op shim + --syscall-backstop | us/op supervisor |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 } >"$T/table.md"
-for mode in syscalls fsync sqlite; do
+for mode in syscalls fsync unwatched sqlite; do
 	n=$N
 	[ $mode = syscalls ] && n=$((N * 100))
 	: >"$T/p"; : >"$T/s"; : >"$T/b"; : >"$T/v"
@@ -110,13 +113,27 @@ if command -v etcd >/dev/null 2>&1 && command -v jq >/dev/null 2>&1; then
 	echo "etcd power-loss under the supervisor: $(cps "$T/run-etcd.json") cycles/s at --kill-every 4s ($(sed -n 's/.*"acked_writes": \([0-9]*\).*/\1/p' "$T/run-etcd.json") puts acknowledged)" |
 		tee -a "$T/powerloss"
 fi
+# the floor under the supervisor: a notified call answered at once
+cc -O2 -Wall -Wextra -Werror -o "$B/notify-rtt" bench/notify_rtt.c
+: >"$T/rtt"
+for round in $(seq "$ROUNDS"); do "$B/notify-rtt" 20000 >>"$T/rtt"; done
+rtt=$(cut -d ' ' -f 1 "$T/rtt" | median)
+rtta=$(cut -d ' ' -f 2 "$T/rtt" | median)
+echo "notified call answered at once: $rtt us (synchronous wake-up), $rtta us (without)" |
+	tee "$T/floor"
 {
 	echo "Each figure is the median of $ROUNDS rounds (plain, shim, shim with the backstop and"
 	echo "the supervisor alternating), timed inside the program (bench/shim_bench.c): getppid() for"
 	echo "\`syscalls\`, pwrite 4 KiB + fdatasync for \`fsync\`, one SQLite insert per"
-	echo "transaction (synchronous=EXTRA) for \`sqlite\`."
+	echo "transaction (synchronous=EXTRA) for \`sqlite\`, a 1-byte write to a pipe and"
+	echo "its read for \`unwatched\` (a write the supervisor is sent and lets through)."
 	echo
 	cat "$T/table.md"
+	echo
+	echo "The floor under the supervisor (bench/notify_rtt.c, median of $ROUNDS runs of 20,000):"
+	echo "a call sent to a seccomp listener that answers it at once, with no work, costs"
+	echo "$rtt us with the synchronous wake-up the supervisor asks for ($rtta us without);"
+	echo "a write+fdatasync pair pays it twice before anything is recorded."
 	echo
 	echo "torture --target exec --power-loss --kill-every 50ms --duration 20s --seed 1 on a"
 	echo "SQLite workload (synchronous=EXTRA):"

@@ -1,12 +1,16 @@
 /*
  * shim_bench.c -- what the LD_PRELOAD shim costs a program, and a SQLite
  * workload for torture --target exec (bench/shim-overhead.sh runs it;
- * figures in docs/bench.md).
+ * figures in docs/results/shim.md).
  *
  *   shim_bench syscalls DIR N OUT  N x getppid(): what an untracked system
  *                                  call costs (the syscall backstop turns
  *                                  each into a signal)
  *   shim_bench fsync DIR N OUT     N x (pwrite 4 KiB, fdatasync) on DIR/f
+ *   shim_bench unwatched DIR N OUT N x (write 1 byte to a pipe, read it
+ *                                  back): a write the front ends look at
+ *                                  and let through (the supervisor's
+ *                                  filter sends every write to it)
  *   shim_bench sqlite DIR N OUT    N inserts into DIR/b.db, one transaction
  *                                  each, synchronous=EXTRA, rollback journal
  *       Both write the elapsed seconds to OUT.  Under torture --target exec
@@ -63,6 +67,20 @@ static sqlite3 *open_db(const char *dir, const char *name)
 	if (sqlite3_exec(db, sql, 0, 0, 0) != SQLITE_OK)
 		die(db, "setup");
 	return db;
+}
+
+static void bench_pipe(int n)
+{
+	int p[2];
+	char c = 'x';
+
+	if (pipe(p) != 0)
+		exit(1);
+	for (int i = 0; i < n; i++)
+		if (write(p[1], &c, 1) != 1 || read(p[0], &c, 1) != 1)
+			exit(1);
+	close(p[0]);
+	close(p[1]);
 }
 
 static void bench_fsync(const char *dir, int n)
@@ -168,6 +186,8 @@ int main(int argc, char **argv)
 			getppid();
 	else if (!strcmp(argv[1], "fsync"))
 		bench_fsync(argv[2], atoi(argv[3]));
+	else if (!strcmp(argv[1], "unwatched"))
+		bench_pipe(atoi(argv[3]));
 	else if (!strcmp(argv[1], "sqlite"))
 		bench_sqlite(argv[2], atoi(argv[3]));
 	else
