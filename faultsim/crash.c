@@ -552,9 +552,17 @@ static void undo_namespace(fs_rec *r, faultsim_crash_report *rep)
 			undo_step(unlink(a) == 0, rep, "removing", a);
 		break;
 	case REC_RENAME:
-		/* moved at all?  (the writer may have died before the call) */
-		if (exists(b, &ino) && ino == r->ino)
-			undo_step(rename(b, a) == 0, rep, "renaming back", b);
+		/* moved at all?  (the writer may have died before the call)
+		 * Back to its old name, unless a durable create or rename
+		 * has taken that name since: that one keeps it, and the
+		 * file, durable under neither name, is gone. */
+		if (exists(b, &ino) && ino == r->ino) {
+			if (exists(a, NULL))
+				undo_step(unlink(b) == 0, rep, "removing", b);
+			else
+				undo_step(rename(b, a) == 0, rep,
+				          "renaming back", b);
+		}
 		if (*stash && exists(stash, NULL)) {
 			if (exists(b, NULL))
 				undo_step(unlink(stash) == 0, rep, "removing",

@@ -470,6 +470,34 @@ static void test_rename_kept_with_dir_sync(void **state)
 	assert_file(x, "cur", 'z', 200);
 }
 
+/* A rename into another directory, undone (that directory is never
+ * synced), whose old name a durable create took since: the create keeps
+ * its name, and the renamed file, durable under neither name, is gone.
+ * Before, the undo renamed it back over the durable create
+ * (tests/refmodel.sh, names.py: 'Rac Ca Y' under posix and btrfs). */
+static void test_undone_rename_leaves_a_durable_create_its_name(void **state)
+{
+	fx *x = *state;
+	char from[160], to[160], sub[160];
+	struct stat st;
+	faultsim_crash_report rep;
+
+	durable_file(x, "ra", 'o', 300);
+	snprintf(sub, sizeof sub, "%s/rs", x->dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	xsync_dir(x);
+	snprintf(from, sizeof from, "%s/ra", x->dir);
+	snprintf(to, sizeof to, "%s/rs/c", x->dir);
+	assert_int_equal(x->io->rename(x->io->ctx, from, to), 0);
+	durable_file(x, "ra", 'n', 100); /* created, synced, its dir synced */
+	crash(x, FAULTSIM_DEVICE_ORDERED, 512, 1, &rep);
+	assert_int_equal(rep.ns_undone, 1);
+	assert_listing(x, "ra rs");
+	assert_file(x, "ra", 'n', 100);
+	assert_int_not_equal(lstat(to, &st), 0);
+	assert_int_equal(rmdir(sub), 0);
+}
+
 static void test_unlink_undone_without_dir_sync(void **state)
 {
 	fx *x = *state;
@@ -1901,6 +1929,7 @@ int main(void)
 		T(test_create_needs_dir_sync),
 		T(test_rename_undone_without_dir_sync),
 		T(test_rename_kept_with_dir_sync),
+		T(test_undone_rename_leaves_a_durable_create_its_name),
 		T(test_unlink_undone_without_dir_sync),
 		T(test_unlinked_file_content_follows_model),
 		T(test_profiles_after_failed_sync),
