@@ -24,10 +24,26 @@
  * SECTORS: the byte of each 512-byte sector (every write covers whole
  * sectors; a sector that is not one byte throughout prints '?').  Exit 0,
  * or 1 with a message when a call fails.
+ *
+ *   driver DIR SEEDS --names FS < WORKLOADS
+ *
+ * The same for names.py's alphabet (its comment has it) under the file
+ * system model FS: DIR starts with file a (one sector of 'i') and an empty
+ * directory s, durable; the calls are the simulator's I/O table's (open
+ * with create, rename, unlink, fsync, fsync_dir) and, for what the table
+ * has not, the cache's own begin/end pair around the real call, as the shim
+ * makes it (link: a create of the new name; mkdir: not recorded).  Lines:
+ *
+ *   WORKLOAD|FS|DEVICE|SEED|a=V|b=V|c=V|m=V
  */
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "faultsim.h"
 
@@ -130,20 +146,159 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 	putchar('\n');
 }
 
+/* ---- names (names.py) ------------------------------------------------ */
+
+static const char *devname(faultsim_device dev)
+{
+	return dev == FAULTSIM_DEVICE_ORDERED ? "ordered" :
+	       dev == FAULTSIM_DEVICE_REORDER ? "reorder" : "torn";
+}
+
+static char *name_at(char x)
+{
+	static char p[2][4200];
+	static int k;
+	k ^= 1;
+	if (x == 'c')
+		snprintf(p[k], sizeof p[k], "%s/s/c", dir);
+	else
+		snprintf(p[k], sizeof p[k], "%s/%c", dir, x);
+	return p[k];
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type,
+                    struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	return ftw->level == 0 ? 0 : remove(path);
+}
+
+/* one sector of BYTE to the new file X */
+static void create_file(char x, int byte)
+{
+	static unsigned char sec[SECTOR];
+	int fd = io->open(io->ctx, name_at(x), KEEL_IO_CREATE | KEEL_IO_EXCL,
+	                  0644);
+	memset(sec, byte, sizeof sec);
+	if (fd < 0 || io->pwrite(io->ctx, fd, sec, SECTOR, 0) != SECTOR)
+		die("create");
+	io->close(io->ctx, fd);
+}
+
+/* the start: D/a, one sector of 'i', and D/s, both durable */
+static void names_reset(void)
+{
+	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		die("emptying the directory");
+	create_file('a', 'i');
+	int fd = io->open(io->ctx, name_at('a'), 0, 0);
+	if (fd < 0 || io->fsync(io->ctx, fd) != 0)
+		die("fsync of a");
+	io->close(io->ctx, fd);
+	if (mkdir(name_at('s'), 0755) != 0 ||
+	    io->fsync_dir(io->ctx, dir) != 0)
+		die("the directory s");
+}
+
+/* "x=V" (names.py's state): '-' no such name, 'd' a directory, 'e' an
+ * empty file, else the byte of its one sector ('0' zeros, '?' mixed) */
+static void print_name(char x)
+{
+	unsigned char buf[SECTOR + 1];
+	struct stat st;
+	const char *p = name_at(x);
+	int v = '-';
+	if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+		v = 'd';
+	} else if (lstat(p, &st) == 0) {
+		FILE *fp = fopen(p, "rb");
+		size_t n = fp ? fread(buf, 1, sizeof buf, fp) : 0;
+		if (fp)
+			fclose(fp);
+		v = n == 0 ? 'e' : n != SECTOR ? '?' : buf[0] ? buf[0] : '0';
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] != buf[0])
+				v = '?';
+	}
+	printf("%s%c=%c", x == 'a' ? "" : "|", x, v);
+}
+
+static void names_run(const char *workload, const char *fs,
+                      faultsim_device dev, uint64_t seed)
+{
+	char ops[512];
+	int n = 0;
+
+	names_reset();
+	snprintf(ops, sizeof ops, "%s", workload);
+	for (char *op = strtok(ops, " "); op; op = strtok(NULL, " "), n++) {
+		int rc = 0, fd;
+		if (op[0] == 'C') {
+			create_file(op[1], 'A' + n);
+		} else if (op[0] == 'R') {
+			rc = io->rename(io->ctx, name_at(op[1]), name_at(op[2]));
+		} else if (op[0] == 'U') {
+			rc = io->unlink(io->ctx, name_at(op[1]));
+		} else if (op[0] == 'L') {
+			/* as the shim makes it: the new name recorded as a
+			 * create, then the real link */
+			faultsim_ticket t = { 0 };
+			const char *to = name_at(op[2]), *from = name_at(op[1]);
+			if ((rc = faultsim_cache_create_begin(cache, to, &t)) == 0) {
+				rc = link(from, to) == 0 ? 0 : -1;
+				faultsim_cache_namespace_end(&t, rc);
+			}
+		} else if (op[0] == 'F') {
+			fd = io->open(io->ctx, name_at(op[1]), 0, 0);
+			rc = fd < 0 ? -1 : io->fsync(io->ctx, fd);
+			if (fd >= 0)
+				io->close(io->ctx, fd);
+		} else if (op[0] == 'Y') {
+			rc = io->fsync_dir(io->ctx, op[1] == 's' ? name_at('s')
+			                                         : dir);
+		} else if (op[0] == 'M') {
+			rc = mkdir(name_at('m'), 0755);
+		} else {
+			die("an unknown op");
+		}
+		if (rc != 0)
+			die(op);
+	}
+	faultsim_crash_options o = { dev, SECTOR, seed };
+	faultsim_crash_report rep;
+	if (faultsim_cache_crash(cache, &o, &rep) != 0)
+		die("crash");
+	printf("%s|%s|%s|%llu|", workload, fs, devname(dev),
+	       (unsigned long long)seed);
+	print_name('a');
+	print_name('b');
+	print_name('c');
+	print_name('m');
+	putchar('\n');
+}
+
 int main(int argc, char **argv)
 {
 	faultsim_faults *faults;
 	faultsim_io *fio;
 	char line[512];
 
-	if (argc != 3)
+	const char *fs = argc == 5 && strcmp(argv[3], "--names") == 0 ? argv[4]
+	                                                              : NULL;
+	faultsim_fs fsm = FAULTSIM_FS_POSIX;
+	char real[PATH_MAX];
+
+	if ((argc != 3 && !fs) || (fs && faultsim_fs_parse(fs, &fsm) != 0) ||
+	    !realpath(argv[1], real))
 		return 2;
-	snprintf(dir, sizeof dir, "%s", argv[1]);
+	snprintf(dir, sizeof dir, "%s", real);
 	uint64_t seeds = strtoull(argv[2], NULL, 10);
 	if (faultsim_cache_create(4u << 20, &cache) != 0 ||
-	    faultsim_faults_create(1, &faults) != 0)
+	    faultsim_faults_create(1, &faults) != 0 ||
+	    faultsim_cache_set_fs(cache, fsm) != 0)
 		die("the cache");
-	faultsim_io_options opt = { cache, faults, FAULTSIM_PROFILE_EXT4 };
+	faultsim_io_options opt = { cache, faults, faultsim_fs_profile(fsm) };
 	if (faultsim_io_new(&opt, &fio) != 0)
 		die("the I/O table");
 	io = faultsim_io_table(fio);
@@ -151,7 +306,12 @@ int main(int argc, char **argv)
 		line[strcspn(line, "\n")] = '\0';
 		if (!*line)
 			continue;
-		for (uint64_t s = 0; s < seeds; s++) {
+		for (uint64_t s = 0; fs && s < seeds; s++) {
+			names_run(line, fs, FAULTSIM_DEVICE_ORDERED, s);
+			names_run(line, fs, FAULTSIM_DEVICE_REORDER, s);
+			names_run(line, fs, FAULTSIM_DEVICE_TORN, s);
+		}
+		for (uint64_t s = 0; !fs && s < seeds; s++) {
 			run(line, FAULTSIM_DEVICE_ORDERED, s);
 			run(line, FAULTSIM_DEVICE_REORDER, s);
 			run(line, FAULTSIM_DEVICE_TORN, s);
