@@ -4,7 +4,8 @@
  * nghttp3 0.8), to 127.0.0.1.
  *
  *   h3-client PORT METHOD PATH [-H 'name: value']... [-d BODY | -s]
- *             [-k MS] [-b] [-n N -c K | -R N | -N N | -I N] [-i MS] [-x] [-F]
+ *             [-k MS] [-b] [-n N -c K | -R N | -N N | -I N] [-i MS [-j N]]
+ *             [-x] [-F] [-S repeat|distinct]
  *             [--session FILE [--early [--replay]]]
  *
  * Prints the answer as "status N", then one "name: value" line per field,
@@ -27,6 +28,22 @@
  * done (its Retry budget, its share of --max-handshakes); 3 when nothing
  * came within H3C_DEADLINE_MS.  KEEL_SOURCE=ADDR sends from that local
  * address (torture/quic_conn.h).
+ *
+ * -i MS -j N (tests/h3.sh's QUIC burst, bench/http/fairness.sh): N such
+ * handshakes from one process, each on its own socket, their first
+ * Initials sent together; each follows its Retry and sends its Initial
+ * again when ngtcp2's timer says it was lost.  Once every one has
+ * heard from the server or H3C_DEADLINE_MS has passed, says "half open
+ * K of N" (K: those the server made a connection for), stays silent for
+ * MS and exits 0 (3 when K is 0).
+ *
+ * -S repeat|distinct (tests/h3.sh): our own control stream instead of
+ * nghttp3's, its SETTINGS frame written byte by byte, sent before the
+ * request: with "repeat" it names one identifier twice
+ * (QPACK_BLOCKED_STREAMS, 0x07), which RFC 9114 7.2.4.1 makes a
+ * connection error of type H3_SETTINGS_ERROR (0x109): the server's close
+ * is said on stderr as for -R, exit status 1.  "distinct" names two
+ * identifiers once each, with the same values: the request is answered.
  *
  * -n N -c K (a quick check by hand; bench/http/h3.sh measures with
  * loadgen --http3): N requests over the one connection, K at
@@ -137,6 +154,9 @@ struct client {
 	int flight_n;
 	int64_t stream;
 	int started, done, failed;
+	const uint8_t *ctrl_raw;  /* -S: our control stream's bytes       */
+	size_t ctrl_len, ctrl_off; /* ... how many, how many sent          */
+	int64_t ctrl_id;          /* ... its stream (-1: not open yet)     */
 };
 
 /* ---- HTTP/3 ---------------------------------------------------------- */
@@ -275,6 +295,24 @@ static int requests_top_up(struct client *cl)
 	return 0;
 }
 
+/* -S: nghttp3 with its QPACK streams but no control stream; ours is
+ * opened first (stream 2) and client_write sends CL->ctrl_raw on it
+ * before what nghttp3 has.  0 or -1. */
+static int http_start_raw(struct client *cl, const nghttp3_callbacks *cb)
+{
+	nghttp3_settings settings;
+	int64_t qenc, qdec;
+
+	nghttp3_settings_default(&settings);
+	if (nghttp3_conn_client_new(&cl->q.http, cb, &settings, NULL, cl) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &cl->ctrl_id, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qenc, NULL) != 0 ||
+	    ngtcp2_conn_open_uni_stream(cl->q.quic, &qdec, NULL) != 0 ||
+	    nghttp3_conn_bind_qpack_streams(cl->q.http, qenc, qdec) != 0)
+		return -1;
+	return 0;
+}
+
 /* The handshake is done: our control and QPACK streams, then the
  * request on the first bidirectional stream (-n: the first -c). */
 static int request_start(struct client *cl)
@@ -291,7 +329,8 @@ static int request_start(struct client *cl)
 	if (cl->started)
 		return 0;
 	cl->started = 1;
-	if (quic_conn_http_start(&cl->q, &cb, cl) < 0)
+	if ((cl->ctrl_raw ? http_start_raw(cl, &cb)
+	                  : quic_conn_http_start(&cl->q, &cb, cl)) < 0)
 		return NGTCP2_ERR_CALLBACK_FAILURE;
 	cl->t0 = quic_conn_now();
 	return requests_top_up(cl) == 0 ? 0 : NGTCP2_ERR_CALLBACK_FAILURE;
@@ -421,11 +460,41 @@ static int client_open(struct client *cl, int port)
 	return cl->q.early && request_start(cl) != 0 ? -1 : 0;
 }
 
+/* -S: what is left of CL->ctrl_raw on our control stream, in packets
+ * of its own (so that the server reads it before the request).  0 or
+ * -1. */
+static int control_write(struct client *cl)
+{
+	uint8_t buf[QUIC_CONN_PKT];
+	ngtcp2_pkt_info pi;
+	ngtcp2_ssize n, taken;
+
+	while (cl->ctrl_off < cl->ctrl_len) {
+		ngtcp2_vec v = {(uint8_t *)cl->ctrl_raw + cl->ctrl_off,
+		                cl->ctrl_len - cl->ctrl_off};
+
+		taken = -1;
+		n = ngtcp2_conn_writev_stream(cl->q.quic, NULL, &pi, buf,
+		                              sizeof buf, &taken,
+		                              NGTCP2_WRITE_STREAM_FLAG_NONE,
+		                              cl->ctrl_id, &v, 1, quic_conn_now());
+		if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED || n == 0)
+			return 0; /* later, when there is room */
+		if (n < 0 || send(cl->q.fd, buf, (size_t)n, 0) < 0)
+			return -1;
+		if (taken > 0)
+			cl->ctrl_off += (size_t)taken;
+	}
+	return 0;
+}
+
 /* Sends what there is.  Returns 0 or -1. */
 static int client_write(struct client *cl)
 {
 	int rv;
 
+	if (cl->ctrl_raw && cl->ctrl_id >= 0 && control_write(cl) < 0)
+		return -1;
 	return quic_conn_write(&cl->q, &rv);
 }
 
@@ -650,7 +719,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: h3-client PORT METHOD PATH [-H 'name: value']... "
 	                "[-d BODY | -s] [-k MS] [-b] [-n N -c K | -R N | -N N | -I N] "
-	                "[-i MS] [-x] [-F] [--session FILE [--early [--replay]]]\n");
+	                "[-i MS [-j N]] [-x] [-F] [-S repeat|distinct] "
+	                "[--session FILE [--early [--replay]]]\n");
 	return 2;
 }
 
@@ -957,12 +1027,112 @@ static int initial_only(struct client *cl)
 	}
 }
 
+/* -i MS -j N (the head of this file says what): 0, or 3 when the
+ * server made no connection, 1 when a socket could not be made. */
+static int initial_burst(const struct client *tmpl, int port, int n, int ms)
+{
+	struct client *cl = calloc((size_t)n, sizeof *cl);
+	struct pollfd *pfd = calloc((size_t)n, sizeof *pfd);
+	ngtcp2_tstamp deadline = quic_conn_now() + H3C_DEADLINE_MS * NGTCP2_MILLISECONDS;
+	uint8_t buf[65536];
+	struct rlimit rl;
+	int i, opened = 0, waiting, made = 0, rc = 1;
+
+	if (cl == NULL || pfd == NULL)
+		goto out;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max; /* one socket a connection */
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < n; i++, opened++) {
+		cl[i] = *tmpl;
+		memset(&cl[i].q, 0, sizeof cl[i].q);
+		cl[i].q.fd = -1;
+		if (client_open(&cl[i], port) < 0 || client_write(&cl[i]) < 0) {
+			fprintf(stderr, "h3-client: connection %d: cannot start\n",
+			        i + 1);
+			quic_conn_close(&cl[i].q);
+			goto out;
+		}
+		pfd[i] = (struct pollfd){cl[i].q.fd, POLLIN, 0};
+	}
+	waiting = n;
+	while (waiting > 0) {
+		ngtcp2_tstamp now = quic_conn_now(), due = deadline;
+
+		if (now >= deadline)
+			break;
+		for (i = 0; i < n; i++) /* the Initials' timers (lost ones) */
+			if (pfd[i].fd >= 0 && ngtcp2_conn_get_expiry(cl[i].q.quic) < due)
+				due = ngtcp2_conn_get_expiry(cl[i].q.quic);
+		if (poll(pfd, (nfds_t)n,
+		         due > now ? (int)((due - now) / NGTCP2_MILLISECONDS) + 1
+		                   : 0) < 0)
+			break;
+		for (i = 0; i < n; i++) {
+			ngtcp2_path path = {
+				{(ngtcp2_sockaddr *)&cl[i].q.local, sizeof cl[i].q.local},
+				{(ngtcp2_sockaddr *)&cl[i].q.remote, sizeof cl[i].q.remote},
+				NULL};
+			ngtcp2_pkt_info pi = {0};
+			ssize_t got;
+
+			if (pfd[i].fd < 0)
+				continue;
+			if (!pfd[i].revents) { /* sent again when a timer says */
+				if (ngtcp2_conn_get_expiry(cl[i].q.quic) <= quic_conn_now() &&
+				    (ngtcp2_conn_handle_expiry(cl[i].q.quic,
+				                               quic_conn_now()) != 0 ||
+				     client_write(&cl[i]) != 0)) {
+					pfd[i].fd = -1;
+					waiting--;
+				}
+				continue;
+			}
+			got = recv(cl[i].q.fd, buf, sizeof buf, MSG_DONTWAIT);
+			if (got <= 0)
+				continue;
+			if ((buf[0] & 0xb0) != 0xb0) { /* not a Retry: made */
+				made++;
+			} else if (ngtcp2_conn_read_pkt(cl[i].q.quic, &path, &pi, buf,
+			                                (size_t)got,
+			                                quic_conn_now()) == 0 &&
+			           client_write(&cl[i]) == 0) {
+				continue; /* the Initial again, with the token */
+			}
+			pfd[i].fd = -1; /* made, or failed: not heard again */
+			waiting--;
+		}
+	}
+	printf("half open %d of %d\n", made, n);
+	fflush(stdout);
+	poll(NULL, 0, ms);
+	rc = made > 0 ? 0 : 3;
+out:
+	for (i = 0; i < opened; i++)
+		quic_conn_close(&cl[i].q);
+	free(cl);
+	free(pfd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static struct client cl;
 	static char lower[H3C_FIELDS_MAX][64];
 	int i, rc, initial_only_ms = 0, conns = 0, idle = 0, close_check = 0;
-	int print_cert = 0;
+	int print_cert = 0, burst = 0;
+	static const uint8_t settings_repeat[] = {
+		0x00,       /* a control stream */
+		0x04, 0x04, /* SETTINGS, 4 bytes */
+		0x07, 0x00, /* QPACK_BLOCKED_STREAMS 0 */
+		0x07, 0x00  /* QPACK_BLOCKED_STREAMS 0, again */
+	};
+	static const uint8_t settings_distinct[] = {
+		0x00, 0x04, 0x04,
+		0x01, 0x00, /* QPACK_MAX_TABLE_CAPACITY 0 */
+		0x07, 0x00  /* QPACK_BLOCKED_STREAMS 0 */
+	};
 
 	if (argc < 4 || atoi(argv[1]) <= 0)
 		return usage();
@@ -981,6 +1151,19 @@ int main(int argc, char **argv)
 			cl.bad_token = 1;
 		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
 			initial_only_ms = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "-j") == 0 && i + 1 < argc) {
+			burst = atoi(argv[++i]);
+			if (burst < 1)
+				return usage();
+		} else if (strcmp(argv[i], "-S") == 0 && i + 1 < argc) {
+			i++;
+			if (strcmp(argv[i], "repeat") == 0)
+				cl.ctrl_raw = settings_repeat;
+			else if (strcmp(argv[i], "distinct") == 0)
+				cl.ctrl_raw = settings_distinct;
+			else
+				return usage();
+			cl.ctrl_len = sizeof settings_repeat;
 		} else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
 			cl.bench_n = atoi(argv[++i]);
 			if (cl.bench_n < 1)
@@ -1036,6 +1219,16 @@ int main(int argc, char **argv)
 	if (close_check &&
 	    (idle || conns || cl.bench_n || initial_only_ms || cl.session_path))
 		return usage();
+	cl.ctrl_id = -1;
+	if (cl.ctrl_raw && (close_check || idle || conns || cl.bench_n ||
+	                    initial_only_ms || cl.early))
+		return usage();
+	if (burst) {
+		if (initial_only_ms <= 0 || idle || conns || cl.bench_n ||
+		    cl.session_path || close_check)
+			return usage();
+		return initial_burst(&cl, atoi(argv[1]), burst, initial_only_ms);
+	}
 	if (idle) {
 		if (conns || cl.bench_n || initial_only_ms || cl.bad_token ||
 		    cl.session_path)
