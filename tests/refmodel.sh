@@ -149,6 +149,47 @@ front_end() { # front_end FE EVERY FIRST
 front_end supervisor 10 1
 front_end shim 30 6
 
+# Names through the front ends (ops.c --names: each workload in a directory
+# of its own), under posix and btrfs, whose names no prefix over the batch
+# decides (under ext4, ext4-writeback and xfs a sync commits every earlier
+# name in any directory, so a batch's workloads are not apart).  Bounded:
+# every 5th workload of up to two ops through the supervisor, reorder;
+# REFMODEL_FRONT_ENDS=all: names.py's sample above through both front ends
+# under every device (about ten minutes).
+names_front_end() { # names_front_end FE DEVICES
+	fe=$1
+	if [ "${REFMODEL_FRONT_ENDS:-}" = all ]; then
+		cp "$T/names" "$T/$fe.nlist"
+	else
+		awk 'NF <= 2 && NR % 5 == 0' "$T/names.all" >"$T/$fe.nlist"
+	fi
+	t0=$(date +%s)
+	rcs=
+	for fs in posix btrfs; do
+		for dev in $2; do
+			TMPDIR=$T "$B/torture" --target exec --quiet --power-loss \
+				--fs $fs --front-end "$fe" --device $dev \
+				--sector 512 --kill-every 60s --cycles "$SEEDS" \
+				--seed 1 --no-explain \
+				--workload "$T/ops {dir} --names $T/$fe.nlist" \
+				--checker "$T/ops {dir} --check-names $T/$fe.nlist $fs $dev 0 $T/$fe.nstates" \
+				>"$T/$fe.out" 2>&1 || { rcs="$rcs $?"; cat "$T/$fe.out"; }
+		done
+	done
+	expect "torture crashes names through the $fe" "" "$rcs"
+	python3 tests/refmodel/names.py check "$SEEDS" <"$T/$fe.nstates" \
+		>"$T/$fe.ncheck" 2>&1
+	rc=$?
+	cat "$T/$fe.ncheck"
+	expect "the $fe agrees with the model of names ($(wc -l <"$T/$fe.nlist") workloads, $(( $(date +%s) - t0 ))s)" 0 $rc
+}
+if [ "${REFMODEL_FRONT_ENDS:-}" = all ]; then
+	names_front_end supervisor "ordered reorder torn"
+	names_front_end shim "ordered reorder torn"
+else
+	names_front_end supervisor reorder
+fi
+
 # the batch check under ordered can fail: one workload's state in a batch's
 # cut made one no prefix explains
 sed '0,/|ordered|/s/^\([^|]*|ordered|[^|]*|a=\)[^|]*/\1ZZZZ/' \

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FILE_SIZE 8192
@@ -172,6 +173,146 @@ static int check(const char *dev, const char *batch, const char *out)
 	return 0;
 }
 
+/* ---- names (names.py's alphabet) ------------------------------------- */
+
+/* NAME of workload J: a, b in DIR/wJ; c in DIR/wJ/s; s, m the directories */
+static char *name_at(int j, char x)
+{
+	static char p[2][4200];
+	static int k;
+	k ^= 1;
+	snprintf(p[k], sizeof p[k], x == 'c' ? "%s/w%d/s/c" : x ? "%s/w%d/%c"
+	         : "%s/w%d", dir, j, x);
+	return p[k];
+}
+
+static void fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0 || fsync(fd) != 0)
+		die(path);
+	close(fd);
+}
+
+static void create_file(const char *path, int byte)
+{
+	unsigned char sec[SECTOR];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	memset(sec, byte, sizeof sec);
+	if (fd < 0 || write(fd, sec, SECTOR) != SECTOR)
+		die(path);
+	close(fd);
+}
+
+/* the start of each workload: DIR/wJ/a, one sector of 'i', and an empty
+ * DIR/wJ/s, durable (what the last cut left is removed first) */
+static void names_start(int j)
+{
+	struct stat st;
+	if (stat(name_at(j, 0), &st) != 0 && mkdir(name_at(j, 0), 0755) != 0)
+		die("mkdir");
+	if (stat(name_at(j, 's'), &st) != 0 && mkdir(name_at(j, 's'), 0755))
+		die("mkdir");
+	for (const char *x = "abc"; *x; x++)
+		if (unlink(name_at(j, *x)) != 0 && errno != ENOENT)
+			die("unlink");
+	if (rmdir(name_at(j, 'm')) != 0 && errno != ENOENT)
+		die("rmdir");
+	create_file(name_at(j, 'a'), 'i');
+	fsync_path(name_at(j, 'a'));
+	fsync_path(name_at(j, 's'));
+	fsync_path(name_at(j, 0));
+}
+
+static void names_run(int j, const char *w)
+{
+	char ops[512];
+	int n = 0;
+
+	snprintf(ops, sizeof ops, "%s", w);
+	for (char *op = strtok(ops, " "); op; op = strtok(NULL, " "), n++) {
+		int rc = 0;
+		if (op[0] == 'C')
+			create_file(name_at(j, op[1]), 'A' + n);
+		else if (op[0] == 'R')
+			rc = rename(name_at(j, op[1]), name_at(j, op[2]));
+		else if (op[0] == 'U')
+			rc = unlink(name_at(j, op[1]));
+		else if (op[0] == 'L')
+			rc = link(name_at(j, op[1]), name_at(j, op[2]));
+		else if (op[0] == 'F')
+			fsync_path(name_at(j, op[1]));
+		else if (op[0] == 'Y')
+			fsync_path(name_at(j, op[1] == 's' ? 's' : 0));
+		else if (op[0] == 'M')
+			rc = mkdir(name_at(j, 'm'), 0755);
+		else
+			errno = EINVAL, rc = -1;
+		if (rc != 0)
+			die(op);
+	}
+}
+
+static int names_workload(void)
+{
+	const char *p = getenv("KEEL_TORTURE_FD");
+	int proto = p ? atoi(p) : -1;
+
+	if (proto < 0)
+		die("KEEL_TORTURE_FD");
+	for (int j = 0; j < nlist; j++)
+		names_start(j);
+	fsync_path(dir);
+	say(proto, "intent 0 k v\n");
+	say(proto, "ack 0\n");
+	for (int j = 0; j < nlist; j++)
+		names_run(j, list[j]);
+	return 0;
+}
+
+/* "x=V" as driver.c prints it (names.py's state) */
+static void print_name(FILE *out, int j, char x)
+{
+	unsigned char buf[SECTOR + 1];
+	struct stat st;
+	const char *p = name_at(j, x);
+	int v = '-';
+	if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+		v = 'd';
+	} else if (lstat(p, &st) == 0) {
+		int fd = open(p, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf) : 0;
+		if (fd >= 0)
+			close(fd);
+		v = n == 0 ? 'e' : n != SECTOR ? '?' : buf[0] ? buf[0] : '0';
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != buf[0])
+				v = '?';
+	}
+	fprintf(out, "%s%c=%c", x == 'a' ? "" : "|", x, v);
+}
+
+static int names_check(const char *fs, const char *dev, const char *batch,
+                       const char *out)
+{
+	const char *cycle = getenv("KEEL_TORTURE_CYCLE");
+	printf("k v\n");
+	if (!cycle || atoi(cycle) == 0)
+		return 0;
+	FILE *o = fopen(out, "a");
+	if (!o)
+		die(out);
+	for (int j = 0; j < nlist; j++) {
+		fprintf(o, "%s|%s|%s|%s:%s|", list[j], fs, dev, batch, cycle);
+		for (const char *x = "abcm"; *x; x++)
+			print_name(o, j, *x);
+		fputc('\n', o);
+	}
+	if (fclose(o) != 0)
+		die(out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3) {
@@ -184,7 +325,18 @@ int main(int argc, char **argv)
 		read_list(argv[3]);
 		return check(argv[4], argv[5], argv[6]);
 	}
+	if (argc == 4 && strcmp(argv[2], "--names") == 0) {
+		dir = argv[1];
+		read_list(argv[3]);
+		return names_workload();
+	}
+	if (argc == 8 && strcmp(argv[2], "--check-names") == 0) {
+		dir = argv[1];
+		read_list(argv[3]);
+		return names_check(argv[4], argv[5], argv[6], argv[7]);
+	}
 	fprintf(stderr, "usage: ops DIR LIST | ops DIR --check LIST DEVICE "
-	        "BATCH OUT\n");
+	        "BATCH OUT\n       ops DIR --names LIST | ops DIR --check-names "
+	        "LIST FS DEVICE BATCH OUT\n");
 	return 2;
 }
