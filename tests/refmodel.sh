@@ -13,8 +13,8 @@
 # Then names under the file system models (tests/refmodel/names.py, below:
 # a sample, every workload with REFMODEL_NAMES=all), and the data check
 # through the front ends (tests/refmodel/ops.c under torture --target exec
-# --front-end supervisor|shim, below): a sample in about 25 s, every
-# workload with REFMODEL_FRONT_ENDS=all.
+# --front-end supervisor|shim, below) and names through them (posix and
+# btrfs): a sample in about 35 s, more with REFMODEL_FRONT_ENDS=all.
 set -u
 B=${1:-build}
 N=${2:-3}

@@ -26,6 +26,15 @@
  *
  * CYCLE is torture's cycle (each has a crash seed of its own); the checker's
  * run before the first cycle (KEEL_TORTURE_CYCLE unset or 0) appends nothing.
+ *
+ *   ops DIR --names LIST                              (the workload)
+ *   ops DIR --check-names LIST FS DEVICE BATCH OUT    (its checker)
+ *
+ * The same for names.py's alphabet (its comment has it): the Jth workload
+ * works in DIR/wJ, which starts with a (one sector of 'i') and an empty
+ * directory s, durable; the checker appends driver.c --names's lines:
+ *
+ *   WORKLOAD|FS|DEVICE|BATCH:CYCLE|a=V|b=V|c=V|m=V
  */
 #include <errno.h>
 #include <fcntl.h>
