@@ -243,8 +243,9 @@ expect "... and an HTTP/3 client gets no answer" none "${H3CODE:-none}"
 # handshakes at once and leaves them half done (h3-client -j: each
 # through its Retry, its Initial sent again when lost); --max-handshakes
 # 256 gives the source 32 at once, each dropped at the handshake deadline
-# (2 s).  A QUIC handshake held half done costs about 89 KB of resident
-# memory (docs/results/http.md, "fairness"); the bound stated here is
+# (2 s).  A QUIC handshake held half done costs about 88 KB of resident
+# memory (docs/results/http.md, "hostile", bench/http/hostile.sh case
+# quic-half); the bound stated here is
 # HS_KB (100) x 2 for each handshake of the share, plus 4 MiB for what
 # else moves: 10,496 KiB over the RSS before, where the share costs some
 # 2.8 MB and all 256 (a server that let the source have the whole cap)
