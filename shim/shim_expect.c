@@ -120,6 +120,24 @@ void seen_end(int file)
 		__atomic_sub_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
 }
 
+void expect_sync_failed(int file, int fd, const char *path, int rc)
+{
+	shim_file *f = &ctl->files[file];
+	shim_seen *e = seen_of(file);
+	struct stat st;
+
+	if (rc >= 0 || profile != FAULTSIM_PROFILE_BTRFS)
+		return;
+	/* its size is the one the revert left; the newest write's bytes
+	 * may be gone, so no sample is held until the next write */
+	if ((fd >= 0 ? fstat(fd, &st) : stat(path, &st)) == 0)
+		f->size_lo = f->size_hi = (uint64_t)st.st_size;
+	f->sample_len = 0;
+	__atomic_add_fetch(&ctl->changes, 1, __ATOMIC_RELAXED);
+	if (e)
+		shim_seen_stamp(e, shim_now_ns());
+}
+
 /* ---- the size and sample a write leaves (bypass detection) ---------------- */
 
 void expect_begin(int file, int fd, uint64_t new_end, int truncate)

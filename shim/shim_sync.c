@@ -61,6 +61,7 @@ static int file_sync(int fd, faultsim_op op)
 		                              : real_fdatasync(fd)) == 0 ? 0
 		                                                      : -errno;
 	faultsim_cache_sync_end(cache, file, mark, rc, profile);
+	expect_sync_failed(file, fd, NULL, rc);
 	if (rc < 0)
 		errseq_spread(file, fd, rc);
 	pending = fd_err[fd];
