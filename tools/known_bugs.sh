@@ -129,7 +129,7 @@ E=tests/targets/etcd.sh
 L=$T/leveldb_hybrid
 rv=$(redis-server --version 2>/dev/null | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
 pv=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)
-pv=$(/usr/lib/postgresql/$pv/bin/postgres --version 2>/dev/null | awk '{print $NF}')
+pv=$(/usr/lib/postgresql/$pv/bin/postgres --version 2>/dev/null | sed -n 's/^postgres (PostgreSQL) \([0-9.]*\).*/\1/p')
 ev=$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')
 lv=$(dpkg-query -W -f '${Version}' libleveldb-dev 2>/dev/null | cut -d- -f1)
 

@@ -31,11 +31,6 @@ for cf_fs in ext4 xfs btrfs; do
 	xfs) cf_prof="XFS: as ext4 in the model (pages marked clean, bytes lost to the device)" ;;
 	btrfs) cf_prof="btrfs: the failed pages are reverted at once to what the device holds" ;;
 	esac
-	# what a refused run means (known_bugs.sh's $refused): under btrfs the
-	# kit stops its own runs, seen on every program here
-	refused=
-	[ "$cf_fs" != btrfs ] || refused="no verdict on the program: the btrfs profile reverts a failed sync's pages by writing their pre-image into the file at once, and the kit's own soundness checks under --target exec (the shim's check of a file's bytes against its newest recorded write; the soundness floor's mtime check under the supervisor; docs/faults.md, \"What the kit sees\") take that revert for a write the program made unseen and stop the run as a set-up error. A gap in the kit (its btrfs profile and its checks disagree), not a finding; the claims table has no btrfs EIO column either"
-
 	case_ "cuttlefs-redis-$cf_fs" "CuttleFS, Redis, $cf_fs" "2020 release" "${cf_redis_v:-?}" \
 		"SETs to the AOF with appendfsync always, each acknowledged once Redis answered; an fsync of the AOF fails (EIO); $cf_prof. CuttleFS: Redis ignored fsync's return code and answered OK, so the failed write's SET was acknowledged and then found old or corrupted" \
 		"no acknowledged SET was lost or garbled: Redis 7.0.15 exits when an fsync of the AOF fails under appendfsync always, before it answers the command (the run's workloads stopped on the injected error). Fixed upstream after the paper: redis/redis pull request 8347 (\"Redis exit for fsync error when the AOF fsync policy is 'always'\", released in 6.2; issue 8111 cites the paper) and 8419 (the background fsync's errors); Debian's redis-server binary carries the message \"Can't persist AOF for fsync error when the AOF fsync policy is 'always'\"" fixed -- \
@@ -67,4 +62,3 @@ for cf_fs in ext4 xfs btrfs; do
 		--target exec --user postgres $cf_fail --fs $cf_fs --kill-every 4s --duration "$D" --cycles 12 \
 		--setup "bash $cf_P {dir} --init" --workload "bash $cf_P {dir}" --checker "bash $cf_P {dir} --check"
 done
-refused=
