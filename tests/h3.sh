@@ -256,8 +256,12 @@ expect "... and an HTTP/3 client gets no answer" none "${H3CODE:-none}"
 # to --max-handshakes, the old bound) all 256 are made and the same burst
 # passes that bound (~22 MB); once they are dropped, memory goes back to
 # within a quarter of what they took (malloc_trim: without it the ~22 MB
-# stay, and a second burst adds to them), waited for up to 60 s.
+# stay, and a second burst adds to them), waited for up to 60 s.  Under
+# ASan freed memory sits in its quarantine, so RSS says nothing there: the
+# bursts run, their RSS bounds are not checked (as in tests/http.sh).
 HS_KB=100
+SANLIMIT=0
+ldd "$SERVE" | grep -q libasan && SANLIMIT=1
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 burst256() { # burst256 NAME -- the burst from 127.0.0.2; sets MADE
@@ -284,26 +288,30 @@ PEAK2=$(hwm_kb "$PID")
 stop "$PID"
 [ "${MADE:-0}" -gt 0 ] && ok "QUIC burst, memory: the source made $MADE handshakes in all ($SHARE at once)" ||
 	bad "QUIC burst, memory: the source made none ($(cat "$T/qmem.2"))"
-[ $((PEAK1 - BEFORE)) -le "$BOUND" ] &&
-	ok "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB <= $BOUND KiB" ||
-	bad "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB > $BOUND KiB (${HS_KB} KB x 2 x $SHARE + 4 MiB)"
-[ "$PEAK2" -le $((PEAK1 + 2048)) ] &&
-	ok "... the burst again: peak $PEAK2 KiB, not past the first's $PEAK1 KiB + 2 MiB" ||
-	bad "... the burst again: peak $PEAK2 KiB, past the first's $PEAK1 KiB + 2 MiB (memory keeps growing)"
-start qmem-whole --h3-retry always --max-conns 4096 --header-timeout 2s \
-	--max-handshakes 400 --max-handshakes-per-source 400
-BEFORE=$(rss_kb "$PID")
-for r in 1 2; do
-	burst256 "qmem-whole.$r"
-	PEAK=$(rss_kb "$PID")
-	[ "$r" = 1 ] && { [ $((PEAK - BEFORE)) -gt "$BOUND" ] &&
-		ok "with a share of the whole: $MADE made, RSS +$((PEAK - BEFORE)) KiB, past the bound ($BOUND KiB)" ||
-		bad "with a share of the whole: $MADE made, RSS +$((PEAK - BEFORE)) KiB, not past the bound ($BOUND KiB)"; }
-	gone_back "$BEFORE" "$PEAK" &&
-		ok "... burst $r dropped: RSS back to $AFTER KiB (from $PEAK, $BEFORE before)" ||
-		bad "... burst $r dropped: RSS still $AFTER KiB after 60 s (from $PEAK, $BEFORE before; want <= $((BEFORE + (PEAK - BEFORE) / 4)))"
-done
-stop "$PID"
+if [ "$SANLIMIT" = 1 ]; then
+	echo "skip the QUIC burst's RSS bounds (a sanitizer build: RSS +$((PEAK1 - BEFORE)) KiB, then $PEAK2 KiB)"
+else
+	[ $((PEAK1 - BEFORE)) -le "$BOUND" ] &&
+		ok "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB <= $BOUND KiB" ||
+		bad "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB > $BOUND KiB (${HS_KB} KB x 2 x $SHARE + 4 MiB)"
+	[ "$PEAK2" -le $((PEAK1 + 2048)) ] &&
+		ok "... the burst again: peak $PEAK2 KiB, not past the first's $PEAK1 KiB + 2 MiB" ||
+		bad "... the burst again: peak $PEAK2 KiB, past the first's $PEAK1 KiB + 2 MiB (memory keeps growing)"
+	start qmem-whole --h3-retry always --max-conns 4096 --header-timeout 2s \
+		--max-handshakes 400 --max-handshakes-per-source 400
+	BEFORE=$(rss_kb "$PID")
+	for r in 1 2; do
+		burst256 "qmem-whole.$r"
+		PEAK=$(rss_kb "$PID")
+		[ "$r" = 1 ] && { [ $((PEAK - BEFORE)) -gt "$BOUND" ] &&
+			ok "with a share of the whole: $MADE made, RSS +$((PEAK - BEFORE)) KiB, past the bound ($BOUND KiB)" ||
+			bad "with a share of the whole: $MADE made, RSS +$((PEAK - BEFORE)) KiB, not past the bound ($BOUND KiB)"; }
+		gone_back "$BEFORE" "$PEAK" &&
+			ok "... burst $r dropped: RSS back to $AFTER KiB (from $PEAK, $BEFORE before)" ||
+			bad "... burst $r dropped: RSS still $AFTER KiB after 60 s (from $PEAK, $BEFORE before; want <= $((BEFORE + (PEAK - BEFORE) / 4)))"
+	done
+	stop "$PID"
+fi
 
 # rapid reset: requests reset as soon as their HEADERS went out draw on
 # the connection's bucket, as over HTTP/2 (serve_limits.h: 200, then 50 a
