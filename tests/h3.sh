@@ -239,26 +239,27 @@ expect "... and a TCP client is refused" 000 "$TCPCODE"
 expect "... and an HTTP/3 client gets no answer" none "${H3CODE:-none}"
 
 # the server's memory under a QUIC burst past Retry (serve_limits.h,
-# SHARES; serve_conn.c, memory_give_back): one source opens 256
-# handshakes at once and leaves them half done (h3-client -j: each
-# through its Retry, its Initial sent again when lost); --max-handshakes
-# 256 gives the source 32 at once, each dropped at the handshake deadline
-# (2 s).  A QUIC handshake held half done costs about 88 KB of resident
-# memory (docs/results/http.md, "hostile", bench/http/hostile.sh case
-# quic-half); the bound stated here is
-# HS_KB (100) x 2 for each handshake of the share, plus 4 MiB for what
-# else moves: 10,496 KiB over the RSS before, where the share costs some
-# 2.8 MB and all 256 (a server that let the source have the whole cap)
-# some 22 MB.  It is read from VmHWM, the peak, so it holds whatever the
-# timing.  The burst twice: the second
-# peak may not pass the first by more than 2 MiB (memory does not keep
-# growing).  With a share of the whole (--max-handshakes-per-source equal
-# to --max-handshakes, the old bound) all 256 are made and the same burst
-# passes that bound (~22 MB); once they are dropped, memory goes back to
-# within a quarter of what they took (malloc_trim: without it the ~22 MB
-# stay, and a second burst adds to them), waited for up to 60 s.  Under
-# ASan freed memory sits in its quarantine, so RSS says nothing there: the
-# bursts run, their RSS bounds are not checked (as in tests/http.sh).
+# SHARES; serve_conn.c, memory_give_back): one source opens 256 handshakes
+# at once and leaves them half done (h3-client -j: each through its Retry,
+# its Initial sent again when lost); --max-handshakes 256 gives the source
+# 32 at once, each dropped at the handshake deadline (2 s).  A QUIC
+# handshake held half done costs about 88 KB of resident memory
+# (docs/results/http.md, "hostile", bench/http/hostile.sh case quic-half);
+# the bound stated here is HS_KB (100) x 2 for each handshake of the
+# share, plus 4 MiB for what else moves: 10,496 KiB over the RSS before,
+# where the share costs some 2.8 MB and all 256 (a server that let the
+# source have the whole cap) some 22 MB.  It is read from VmHWM, the peak,
+# so it holds whatever the timing.  The burst twice: the second peak stays
+# under the bound too and does not pass the first by more than half of it
+# (memory does not keep growing; whether all 32 were held at once in the
+# first depends on the machine's load, hence half).  With a share of the
+# whole (--max-handshakes-per-source equal to --max-handshakes, the old
+# bound) all 256 are made and the same burst passes that bound (~22 MB);
+# once they are dropped, memory goes back to within a quarter of what they
+# took (malloc_trim: without it the ~22 MB stay, and a second burst adds
+# to them), waited for up to 60 s.  Under ASan freed memory sits in its
+# quarantine, so RSS says nothing there: the bursts run, their RSS bounds
+# are not checked (as in tests/http.sh).
 HS_KB=100
 SANLIMIT=0
 ldd "$SERVE" | grep -q libasan && SANLIMIT=1
@@ -294,9 +295,9 @@ else
 	[ $((PEAK1 - BEFORE)) -le "$BOUND" ] &&
 		ok "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB <= $BOUND KiB" ||
 		bad "QUIC burst of 256 from one source: peak RSS +$((PEAK1 - BEFORE)) KiB > $BOUND KiB (${HS_KB} KB x 2 x $SHARE + 4 MiB)"
-	[ "$PEAK2" -le $((PEAK1 + 2048)) ] &&
-		ok "... the burst again: peak $PEAK2 KiB, not past the first's $PEAK1 KiB + 2 MiB" ||
-		bad "... the burst again: peak $PEAK2 KiB, past the first's $PEAK1 KiB + 2 MiB (memory keeps growing)"
+	[ $((PEAK2 - BEFORE)) -le "$BOUND" ] && [ "$PEAK2" -le $((PEAK1 + BOUND / 2)) ] &&
+		ok "... the burst again: peak +$((PEAK2 - BEFORE)) KiB, under the bound, and not past the first's by half of it" ||
+		bad "... the burst again: peak +$((PEAK2 - BEFORE)) KiB (the first +$((PEAK1 - BEFORE)) KiB; want <= $BOUND, and <= the first + $((BOUND / 2))): memory keeps growing"
 	start qmem-whole --h3-retry always --max-conns 4096 --header-timeout 2s \
 		--max-handshakes 400 --max-handshakes-per-source 400
 	BEFORE=$(rss_kb "$PID")
