@@ -2,25 +2,36 @@
 # tests/mutants/generated.sh -- the generated mutation run (docs/testing.md),
 # written to docs/results/mutants.md.
 #
-#   sh tests/mutants/generated.sh [--sample N] [--seed S] [--jobs J] [--tier unit|test]
+#   sh tests/mutants/generated.sh [--sample N] [--seed S] [--jobs J]
+#                                 [--tier unit|sim|test] [--faultsim]
+#                                 [--files 'FILE...'] [--section NAME]
+#                                 [--equivalent FILE]
 #       runs a sample of tools/mutate's mutants of base/, engine/ and
-#       recovery/ as J shards side by side on this machine (2 by default;
+#       recovery/ (or of --files, a space-separated list, globs allowed) as J
+#       shards side by side on this machine (2 by default;
 #       across machines, run `tools/mutate run --shard I/N` on each, or as a
 #       Slurm job array as tests/slurm.sh does, and merge with --merge),
-#       then writes the page
+#       then writes the page's section NAME (default "generated")
+#   --faultsim: the simulator's run, short for --files 'faultsim/*.c'
+#       --tier sim --section generated-faultsim --equivalent
+#       tests/mutants/equivalent/faultsim.md (flags after it override these)
 #   sh tests/mutants/generated.sh --merge RESULT.jsonl...
 #       writes the page from shards already run (later files win for a
 #       mutant in several: a rerun after new tests replaces the first verdict)
 #
 # The unit tier (--tier unit, the default) runs, for each mutant, the unit
 # suites that execute its line (a coverage map, build-cov/), fail-fast; the
-# test tier runs every part of make test.  EQUIVALENT and DUPLICATE mutants
-# (identical object code) are never run; survivors are argued equivalent in
-# tests/mutants/equivalent/generated.md or killed by a new test.
+# sim tier (for faultsim/) runs those suites, then, for a mutant they leave
+# alive, tests/sim_rules.sh and tests/refmodel.sh (the end-to-end checks of
+# the simulator's rules); the test tier runs every part of make test.
+# EQUIVALENT and DUPLICATE mutants (identical object code) are never run;
+# survivors are argued equivalent in tests/mutants/equivalent/generated.md
+# (faultsim.md for the simulator's) or killed by a new test.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 2
 sample=460 seed=1 jobs=2 tier=unit merge=0
+srcs="" section=generated equiv=tests/mutants/equivalent/generated.md
 args="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,6 +39,13 @@ while [ $# -gt 0 ]; do
 	--seed) seed=$2; shift 2 ;;
 	--jobs) jobs=$2; shift 2 ;;
 	--tier) tier=$2; shift 2 ;;
+	--files) srcs=$2; shift 2 ;;
+	--section) section=$2; shift 2 ;;
+	--equivalent) equiv=$2; shift 2 ;;
+	--faultsim)
+		srcs='faultsim/*.c' tier=sim section=generated-faultsim
+		equiv=tests/mutants/equivalent/faultsim.md
+		shift ;;
 	--merge) merge=1; shift; break ;;
 	*) echo "generated.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -44,10 +62,12 @@ else
 	files=""
 	i=0
 	while [ $i -lt "$jobs" ]; do
+		# shellcheck disable=SC2086 # $srcs: a list, its globs expanded
 		python3 tools/mutate run --sample "$sample" --seed "$seed" \
 			--shard $i/"$jobs" --tier "$tier" --out "$out/s$i.jsonl" \
 			--base-times "$out/times.json" \
-			--coverage-map "$out/coverage.json" >"$out/s$i.log" 2>&1 &
+			--coverage-map "$out/coverage.json" $srcs \
+			>"$out/s$i.log" 2>&1 &
 		files="$files $out/s$i.jsonl"
 		i=$((i + 1))
 		# the first shard measures the times and the coverage map the
@@ -58,13 +78,13 @@ else
 	wait
 fi
 # shellcheck disable=SC2086
-python3 tools/mutate table $files >"$out/table.txt" || exit 1
+python3 tools/mutate table --equivalent "$equiv" $files >"$out/table.txt" || exit 1
 {
 	echo '```'
 	cat "$out/table.txt"
 	echo '```'
 } >"$out/tables.md"
-results_write mutants generated "Generated mutants" "${TMPDIR:-/tmp}" \
+results_write mutants "$section" "Generated mutants" "${TMPDIR:-/tmp}" \
 	"$out/tables.md" \
-	"Survivors are argued equivalent in tests/mutants/equivalent/generated.md or killed by a test; docs/testing.md."
+	"Survivors are argued equivalent in $equiv or killed by a test; docs/testing.md."
 cat "$out/table.txt"
