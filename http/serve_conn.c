@@ -752,21 +752,59 @@ static void tls_refuse_plain(struct serve_conn *c)
 	serve_error(c, 400, 1, 1);
 }
 
+#define HS_EVICT_SCAN 64 /* half-open handshakes looked at for a victim */
+
+/* Every slot is held and C's source holds less than its share: the
+ * oldest half-open handshake of a heavier source on this shard (its head
+ * timer list is in arrival order) is closed to make room
+ * (limits_source_evict).  1 when one was. */
+static int hs_evict(struct serve_conn *c)
+{
+	struct serve_shard *sh = c->shard;
+	struct serve_link *head = &sh->timers[SERVE_TIMER_HEAD];
+	struct serve_conn *seen[HS_EVICT_SCAN];
+	unsigned buckets[HS_EVICT_SCAN];
+	int n = 0;
+
+	for (struct serve_link *l = head->next; l != head && n < HS_EVICT_SCAN;
+	     l = l->next) {
+		struct serve_conn *o = conn_of(l);
+		if ((o->flags & (CONN_TLS_HELLO | CONN_TLS_UP | CONN_DEAD)) ==
+		    CONN_TLS_HELLO && o != c) {
+			seen[n] = o;
+			buckets[n++] = o->src;
+		}
+	}
+	int pick = limits_source_evict(&sh->srv->hs_sources, c->src,
+	                               buckets, n);
+	if (pick < 0)
+		return 0;
+	conn_close(seen[pick]); /* gives its slot back */
+	return 1;
+}
+
 /* A TLS handshake begins on C (its ClientHello is whole): counted against
  * --max-handshakes and its source's share of them
  * (--max-handshakes-per-source; serve_limits.h, SHARES).  1, or 0 after
- * closing C when either is full: the source that holds its share cannot
- * take the rest from everybody else. */
+ * closing C when its source holds its share already (it cannot take the
+ * rest from everybody else), or when every slot is held and none by a
+ * source heavier than C's (hs_evict: otherwise the oldest of the heaviest
+ * makes room, and a crowd of light sources cannot shut a new one out
+ * while any of them holds more). */
 static int hs_take(struct serve_conn *c)
 {
 	struct serve_server *srv = c->shard->srv;
 	struct sockaddr_storage peer;
 	socklen_t len = sizeof peer;
+	int rc;
 
 	if (getpeername(c->fd, (struct sockaddr *)&peer, &len) != 0)
 		len = 0;
 	c->src = (uint16_t)limits_source_of(&srv->hs_sources, &peer, len);
-	if (limits_source_take(&srv->hs_sources, c->src) != LIMITS_OK) {
+	rc = limits_source_take(&srv->hs_sources, c->src);
+	if (rc == LIMITS_FULL && hs_evict(c))
+		rc = limits_source_take(&srv->hs_sources, c->src);
+	if (rc != LIMITS_OK) {
 		conn_close(c);
 		return 0;
 	}

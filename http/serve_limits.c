@@ -161,9 +161,27 @@ int limits_source_take(struct limits_sources *s, unsigned bucket)
 		return LIMITS_BUSY;
 	if (!count_below(&s->total, s->cap)) {
 		atomic_fetch_sub(h, 1);
-		return LIMITS_BUSY;
+		return LIMITS_FULL;
 	}
 	return LIMITS_OK;
+}
+
+int limits_source_evict(const struct limits_sources *s, unsigned arriving,
+                        const unsigned *victims, int n)
+{
+	uint32_t mine = atomic_load(&s->held[arriving & (LIMITS_SOURCES - 1)]);
+	uint32_t most = mine;
+	int pick = -1;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t h = atomic_load(&s->held[victims[i] &
+		                                  (LIMITS_SOURCES - 1)]);
+		if (h > most) { /* strictly: the oldest of the heaviest */
+			most = h;
+			pick = i;
+		}
+	}
+	return pick;
 }
 
 void limits_source_give(struct limits_sources *s, unsigned bucket)

@@ -31,7 +31,10 @@
  *                    most its share (--max-handshakes-per-source), so one
  *                    source that fills the count with handshakes it never
  *                    finishes cannot shut every other client out
- *                    (limits_source_*).  Sources are hashed into
+ *                    (limits_source_*); and when many sources together
+ *                    fill it, a newcomer takes the slot of the oldest
+ *                    handshake of a heavier source (limits_source_evict)
+ *                    instead of being refused.  Sources are hashed into
  *                    LIMITS_SOURCES buckets under a key drawn at start: an
  *                    attacker cannot aim at a victim's bucket, and two
  *                    sources that meet in one (1 in 4096) share a share.
@@ -67,7 +70,9 @@ enum limits_verdict {
 	LIMITS_WAIT,    /* not decided yet: ask again later                 */
 	LIMITS_CUT,     /* cut this body (408 / RST_STREAM); its budget back */
 	LIMITS_CLOSE,   /* close the connection (408 + close / GOAWAY)      */
-	LIMITS_BUSY     /* the body budget is spent: answer 503             */
+	LIMITS_BUSY,    /* the body budget is spent: answer 503             */
+	LIMITS_FULL     /* all hold the cap, this source less than its share:
+	                   one of a heavier source may make room            */
 };
 
 /* The flags that set the limits (docs/http.md, the options table). */
@@ -158,9 +163,19 @@ struct limits_sources {
  * hashed under S's key; anything else falls in bucket 0. */
 unsigned limits_source_of(const struct limits_sources *s, const void *addr,
                           size_t len);
-/* Counts one more for BUCKET: LIMITS_OK, or LIMITS_BUSY (nothing counted)
- * when it holds its share already, or all hold the cap. */
+/* Counts one more for BUCKET: LIMITS_OK; LIMITS_BUSY (nothing counted)
+ * when it holds its share already; LIMITS_FULL (nothing counted) when all
+ * hold the cap and it holds less than its share. */
 int limits_source_take(struct limits_sources *s, unsigned bucket);
+/* Near a full cap, the one to go: of what the caller holds, the oldest of
+ * the heaviest source (VICTIMS[0..N), oldest first, each a bucket) may make
+ * room for a newcomer of bucket ARRIVING when its source holds more than
+ * the newcomer's does -- an arrival never turns out a source no heavier
+ * than its own, so a source under its share is refused only when every
+ * slot is held by sources as light as it.  The index in VICTIMS of the
+ * one to close, or -1 (refuse the newcomer). */
+int limits_source_evict(const struct limits_sources *s, unsigned arriving,
+                        const unsigned *victims, int n);
 /* Gives back one counted by limits_source_take. */
 void limits_source_give(struct limits_sources *s, unsigned bucket);
 

@@ -210,10 +210,44 @@ static void a_source_holds_at_most_its_share(void **state)
 	 * refusal there takes nothing from the bucket's share */
 	assert_int_equal(limits_source_take(&s, 9), LIMITS_OK);
 	assert_int_equal(atomic_load(&s.total), 5);
-	assert_int_equal(limits_source_take(&s, 10), LIMITS_BUSY);
+	assert_int_equal(limits_source_take(&s, 10), LIMITS_FULL);
 	assert_int_equal(atomic_load(&s.held[10]), 0);
 	limits_source_give(&s, 9);
 	assert_int_equal(limits_source_take(&s, 10), LIMITS_OK);
+}
+
+/* At the cap, a newcomer takes the slot of the oldest of the heaviest
+ * source, and never of a source no heavier than its own. */
+static void a_newcomer_turns_out_the_heaviest_source_only(void **state)
+{
+	static struct limits_sources s;
+	(void)state;
+	s.cap = 6;
+	s.share = 3;
+	/* oldest first: 7, 8, 7, 9, 8, 7 -- 7 holds 3, 8 two, 9 one */
+	unsigned held[] = { 7, 8, 7, 9, 8, 7 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(limits_source_take(&s, held[i]), LIMITS_OK);
+	assert_int_equal(limits_source_take(&s, 10), LIMITS_FULL);
+	/* a new source: the oldest of 7's */
+	assert_int_equal(limits_source_evict(&s, 10, held, 6), 0);
+	/* one of 8's own: the heavier 7 still */
+	assert_int_equal(limits_source_evict(&s, 8, held, 6), 0);
+	/* 7 itself is at its share: BUSY, never FULL; and nothing is
+	 * heavier than it */
+	assert_int_equal(limits_source_take(&s, 7), LIMITS_BUSY);
+	assert_int_equal(limits_source_evict(&s, 7, held, 6), -1);
+	/* only the lighter 9 and 8 in view: 8's oldest for 10 */
+	assert_int_equal(limits_source_evict(&s, 10, held + 3, 2), 1);
+	/* sources as light as the newcomer: refused */
+	unsigned nines[] = { 9 };
+	limits_source_give(&s, 7);
+	limits_source_give(&s, 7);
+	limits_source_give(&s, 7);
+	limits_source_give(&s, 8);
+	assert_int_equal(limits_source_take(&s, 10), LIMITS_OK);
+	assert_int_equal(limits_source_evict(&s, 10, nines, 1), -1);
+	assert_int_equal(limits_source_evict(&s, 11, nines, 1), 0);
 }
 
 /* The client's control stream: type 0x00, then SETTINGS (0x04, length,
@@ -294,6 +328,7 @@ int main(void)
 		cmocka_unit_test(an_announced_body_counts_what_its_request_holds),
 		cmocka_unit_test(a_source_is_a_slash_24_or_a_slash_64),
 		cmocka_unit_test(a_source_holds_at_most_its_share),
+		cmocka_unit_test(a_newcomer_turns_out_the_heaviest_source_only),
 		cmocka_unit_test(a_repeated_setting_is_found),
 		cmocka_unit_test(a_long_or_odd_control_stream_is_left_alone),
 	};

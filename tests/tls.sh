@@ -303,21 +303,34 @@ PID=$OPID
 # the server's flight, 38 are closed; another address of its /24 shares
 # its share (0 of 5); clients from another /24 are served (at least 8 of
 # 10).  Before the shares the attacker held all 16 slots and every new
-# HTTPS client was refused: shown here by the same attack with the share
-# raised to the whole (--max-handshakes-per-source 16).
-fair_run() { # fair_run NAME ARGS...: the attack, then 10 clients; sets SERVED
-	local name=$1 i
-	shift
+# HTTPS client was refused.  With the share raised to the whole
+# (--max-handshakes-per-source 16) it holds all 16 again, and a newcomer
+# from another /24 takes the slot of its oldest (hs_evict).  And a crowd:
+# 8 attackers on 8 /24s hold 2 each, every slot, each within its share;
+# newcomers are served by the same rule (before it, 0 of 10).
+fair_run() { # fair_run NAME SOURCES ARGS...: the attack from each of
+	# SOURCES (40 ClientHellos each), then 10 clients; sets SERVED
+	local name=$1 srcs=$2 i k=0
+	shift 2
 	start "$name" --db "$T/$name.keel" --header-timeout 60s \
 		--max-handshakes 16 "$@" --tls-cert "$T/a.crt" --tls-key "$T/a.key"
 	FPORT=$PORT
 	FPID=$PID
 	mkfifo "$T/$name.hold"
-	KEEL_SOURCE=127.0.0.2 $CLIENT halfcount "$FPORT" "$T/a.crt" 40 \
-		<"$T/$name.hold" >"$T/$name.attack" 2>&1 &
-	FA=$!
+	FA=
+	for src in $srcs; do
+		k=$((k + 1))
+		KEEL_SOURCE=$src $CLIENT halfcount "$FPORT" "$T/a.crt" 40 \
+			<"$T/$name.hold" >"$T/$name.attack$k" 2>&1 &
+		FA="$FA $!"
+	done
 	exec 5>"$T/$name.hold"
-	waitfor "$T/$name.attack" "^flight" || bad "$name: $(cat "$T/$name.attack")"
+	while [ $k -gt 0 ]; do
+		waitfor "$T/$name.attack$k" "^flight" ||
+			bad "$name: $(cat "$T/$name.attack$k")"
+		k=$((k - 1))
+	done
+	cp "$T/$name.attack1" "$T/$name.attack"
 	KEEL_SOURCE=127.0.0.9 $CLIENT halfcount "$FPORT" "$T/a.crt" 5 \
 		</dev/null >"$T/$name.sibling" 2>&1
 	SERVED=0
@@ -328,23 +341,35 @@ fair_run() { # fair_run NAME ARGS...: the attack, then 10 clients; sets SERVED
 		[ "$c" = 404 ] && SERVED=$((SERVED + 1))
 	done
 	exec 5>&-
-	wait "$FA"
+	# shellcheck disable=SC2086
+	wait $FA
 	stop "$FPID"
 	expect "server $name: SIGTERM, exit 0" 0 "$STATUS"
 }
+served_8() { # served_8 WHAT
+	if [ "$SERVED" -ge 8 ]; then ok "$1: $SERVED of 10"
+	else bad "$1: $SERVED of 10, want 8"; fi
+}
 OPORT=$PORT
 OPID=$PID
-fair_run fair
+fair_run fair 127.0.0.2
 expect "one source holds its share of the handshakes: 2 of 16" \
 	"flight 2 closed 38" "$(cat "$T/fair.attack")"
 expect "another address of its /24 shares that share" \
 	"flight 0 closed 5" "$(cat "$T/fair.sibling")"
-if [ "$SERVED" -ge 8 ]; then ok "clients of another /24 are served: $SERVED of 10"
-else bad "clients of another /24 are served: $SERVED of 10, want 8"; fi
-fair_run unfair --max-handshakes-per-source 16
+served_8 "clients of another /24 are served"
+fair_run whole 127.0.0.2 --max-handshakes-per-source 16
 expect "with a share of the whole, the attacker holds every slot" \
-	"flight 16 closed 24" "$(cat "$T/unfair.attack")"
-expect "... and every other client is refused" 0 "$SERVED"
+	"flight 16 closed 24" "$(cat "$T/whole.attack")"
+served_8 "... and newcomers from another /24 take its oldest slots"
+fair_run crowd "127.0.2.1 127.0.3.1 127.0.4.1 127.0.5.1 127.0.6.1 127.0.7.1 127.0.8.1 127.0.9.1"
+held=0
+for k in 1 2 3 4 5 6 7 8; do
+	f=$(sed -n 's/^flight \([0-9]*\) .*/\1/p' "$T/crowd.attack$k")
+	held=$((held + ${f:-0}))
+done
+expect "a crowd of 8 sources held every slot, 2 each" 16 "$held"
+served_8 "... and newcomers from a ninth /24 are served"
 PORT=$OPORT
 PID=$OPID
 
