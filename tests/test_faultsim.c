@@ -18,13 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "faultsim.h"
+#include "cache_internal.h" /* the cache's lock (test_cache_lock_...) */
 
 #define FSZ 16384 /* the model workload's largest file */
 
@@ -354,6 +357,35 @@ static void test_payload_loses_one_interior_sector(void **state)
 		assert_true(bad >= 1 && bad <= 6); /* interior */
 	}
 	assert_true(lost > 5 && garbage > 5);
+}
+
+/* The smallest write with an interior sector, three sectors: the payload
+ * device loses that one (its old bytes or garbage), never its edges, and
+ * never keeps it whole. */
+static void test_payload_holes_a_three_sector_write(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ];
+
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		faultsim_crash_report rep;
+		unlink(x->path);
+		int fd = xopen(x, "f", KEEL_IO_CREATE);
+		fill(x, fd, 'a', 1536, 0);
+		xsync(x, fd);
+		xsync_dir(x);
+		fill(x, fd, 'n', 1536, 0); /* sectors 0, 1, 2 over durable 'a' */
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_PAYLOAD, 512, seed, &rep);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 1536);
+		int interior_n = 1;
+		for (int i = 0; i < 512; i++) {
+			assert_int_equal(got[i], 'n');
+			assert_int_equal(got[1024 + i], 'n');
+			interior_n &= got[512 + i] == 'n';
+		}
+		assert_false(interior_n);
+	}
 }
 
 static void test_same_seed_same_files(void **state)
@@ -1916,6 +1948,119 @@ static void test_explain_keeps_a_rename(void **state)
 	faultsim_snapshot_free(snap);
 }
 
+/* calloc, failing once when fail_next_calloc is set (glibc's own behind
+ * it): the simulator's out-of-memory paths.  Not under the sanitizers,
+ * whose own calloc must see every allocation their free sees. */
+static volatile int fail_next_calloc;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CALLOC_HOOK 0
+#else
+#define CALLOC_HOOK 1
+extern void *__libc_calloc(size_t n, size_t size);
+void *calloc(size_t n, size_t size)
+{
+	if (fail_next_calloc) {
+		fail_next_calloc = 0;
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __libc_calloc(n, size);
+}
+#endif
+
+/* The device view without memory for its work lists is -ENOMEM, the
+ * buffer untouched and the cache's lock released (the next call works). */
+static void test_device_view_without_memory(void **state)
+{
+	fx *x = *state;
+	unsigned char buf[100];
+	if (!CALLOC_HOOK)
+		skip();
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+
+	fill(x, fd, 'v', 100, 0);
+	int file = faultsim_cache_file_of(x->cache, fd);
+	assert_true(file >= 0);
+	memset(buf, 0, sizeof buf);
+	fail_next_calloc = 1;
+	assert_int_equal(faultsim_cache_device_view(x->cache, file, buf,
+	                                            sizeof buf, 0), -ENOMEM);
+	assert_int_equal(fail_next_calloc, 0);
+	assert_int_equal(buf[0], 0);
+	memset(buf, 'v', sizeof buf);
+	assert_int_equal(faultsim_cache_device_view(x->cache, file, buf,
+	                                            sizeof buf, 0), 0);
+	assert_int_equal(buf[99], 'v');
+	x->io->close(x->io->ctx, fd);
+}
+
+/* A path the file table cannot hold whole (FAULTSIM_PATH_MAX bytes with its
+ * terminating zero) is refused, not cut short: a file known by a cut name
+ * would be undone at the wrong name after a crash.  One byte shorter fits. */
+static void test_track_refuses_a_path_too_long_to_hold(void **state)
+{
+	fx *x = *state;
+	char path[FAULTSIM_PATH_MAX + 1];
+	int fd = open(x->path, O_RDWR | O_CREAT, 0644);
+
+	assert_true(fd >= 0);
+	memset(path, 'a', sizeof path);
+	path[0] = '/';
+	path[FAULTSIM_PATH_MAX] = '\0'; /* strlen FAULTSIM_PATH_MAX */
+	assert_int_equal(faultsim_cache_track(x->cache, fd, path),
+	                 -ENAMETOOLONG);
+	path[FAULTSIM_PATH_MAX - 1] = '\0'; /* the longest that fits */
+	assert_true(faultsim_cache_track(x->cache, fd, path) >= 0);
+	close(fd);
+}
+
+/* 1: PID is asleep in a futex call (/proc/PID/syscall names the call a
+ * blocked task is in), 0: not yet, -1: the kernel does not say. */
+static int asleep_in_futex(pid_t pid)
+{
+	char p[64], buf[64];
+	int r = -1;
+	snprintf(p, sizeof p, "/proc/%d/syscall", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (f && fgets(buf, sizeof buf, f))
+		r = strncmp(buf, "running", 7) != 0 && atoi(buf) == SYS_futex;
+	if (f)
+		fclose(f);
+	return r;
+}
+
+/* The cache's lock serialises writers in several processes (the shim's
+ * followed children, torture's lives): one blocked on it is woken by
+ * another process's unlock.  A lock made without PTHREAD_PROCESS_SHARED
+ * sleeps on a futex private to its own process, and the other's unlock
+ * never wakes it: the writer hangs.  No timing: the unlock comes once the
+ * child is asleep in the kernel; the child's alarm is only the bound on a
+ * hang. */
+static void test_cache_lock_wakes_across_processes(void **state)
+{
+	fx *x = *state;
+	faultsim_cache *c = x->cache;
+	int st, asleep;
+
+	assert_int_equal(pthread_mutex_lock(&c->lock), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		pthread_mutex_lock(&c->lock);
+		pthread_mutex_unlock(&c->lock);
+		_exit(0);
+	}
+	while ((asleep = asleep_in_futex(pid)) == 0)
+		usleep(1000);
+	assert_int_equal(pthread_mutex_unlock(&c->lock), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (asleep < 0)
+		skip(); /* /proc/PID/syscall unreadable: the race is not forced */
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1925,6 +2070,7 @@ int main(void)
 		T(test_torn_persists_whole_sectors),
 		T(test_garbage_fills_one_sector),
 		T(test_payload_loses_one_interior_sector),
+		T(test_payload_holes_a_three_sector_write),
 		T(test_same_seed_same_files),
 		T(test_create_needs_dir_sync),
 		T(test_rename_undone_without_dir_sync),
@@ -1965,6 +2111,9 @@ int main(void)
 		T(test_explain_keeps_named_records),
 		T(test_explain_names_what_the_redo_did),
 		T(test_explain_keeps_a_rename),
+		T(test_cache_lock_wakes_across_processes),
+		T(test_track_refuses_a_path_too_long_to_hold),
+		T(test_device_view_without_memory),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
