@@ -144,7 +144,9 @@ front_end() { # front_end FE EVERY FIRST
 		>"$T/$fe.check" 2>&1
 	rc=$?
 	cat "$T/$fe.check"
-	expect "the $fe agrees with the model ($(wc -l <"$T/$fe.list") workloads, $(( $(date +%s) - t0 ))s)" 0 $rc
+	n=$(wc -l <"$T/$fe.list")
+	el=$(( $(date +%s) - t0 ))
+	expect "the $fe agrees with the model ($n workloads, ${el}s)" 0 $rc
 }
 front_end supervisor 10 1
 front_end shim 30 6
@@ -181,7 +183,9 @@ names_front_end() { # names_front_end FE DEVICES
 		>"$T/$fe.ncheck" 2>&1
 	rc=$?
 	cat "$T/$fe.ncheck"
-	expect "the $fe agrees with the model of names ($(wc -l <"$T/$fe.nlist") workloads, $(( $(date +%s) - t0 ))s)" 0 $rc
+	n=$(wc -l <"$T/$fe.nlist")
+	el=$(( $(date +%s) - t0 ))
+	expect "the $fe agrees with the model of names ($n workloads, ${el}s)" 0 $rc
 }
 if [ "${REFMODEL_FRONT_ENDS:-}" = all ]; then
 	names_front_end supervisor "ordered reorder torn"
