@@ -14,7 +14,7 @@
 # a sample, every workload with REFMODEL_NAMES=all), and the data check
 # through the front ends (tests/refmodel/ops.c under torture --target exec
 # --front-end supervisor|shim, below) and names through them (posix and
-# btrfs): a sample in about 35 s, more with REFMODEL_FRONT_ENDS=all.
+# btrfs): a sample in about 25 s, more with REFMODEL_FRONT_ENDS=all.
 set -u
 B=${1:-build}
 N=${2:-3}
@@ -111,8 +111,8 @@ contains "... and named" "$T/planted-names.out" \
 # are those torture's power cuts leave (--power-loss; the workload ends
 # before its kill).  A batch of workloads, each on its own two files, is
 # crashed at once, SEEDS cuts per device; under ordered model.py judges a
-# batch's cut as one.  Bounded here: every 10th workload through the
-# supervisor, every 30th (others) through the shim, about 25 s;
+# batch's cut as one.  Bounded here: every 15th workload through the
+# supervisor, every 60th (others) through the shim, about 15 s;
 # REFMODEL_FRONT_ENDS=all runs every workload through both (several minutes).
 cc -std=gnu11 -O1 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$T/ops" \
 	tests/refmodel/ops.c >"$T/cc-ops.out" 2>&1
@@ -148,8 +148,8 @@ front_end() { # front_end FE EVERY FIRST
 	el=$(( $(date +%s) - t0 ))
 	expect "the $fe agrees with the model ($n workloads, ${el}s)" 0 $rc
 }
-front_end supervisor 10 1
-front_end shim 30 6
+front_end supervisor 15 1
+front_end shim 60 6
 
 # Names through the front ends (ops.c --names: each workload in a directory
 # of its own), under posix and btrfs, whose names no prefix over the batch
