@@ -1983,6 +1983,59 @@ static void test_explain_kept_rename_over_brings_its_data(void **state)
 	}
 }
 
+/* A sync covers what was written before it began (its mark), not a write
+ * another thread makes while it runs: under ext4 a size change below the
+ * mark commits every earlier name with the data (r2), a size change at
+ * the mark or after it does not, so an unsynced create elsewhere is still
+ * undone on some seeds. */
+static void test_sync_mark_leaves_out_a_write_made_during_it(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	char other[160];
+	int undone = 0;
+
+	snprintf(other, sizeof other, "%s/other", x->dir);
+	for (uint64_t seed = 0; seed < 16; seed++) {
+		fx_fs(x, FAULTSIM_FS_EXT4);
+		durable_file(x, "f", 'a', 100);
+		x->io->close(x->io->ctx, xopen(x, "other", KEEL_IO_CREATE));
+		int fd = xopen(x, "f", 0);
+		int file = faultsim_cache_file_of(x->cache, fd);
+		assert_true(file >= 0);
+		uint64_t mark = faultsim_cache_sync_begin(x->cache);
+		fill(x, fd, 'b', 100, 100); /* grows f: the first seq not covered */
+		assert_int_equal(fdatasync(fd), 0);
+		faultsim_cache_sync_end(x->cache, file, mark, 0,
+		                        FAULTSIM_PROFILE_EXT4);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_TORN, 512, seed, &rep);
+		undone += access(other, F_OK) != 0;
+	}
+	assert_true(undone > 0);
+}
+
+/* A backend made without a fault set (faultsim_io_options.faults NULL:
+ * no spec faults, no kill) makes every call as asked, and the check of no
+ * fault set, or of an operation past the last, is no fault. */
+static void test_no_fault_set_is_no_fault(void **state)
+{
+	fx *x = *state;
+	faultsim_io_options o = { x->cache, NULL, FAULTSIM_PROFILE_EXT4 };
+
+	assert_int_equal(faultsim_faults_check(NULL, FAULTSIM_OP_PWRITE), 0);
+	assert_int_equal(faultsim_faults_check(x->faults, FAULTSIM_OP_COUNT),
+	                 0);
+	faultsim_io_free(x->fio);
+	assert_int_equal(faultsim_io_new(&o, &x->fio), 0);
+	x->io = faultsim_io_table(x->fio);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	fill(x, fd, 'q', 100, 0);
+	xsync(x, fd);
+	assert_int_equal(x->io->close(x->io->ctx, fd), 0);
+	assert_file(x, "f", 'q', 100);
+}
+
 /* calloc, failing once when fail_next_calloc is set (glibc's own behind
  * it): the simulator's out-of-memory paths.  Not under the sanitizers,
  * whose own calloc must see every allocation their free sees. */
@@ -2148,6 +2201,8 @@ int main(void)
 		T(test_explain_keeps_a_rename),
 		T(test_cache_lock_wakes_across_processes),
 		T(test_track_refuses_a_path_too_long_to_hold),
+		T(test_no_fault_set_is_no_fault),
+		T(test_sync_mark_leaves_out_a_write_made_during_it),
 		T(test_explain_kept_rename_over_brings_its_data),
 		T(test_device_view_without_memory),
 #undef T
