@@ -1796,6 +1796,35 @@ static void test_seal_narrows_to_the_changed_bytes(void **state)
 	assert_true(garbage > 0);
 }
 
+/* The same for a change at either edge of the page (its first bytes, or
+ * its last): the page narrows to them from the one side it can. */
+static void test_seal_narrows_a_change_at_a_page_edge(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char buf[8192];
+	stops st = { 0 };
+	static const uint64_t at[] = { 0, 4086 };
+
+	for (size_t k = 0; k < 2; k++) {
+		uint64_t garbage = 0;
+		for (uint64_t seed = 0; seed < 16; seed++) {
+			int file, fd = mapped_file(x, "m", &file);
+			map_fault_page(x, file, fd, 0);
+			store(fd, "0123456789", at[k]);
+			assert_int_equal(map_seal(x, file, fd, &st), 1);
+			close(fd);
+			crash(x, FAULTSIM_DEVICE_GARBAGE, 512, seed, &rep);
+			garbage += rep.garbage;
+			assert_int_equal(slurp(x, "m", buf, sizeof buf), 8192);
+			for (uint64_t i = 0; i < 8192; i++)
+				if (i < at[k] || i >= at[k] + 10)
+					assert_int_equal(buf[i], 'a');
+		}
+		assert_true(garbage > 0);
+	}
+}
+
 /* ---- explaining a crash: snapshots, records kept by seq, what was dropped -- */
 
 /* What an explanation names and what the report counts agree: every
@@ -2196,6 +2225,7 @@ int main(void)
 		T(test_unsealed_stores_follow_the_device_model),
 		T(test_sync_leaves_unsealed_pages_unsynced),
 		T(test_seal_narrows_to_the_changed_bytes),
+		T(test_seal_narrows_a_change_at_a_page_edge),
 		T(test_explain_keeps_named_records),
 		T(test_explain_names_what_the_redo_did),
 		T(test_explain_keeps_a_rename),
