@@ -2065,6 +2065,30 @@ static void test_no_fault_set_is_no_fault(void **state)
 	assert_file(x, "f", 'q', 100);
 }
 
+/* A file opened as descriptor 0 (a program that closed its standard
+ * input) is followed like any other: its unsynced write is a record a
+ * power cut decides. */
+static void test_descriptor_zero_is_followed(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	int in = dup(0); /* -1 (EBADF) when it is closed already */
+
+	if (in >= 0)
+		assert_int_equal(close(0), 0);
+	int fd = xopen(x, "f", KEEL_IO_CREATE);
+	int was = fd;
+	fill(x, fd, 'z', 100, 0);
+	x->io->close(x->io->ctx, fd);
+	if (in >= 0) {
+		assert_int_equal(dup2(in, 0), 0);
+		close(in);
+	}
+	assert_int_equal(was, 0);
+	crash(x, FAULTSIM_DEVICE_REORDER, 512, 1, &rep);
+	assert_int_equal(rep.kept + rep.lost, 1);
+}
+
 /* calloc, failing once when fail_next_calloc is set (glibc's own behind
  * it): the simulator's out-of-memory paths.  Not under the sanitizers,
  * whose own calloc must see every allocation their free sees. */
@@ -2231,6 +2255,7 @@ int main(void)
 		T(test_explain_keeps_a_rename),
 		T(test_cache_lock_wakes_across_processes),
 		T(test_track_refuses_a_path_too_long_to_hold),
+		T(test_descriptor_zero_is_followed),
 		T(test_no_fault_set_is_no_fault),
 		T(test_sync_mark_leaves_out_a_write_made_during_it),
 		T(test_explain_kept_rename_over_brings_its_data),
