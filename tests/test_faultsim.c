@@ -2089,6 +2089,34 @@ static void test_descriptor_zero_is_followed(void **state)
 	assert_int_equal(rep.kept + rep.lost, 1);
 }
 
+/* fallocate through the backend is a size change like a truncate: an
+ * unsynced one is a record the power cut keeps or undoes (the file is its
+ * durable 100 bytes or the allocated 4096), and the call leaves the cache
+ * usable (its ticket ended). */
+static void test_fallocate_is_a_recorded_extension(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char buf[FSZ];
+	int sizes = 0;
+
+	for (uint64_t seed = 0; seed < 8; seed++) {
+		unlink(x->path);
+		durable_file(x, "f", 'a', 100);
+		int fd = xopen(x, "f", 0);
+		assert_int_equal(x->io->fallocate(x->io->ctx, fd, 0, 4096), 0);
+		fill(x, fd, 'a', 100, 0); /* the next call: the lock is free */
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+		long n = slurp(x, "f", buf, sizeof buf);
+		assert_true(n == 100 || n == 4096);
+		sizes |= n == 100 ? 1 : 2;
+		for (long i = 0; i < n; i++)
+			assert_int_equal(buf[i], i < 100 ? 'a' : 0);
+	}
+	assert_int_equal(sizes, 3);
+}
+
 /* calloc, failing once when fail_next_calloc is set (glibc's own behind
  * it): the simulator's out-of-memory paths.  Not under the sanitizers,
  * whose own calloc must see every allocation their free sees. */
@@ -2255,6 +2283,7 @@ int main(void)
 		T(test_explain_keeps_a_rename),
 		T(test_cache_lock_wakes_across_processes),
 		T(test_track_refuses_a_path_too_long_to_hold),
+		T(test_fallocate_is_a_recorded_extension),
 		T(test_descriptor_zero_is_followed),
 		T(test_no_fault_set_is_no_fault),
 		T(test_sync_mark_leaves_out_a_write_made_during_it),
