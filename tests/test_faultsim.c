@@ -2117,6 +2117,40 @@ static void test_fallocate_is_a_recorded_extension(void **state)
 	assert_int_equal(sizes, 3);
 }
 
+/* A rename the real call refuses (EXDEV: the target is on another file
+ * system, /dev/shm's tmpfs) is no record: a file made later at the refused
+ * target does not pull the refused rename's source in with its name.
+ * Under btrfs a file's fsync makes durable the names its own depends on
+ * (r1); the refused rename would tie the target to fa, and with it fa's
+ * unsynced create, which a power cut must undo. */
+static void test_refused_rename_ties_no_names(void **state)
+{
+	fx *x = *state;
+	char from[160], to[160];
+	struct stat a, b;
+	faultsim_crash_report rep;
+
+	snprintf(to, sizeof to, "/dev/shm/keel-faultsim-%d", (int)getpid());
+	if (stat("/dev/shm", &a) != 0 || stat(x->dir, &b) != 0 ||
+	    a.st_dev == b.st_dev)
+		skip(); /* no second file system at hand */
+	fx_fs(x, FAULTSIM_FS_BTRFS);
+	int fd = xopen(x, "fa", KEEL_IO_CREATE); /* its name never synced */
+	x->io->close(x->io->ctx, fd);
+	snprintf(from, sizeof from, "%s/fa", x->dir);
+	assert_int_equal(x->io->rename(x->io->ctx, from, to), -EXDEV);
+	fd = x->io->open(x->io->ctx, to, KEEL_IO_CREATE, 0644);
+	assert_true(fd >= 0);
+	fill(x, fd, 'g', 100, 0);
+	xsync(x, fd);
+	x->io->close(x->io->ctx, fd);
+	crash(x, FAULTSIM_DEVICE_REORDER, 512, 3, &rep);
+	int kept = access(to, F_OK) == 0;
+	unlink(to);
+	assert_true(kept);
+	assert_int_not_equal(access(from, F_OK), 0); /* fa's create undone */
+}
+
 /* calloc, failing once when fail_next_calloc is set (glibc's own behind
  * it): the simulator's out-of-memory paths.  Not under the sanitizers,
  * whose own calloc must see every allocation their free sees. */
@@ -2283,6 +2317,7 @@ int main(void)
 		T(test_explain_keeps_a_rename),
 		T(test_cache_lock_wakes_across_processes),
 		T(test_track_refuses_a_path_too_long_to_hold),
+		T(test_refused_rename_ties_no_names),
 		T(test_fallocate_is_a_recorded_extension),
 		T(test_descriptor_zero_is_followed),
 		T(test_no_fault_set_is_no_fault),
