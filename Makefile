@@ -36,10 +36,12 @@ DEPS_STAMP = $(B)/.deps-build
 # tests/h3_browser.sh (a real browser) need these: make test installs them
 # as root, and elsewhere those tests skip, saying why.
 DEPS_TEST_ROOT = slurm-wlm munge chromium
-# The engines the claims table tortures (targets/, docs/claims.md).
+# The engines the claims table tortures (targets/, docs/claims.md), and
+# the servers of its "servers" section (tools/claims_servers.sh).
 DEPS_TARGETS = libsqlite3-dev liblmdb-dev libleveldb-dev librocksdb-dev \
 	redis-server git sqlite3 libglib2.0-dev libgdbm-dev libtdb-dev \
-	libdb5.3-dev etcd-server jq postgresql mariadb-server mercurial
+	libdb5.3-dev etcd-server jq postgresql mariadb-server mercurial \
+	tinycdb rrdtool libtokyocabinet-dev
 DEPS_TARGETS_STAMP = $(B)/.deps-targets
 
 # ---- the library (floors 0-2) -------------------------------------------
@@ -177,7 +179,7 @@ all: $(DEPS_STAMP) $(B)/libkeel.a $(B)/libkeel.so $(B)/keel.pc $(PROGRAMS) \
 	$(B)/libkeel-shim.so $(SHIM_TEST_PROGS) $(BENCH_TOOLS) $(TARGET_PROGS) \
 	$(TEST_TOOLS)
 
-.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants mutants-sim claims
+.PHONY: all deps deps-bench test asan tsan torture fuzz install clean bench mutants mutants-sim claims claims-servers
 
 # ---- dependencies -------------------------------------------------------
 $(DEPS_STAMP):
@@ -333,6 +335,12 @@ torture: all
 # after CLAIMS_DURATION (90s), whichever comes first.  Not part of make test.
 claims: all
 	sh tools/claims.sh $(B)
+
+# Its "servers" section: PostgreSQL, MariaDB, etcd, Redis, Mercurial,
+# tinycdb, RRDtool and Tokyo Cabinet as exec targets (about 25 minutes;
+# root, for --user postgres and --user mysql).
+claims-servers: all
+	sh tools/claims_servers.sh $(B)
 
 # Each patch of tests/mutants/ plants a bug; make test and a fixed torture
 # set must catch it.  Long (minutes per mutant): not part of make test.

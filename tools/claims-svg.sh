@@ -26,7 +26,7 @@ function class(v) {
 	if (v ~ /^holds/) return "holds"
 	if (v ~ /^BROKEN/) return "broken"
 	if (v ~ /^UNAVAILABLE/) return "unavailable"
-	if (v ~ /^set-up/) return "setup"
+	if (v ~ /^set-up/ || v ~ /^refused/) return "setup"
 	return "notrun"
 }
 # the "torn, under ext4 / xfs / btrfs" cell: "-" or "ext4: V; xfs: V; btrfs: V"

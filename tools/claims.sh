@@ -162,6 +162,10 @@ mkdir -p "$O"
 	echo
 	[ -f "$T/repro" ] && sed 's/^/    /' "$T/repro"
 } >"$T/page"
+# the sections other scripts write to the page (tools/claims_servers.sh:
+# "servers", between results markers) stay
+[ ! -f "$O/claims.md" ] || awk '/^<!-- results:begin / { p = 1; print "" }
+	p { print } /^<!-- results:end / { p = 0 }' "$O/claims.md" >>"$T/page"
 cp "$T/page" "$O/claims.md"
 sh "$here/claims-svg.sh" "$O/claims.md" >"$O/claims.svg"
 echo

@@ -16,6 +16,13 @@
 #                    is written at each commit and flushed once a second;
 #                    documented to lose up to a second of commits when the
 #                    operating system crashes
+#           trx0     noaio and innodb_flush_log_at_trx_commit=0: the redo log
+#                    is written and flushed once a second, not at commit;
+#                    documented to lose up to a second of commits when
+#                    mariadbd crashes
+#           aio-trx2, aio-trx0
+#                    trx2 and trx0 with native AIO left on (refused, as
+#                    default is)
 #
 # mariadb.sh DIR --init (torture's --setup) makes the data directory and
 # the table.  mariadb.sh DIR --check starts the server on what the crash
@@ -38,6 +45,9 @@ default|--init) ;;
 --check) opts="$opts --innodb-use-native-aio=0" ;;
 noaio) opts="$opts --innodb-use-native-aio=0" ;;
 trx2) opts="$opts --innodb-use-native-aio=0 --innodb-flush-log-at-trx-commit=2" ;;
+trx0) opts="$opts --innodb-use-native-aio=0 --innodb-flush-log-at-trx-commit=0" ;;
+aio-trx2) opts="$opts --innodb-flush-log-at-trx-commit=2" ;;
+aio-trx0) opts="$opts --innodb-flush-log-at-trx-commit=0" ;;
 *) echo "mariadb.sh: unknown configuration '$mode'" >&2; exit 2 ;;
 esac
 
