@@ -27,9 +27,9 @@
  *                 its later stores undoable (LOST)
  *   scm-dup       data's descriptor comes from a forked child over a socket,
  *                 received with syscall(SYS_recvmsg) (no wrapper sees it),
- *                 written and synced once (adopted); every put then writes
- *                 through a dup() of it, never synced: a copy of an adopted
- *                 descriptor is followed too (LOST)
+ *                 its bytes written back and synced once (adopted); every
+ *                 put writes through a dup() of it, never synced: a copy
+ *                 of an adopted descriptor is followed too (LOST)
  *   numbers       data's descriptor closed before each put, its number taken
  *                 by DIR/other (written, fsynced, closed), then data opened
  *                 again on the same number, overwritten and fdatasynced: a
@@ -231,8 +231,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "scm-dup")) {
 		/* adopted at its first write, made durable, then copied */
 		int got = received(sock, at("data"), O_RDWR);
-		record(rec, "data", 0);
-		if (pwrite(got, rec, REC, 0) != REC || fdatasync(got) != 0)
+		/* the bytes data holds now, written back: no value goes
+		 * to the file that no intent named (after a cut that lost
+		 * op 0, "v0" would be one) */
+		if (pread(got, rec, REC, 0) != REC ||
+		    pwrite(got, rec, REC, 0) != REC || fdatasync(got) != 0)
 			die("adopted write");
 		close(fd);
 		if ((fd = dup(got)) < 0)
