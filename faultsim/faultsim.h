@@ -337,10 +337,13 @@ typedef enum faultsim_profile {
  * (faultsim_fs: r1 the file's name, r2 every earlier one); on failure
  * PROFILE decides what happens to them.  Records made while the sync ran
  * are left unsynced (the real sync may or may not cover them).
+ * faultsim_cache_sync_end returns 1 when it wrote FILE itself (the btrfs
+ * profile puts a failed sync's bytes back at once): a change of the file
+ * the caller's record of its changes must count as explained, else 0.
  */
 uint64_t faultsim_cache_sync_begin(faultsim_cache *c);
-void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
-                             int result, faultsim_profile profile);
+int faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
+                            int result, faultsim_profile profile);
 
 /* 1 when NAME (a path or a bare name) is a stash the cache made
  * (".faultsim.<seq>.stash", above): the simulator's own, never the

@@ -102,15 +102,16 @@ static void revert_one(int fd, fs_rec *r)
 	/* an extension only changed the size: it stays, unsynced */
 }
 
-/* btrfs: revert FILE's unsynced records below MARK, newest first. */
-static void revert_file(faultsim_cache *c, int file, uint64_t mark)
+/* btrfs: revert FILE's unsynced records below MARK, newest first.  1
+ * when any was written back into the file. */
+static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
 	uint64_t *list = NULL, n = 0, cap = 0;
-	int fd = faultsim_file_open(c, file);
+	int fd = faultsim_file_open(c, file), wrote = 0;
 
 	if (fd < 0)
-		return; /* nothing to revert on: the records stay unsynced */
+		return 0; /* nothing to revert on: the records stay unsynced */
 	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
 		if (rec_is_data(r) && r->file == file && r->seq < mark &&
@@ -126,11 +127,13 @@ static void revert_file(faultsim_cache *c, int file, uint64_t mark)
 		}
 		pos += r->size;
 	}
+	wrote = n > 0;
 	while (n > 0)
 		revert_one(fd, rec_at(c, list[--n]));
 out_free:
 	free(list);
 	close(fd);
+	return wrote;
 }
 
 /* ---- the file system model: what else a file sync commits ----------------- */
@@ -256,11 +259,13 @@ static void file_synced(faultsim_cache *c, int file, uint64_t mark)
 		names_of(c, file, mark, 1);
 }
 
-void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
-                             int result, faultsim_profile profile)
+int faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
+                            int result, faultsim_profile profile)
 {
+	int wrote = 0;
+
 	if (!faultsim_file_at(c, file))
-		return;
+		return 0;
 	pthread_mutex_lock(&c->lock);
 	if (result >= 0)
 		file_synced(c, file, mark);
@@ -268,9 +273,10 @@ void faultsim_cache_sync_end(faultsim_cache *c, int file, uint64_t mark,
 	         profile == FAULTSIM_PROFILE_XFS)
 		mark_file(c, file, mark, ST_LOST);
 	else if (profile == FAULTSIM_PROFILE_BTRFS)
-		revert_file(c, file, mark);
+		wrote = revert_file(c, file, mark);
 	faultsim_rec_trim(c);
 	pthread_mutex_unlock(&c->lock);
+	return wrote;
 }
 
 /* ---- directories ----------------------------------------------------------- */

@@ -120,14 +120,12 @@ void seen_end(int file)
 		__atomic_sub_fetch(&e->inflight, 1, __ATOMIC_ACQ_REL);
 }
 
-void expect_sync_failed(int file, int fd, const char *path, int rc)
+void expect_reverted(int file, int fd, const char *path)
 {
 	shim_file *f = &ctl->files[file];
 	shim_seen *e = seen_of(file);
 	struct stat st;
 
-	if (rc >= 0 || profile != FAULTSIM_PROFILE_BTRFS)
-		return;
 	/* its size is the one the revert left; the newest write's bytes
 	 * may be gone, so no sample is held until the next write */
 	if ((fd >= 0 ? fstat(fd, &st) : stat(path, &st)) == 0)

@@ -266,12 +266,11 @@ void expect_forget_path(const char *abs);
 void expect_begin(int file, int fd, uint64_t new_end, int truncate);
 void expect_end(int file, int fd, uint64_t size, const void *buf,
                 uint64_t off, ssize_t n);
-/* A sync of FILE (on FD, or at PATH when FD is -1) failed with RC: under
- * the btrfs profile the
- * simulator has just written its failed pages back to what the device
- * holds (faultsim_cache_sync_end), a change of its bytes the record
- * explains; nothing otherwise. */
-void expect_sync_failed(int file, int fd, const char *path, int rc);
+/* The simulator has just written FILE (on FD, or at PATH when FD is -1)
+ * back to what the device holds (faultsim_cache_sync_end said so: a
+ * failed sync under the btrfs profile), a change of its bytes the record
+ * explains. */
+void expect_reverted(int file, int fd, const char *path);
 /* A recorded namespace call is about to change the name ABS. */
 void name_touch(const char *abs);
 /* FILE's slot in this life's changes (NULL: the table is full). */

@@ -535,8 +535,8 @@ int msync(void *addr, size_t len, int flags)
 	mark = faultsim_cache_sync_begin(cache);
 	if ((rc = inject(FAULTSIM_OP_FDATASYNC)) == 0)
 		rc = real_msync(addr, len, flags) == 0 ? 0 : -errno;
-	faultsim_cache_sync_end(cache, file, mark, rc, profile);
-	expect_sync_failed(file, -1, maps[s].path, rc);
+	if (faultsim_cache_sync_end(cache, file, mark, rc, profile))
+		expect_reverted(file, -1, maps[s].path);
 	remember(SHIM_OP_MSYNC, file, maps[s].path, NULL,
 	         maps[s].off + ((uintptr_t)addr - maps[s].addr), len, rc, 0);
 	in_shim = 0;

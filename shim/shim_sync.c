@@ -60,8 +60,8 @@ static int file_sync(int fd, faultsim_op op)
 		rc = (op == FAULTSIM_OP_FSYNC ? real_fsync(fd)
 		                              : real_fdatasync(fd)) == 0 ? 0
 		                                                      : -errno;
-	faultsim_cache_sync_end(cache, file, mark, rc, profile);
-	expect_sync_failed(file, fd, NULL, rc);
+	if (faultsim_cache_sync_end(cache, file, mark, rc, profile))
+		expect_reverted(file, fd, NULL);
 	if (rc < 0)
 		errseq_spread(file, fd, rc);
 	pending = fd_err[fd];

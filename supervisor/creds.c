@@ -16,16 +16,17 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* One "Groups:" line's numbers into K; 0, or -E2BIG past SUP_GROUPS. */
-static int groups_of(const char *line, sup_creds *k)
+/* The numbers of a "Groups:" line (P: after its key) into K; 0, or
+ * -E2BIG past SUP_GROUPS. */
+static int groups_of(const char *p, sup_creds *k)
 {
-	const char *p = line + sizeof "Groups:" - 1;
 	char *end;
 
 	k->ngroups = 0;
@@ -42,35 +43,67 @@ static int groups_of(const char *line, sup_creds *k)
 	}
 }
 
+/* What follows "KEY" at the start of one of BUF's lines, or NULL. */
+static const char *field(const char *buf, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = buf; p; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, key, n) == 0)
+			return p + n;
+	}
+	return NULL;
+}
+
+/* The 4th number (the file-system id) of a "Uid:" or "Gid:" line at P. */
+static int fs_id(const char *p, unsigned *out)
+{
+	char *end;
+
+	for (int i = 0; p && i < 4; i++, p = end) {
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p)
+			return -1;
+		if (i == 3)
+			*out = (unsigned)v;
+	}
+	return p ? 0 : -1;
+}
+
+/* The status file is read whole, in one read where it fits (the kernel
+ * makes it afresh for each open: about half of what a read line by line
+ * costs), and only its four lines are looked at. */
 int sup_creds_of(const sup_call *c, sup_creds *k)
 {
-	char p[64], line[4096];
-	unsigned m, a, b, d, e;
-	int rc = -ESRCH;
+	char p[64], buf[16384];
+	size_t got = 0;
+	ssize_t n;
 
 	k->umask = 022;
 	k->uid = (unsigned)geteuid();
 	k->gid = (unsigned)getegid();
 	k->ngroups = -1; /* not read: the groups are left as they are */
 	snprintf(p, sizeof p, "/proc/%d/status", c->tid);
-	FILE *f = fopen(p, "re");
-	while (f && fgets(line, sizeof line, f)) {
-		rc = 0;
-		if (sscanf(line, "Umask: %o", &m) == 1)
-			k->umask = (mode_t)m;
-		else if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &d, &e) == 4)
-			k->uid = e;
-		else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &d, &e) == 4)
-			k->gid = e;
-		else if (strncmp(line, "Groups:", 7) == 0 &&
-		         groups_of(line, k) < 0) {
-			rc = -E2BIG;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return rc;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	while (got < sizeof buf - 1 &&
+	       (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	const char *u = field(buf, "Umask:"), *g = field(buf, "Groups:");
+	if (!got || fs_id(field(buf, "Uid:"), &k->uid) < 0 ||
+	    fs_id(field(buf, "Gid:"), &k->gid) < 0)
+		return -ESRCH; /* gone, or not a task's status */
+	if (u)
+		k->umask = (mode_t)strtoul(u, NULL, 8);
+	/* a groups line the buffer cuts off: more groups than are kept */
+	if (g && (!strchr(g, '\n') || groups_of(g, k) < 0))
+		return -E2BIG;
+	return 0;
 }
 
 /* The harness's own identity, read once (torture does not change it). */

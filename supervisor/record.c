@@ -651,12 +651,11 @@ static void do_sync(const sup_call *c, int nr)
 			if (crash && rc == 0)
 				rc = FAULTSIM_CRASH;
 		}
-		faultsim_cache_sync_end(c->r->cache, file, mark,
-		                        rc == FAULTSIM_CRASH ? 0 : rc,
-		                        c->r->profile);
-		/* btrfs: the failed pages were just written back to what the
-		 * device holds, a change the record explains */
-		if (rc < 0 && c->r->profile == FAULTSIM_PROFILE_BTRFS)
+		/* the simulator may write the file back (a failed sync
+		 * under btrfs): a change the record explains */
+		if (faultsim_cache_sync_end(c->r->cache, file, mark,
+		                            rc == FAULTSIM_CRASH ? 0 : rc,
+		                            c->r->profile))
 			seen(c, dfd);
 		ring(c, nr == __NR_fsync ? SHIM_OP_FSYNC : SHIM_OP_FDATASYNC,
 		     file, abs, NULL, 0, 0, rc == FAULTSIM_CRASH ? 0 : rc, 0);
