@@ -67,6 +67,16 @@ if [ $fail -gt 0 ]; then
 		failed="$failed $(cat "$res/$n.name")"
 	done
 	echo "failed:$failed"
+	# once more, last, each failed test's failed checks alone (at most
+	# five a test): a log cut to its last lines still shows them
+	n=0
+	while [ $n -lt $i ]; do
+		n=$((n + 1))
+		[ -e "$res/$n.rc" ] && [ "$(cat "$res/$n.rc")" != 0 ] || continue
+		grep '^not ok\|^FAIL\|\[  FAILED  \]' "$res/$n.report" |
+			grep -v "; its output:$" | awk '!seen[$0]++' | head -n 5 | cut -c1-300 |
+			sed "s|^|$(cat "$res/$n.name"): |"
+	done
 fi
 echo "keel: $pass passed, $fail failed"
 [ $fail -eq 0 ]
