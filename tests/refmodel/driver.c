@@ -14,13 +14,31 @@
  *   Df    fdatasync of f
  *   Tf    ftruncate of f to 4 KiB
  *
+ * and model.py's extended alphabet (gen-ext):
+ *
+ *   Of0   Of1  a pwrite as on an O_SYNC descriptor (the record ended
+ *              durable, as the shim ends it)
+ *   Kf1   a pwrite at 2 KiB through a dup of f's descriptor
+ *   Mf    a store of 4 KiB at 0 through f's shared mapping: the page
+ *         recorded at its first store since the last seal, as the shim's
+ *         fault handler records it
+ *   Xf    msync(MS_SYNC) of f's mapping (seal, then a data sync)
+ *   Af    msync(MS_ASYNC) of it (nothing recorded)
+ *   Y     syncfs of the directory: every file's records and the names
+ *   Ef    an fsync of f that fails with EIO: the cache's sync_end with
+ *         -EIO under PROFILE (--profile; ext4 when absent)
+ *
+ * Before every recorded change and every sync of f the driver seals f's
+ * mapped records, as the shim does at a flush point.
+ *
  * The Nth op (from 0) writes the byte 'A' + N.  After the last op the power
  * fails: faultsim_cache_crash under the device models ordered, reorder and
  * torn (512-byte sectors) with seeds 0 .. SEEDS-1, and the files as the
  * crash left them are printed, one line each:
  *
- *   WORKLOAD|DEVICE|SEED|a=SECTORS|b=SECTORS
+ *   WORKLOAD|DEVICE|SEED|a=SECTORS|b=SECTORS[|p=PROFILE]
  *
+ * (the profile's field only under --profile).
  * SECTORS: the byte of each 512-byte sector (every write covers whole
  * sectors; a sector that is not one byte throughout prints '?').  Exit 0,
  * or 1 with a message when a call fails.
@@ -37,11 +55,14 @@
  *   WORKLOAD|FS|DEVICE|SEED|a=V|b=V|c=V|m=V
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +74,10 @@
 static const keel_io *io;
 static faultsim_cache *cache;
 static char dir[4096];
+static const char *profile_name;          /* --profile, or NULL */
+static faultsim_profile profile = FAULTSIM_PROFILE_EXT4;
+static unsigned char *map[2];             /* a and b, shared, 8 KiB     */
+static int writable[2];                   /* page 0 recorded, unsealed  */
 
 static void die(const char *what)
 {
@@ -102,6 +127,53 @@ static void print_file(char f)
 	}
 }
 
+static void unwritable(void *arg, uint64_t off, uint64_t len, uint32_t tag)
+{
+	(void)arg;
+	(void)off;
+	(void)len;
+	writable[tag] = 0;
+}
+
+static int file_of(int fd)
+{
+	int file = faultsim_cache_file_of(cache, fd);
+	if (file < 0)
+		die("faultsim_cache_file_of");
+	return file;
+}
+
+/* a flush point of the file open as FD: its mapped records take its bytes */
+static void seal(int fd)
+{
+	faultsim_ticket t = { 0 };
+	faultsim_cache_map_lock(cache, &t);
+	int rc = faultsim_cache_map_seal(&t, file_of(fd), fd, (uint32_t)getpid(),
+	                                 unwritable, NULL);
+	faultsim_cache_map_unlock(&t);
+	if (rc < 0)
+		die("faultsim_cache_map_seal");
+}
+
+/* a pwrite of 4 KiB of BYTE at OFF recorded by hand: through FD, on the
+ * file of OF; durable at once when DURABLE */
+static void write_by_hand(int fd, int of, int byte, off_t off, int durable)
+{
+	static unsigned char chunk[4096];
+	faultsim_ticket t = { 0 };
+	memset(chunk, byte, sizeof chunk);
+	if (faultsim_cache_write_begin(cache, file_of(of), fd, chunk,
+	                               sizeof chunk, (uint64_t)off, &t) != 0)
+		die("faultsim_cache_write_begin");
+	ssize_t n = pwrite(fd, chunk, sizeof chunk, off);
+	if (durable)
+		faultsim_cache_write_end_durable(&t, n);
+	else
+		faultsim_cache_write_end(&t, n);
+	if (n != sizeof chunk)
+		die("pwrite");
+}
+
 static void run(const char *workload, faultsim_device dev, uint64_t seed)
 {
 	static unsigned char chunk[4096];
@@ -109,10 +181,69 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 	int fd[2] = { open_file('a'), open_file('b') }, n = 0;
 
 	reset(fd);
+	for (int i = 0; i < 2; i++) {
+		map[i] = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		              fd[i], 0);
+		if (map[i] == MAP_FAILED)
+			die("mmap");
+		writable[i] = 0;
+	}
 	snprintf(ops, sizeof ops, "%s", workload);
 	for (char *op = strtok(ops, " "); op; op = strtok(NULL, " "), n++) {
 		int f = op[1] == 'b';
-		if (op[0] == 'W') {
+		if (op[0] == 'Y') {                 /* flush points */
+			seal(fd[0]);
+			seal(fd[1]);
+		} else if (strchr("WTOKSDXE", op[0])) {
+			seal(fd[f]);
+		}
+		if (op[0] == 'O' || op[0] == 'K') {
+			int d = op[0] == 'K' ? dup(fd[f]) : fd[f];
+			if (d < 0)
+				die("dup");
+			write_by_hand(d, fd[f], 'A' + n, op[2] == '1' ? 2048 : 0,
+			              op[0] == 'O');
+			if (d != fd[f])
+				close(d);
+		} else if (op[0] == 'M') {
+			if (!writable[f]) {
+				faultsim_ticket t = { 0 };
+				faultsim_cache_map_lock(cache, &t);
+				int rc = faultsim_cache_map_record(
+				        &t, file_of(fd[f]), fd[f], 0, 4096,
+				        (uint32_t)getpid(), (uint32_t)f);
+				faultsim_cache_map_unlock(&t);
+				if (rc != 1)
+					die("faultsim_cache_map_record");
+				writable[f] = 1;
+			}
+			memset(map[f], 'A' + n, 4096);
+		} else if (op[0] == 'X') {
+			uint64_t mark = faultsim_cache_sync_begin(cache);
+			int rc = msync(map[f], FILE_SIZE, MS_SYNC);
+			(void)faultsim_cache_sync_end(cache, file_of(fd[f]), mark,
+			                              rc ? -errno : 0, profile);
+			if (rc)
+				die("msync");
+		} else if (op[0] == 'A') {
+			if (msync(map[f], FILE_SIZE, MS_ASYNC) != 0)
+				die("msync");
+		} else if (op[0] == 'Y') {
+			uint64_t mark = faultsim_cache_sync_begin(cache);
+			int d = open(dir, O_RDONLY | O_DIRECTORY);
+			if (d < 0 || syncfs(d) != 0)
+				die("syncfs");
+			close(d);
+			for (uint32_t i = 0; i < faultsim_cache_nfiles(cache); i++)
+				(void)faultsim_cache_sync_end(cache, (int)i, mark, 0,
+				                              profile);
+			faultsim_cache_dir_sync_end(cache, dir, mark, 0);
+		} else if (op[0] == 'E') {
+			uint64_t mark = faultsim_cache_sync_begin(cache);
+			(void)fsync(fd[f]);
+			(void)faultsim_cache_sync_end(cache, file_of(fd[f]), mark,
+			                              -EIO, profile);
+		} else if (op[0] == 'W') {
 			memset(chunk, 'A' + n, sizeof chunk);
 			if (io->pwrite(io->ctx, fd[f], chunk, sizeof chunk,
 			               op[2] == '1' ? 2048 : 0) != sizeof chunk)
@@ -134,8 +265,11 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 	io->close(io->ctx, fd[1]);
 	faultsim_crash_options o = { dev, SECTOR, seed };
 	faultsim_crash_report rep;
+	/* the crash seals what is unsealed from the file as it stands */
 	if (faultsim_cache_crash(cache, &o, &rep) != 0)
 		die("crash");
+	munmap(map[0], FILE_SIZE);
+	munmap(map[1], FILE_SIZE);
 	printf("%s|%s|%llu|", workload,
 	       dev == FAULTSIM_DEVICE_ORDERED ? "ordered" :
 	       dev == FAULTSIM_DEVICE_REORDER ? "reorder" : "torn",
@@ -143,6 +277,8 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 	print_file('a');
 	putchar('|');
 	print_file('b');
+	if (profile_name)
+		printf("|p=%s", profile_name);
 	putchar('\n');
 }
 
@@ -289,7 +425,13 @@ int main(int argc, char **argv)
 	faultsim_fs fsm = FAULTSIM_FS_POSIX;
 	char real[PATH_MAX];
 
-	if ((argc != 3 && !fs) || (fs && faultsim_fs_parse(fs, &fsm) != 0) ||
+	if (argc == 5 && strcmp(argv[3], "--profile") == 0) {
+		profile_name = argv[4];
+		if (faultsim_profile_parse(profile_name, &profile) != 0)
+			return 2;
+	}
+	if ((argc != 3 && !fs && !profile_name) ||
+	    (fs && faultsim_fs_parse(fs, &fsm) != 0) ||
 	    !realpath(argv[1], real))
 		return 2;
 	snprintf(dir, sizeof dir, "%s", real);

@@ -4,6 +4,9 @@ apart from the fault simulator (it shares no code with faultsim/), and the
 differential check of the simulator against it (tests/refmodel.sh).
 
     model.py gen N            every workload of 1..N ops (driver.c's alphabet)
+    model.py gen-ext N [K]    the extended alphabet (EXT_OPS below): every
+                              workload of 1..N ops with one of its new ops,
+                              those of N ops only every Kth (default 1)
     model.py check SEEDS < DRIVER_OUTPUT
 
 The rules, each from its row of docs/faults.md:
@@ -24,6 +27,30 @@ The rules, each from its row of docs/faults.md:
   R-data  a write that persists lands whole (whole-write devices) over
           what was there; writes land in issue order, a later one over an
           earlier one where they overlap.
+
+  R-osync "on O_SYNC/O_DSYNC (or RWF_SYNC/RWF_DSYNC) the write is
+          durable at once" (the shim's table, `write`): Of0, Of1 -- that
+          write, no other.
+  R-map   "Writes through a shared mapping": a store (Mf, 4 KiB at 0) is
+          recorded at its page's first fault and sealed at the file's next
+          flush point (an fsync, fdatasync or msync(MS_SYNC) of it, a
+          recorded write or truncate of it, sync, or the crash): it then
+          reaches a crash "exactly as a pwrite of its changed bytes would",
+          holding the page's bytes at the seal (later stores to a page
+          already writable make no new record), in the order of its fault.
+          Xf is msync(MS_SYNC), a data sync of the whole file; Af,
+          msync(MS_ASYNC), "makes nothing durable".
+  R-all   "sync syncfs: everything below the directory durable" (Y).
+  R-dup   a write through a dup of the descriptor (Kf1) is the file's write
+          like any other: its record, its sync.
+  R-fail  "fsync failure profiles": a failed fsync (Ef) under ext4 and xfs
+          marks the pages clean, "the data is lost (records are LOST; no
+          model keeps them)", even when a later sync of the file succeeds;
+          under btrfs "the file's unsynced bytes are reverted to their
+          pre-image at once" -- for a crash, the same: those changes never
+          land; under keep "the data stays dirty and a later successful
+          sync makes it durable" (the failed sync does nothing).  The
+          profile is the line's sixth field (p=PROFILE; ext4 when absent).
 
 check reads the simulator's states and reports:
   soundness     every state the simulator left is one the rules allow
@@ -46,23 +73,63 @@ import sys
 FILE_SECTORS = 16       # 8 KiB of 512-byte sectors, 'i' throughout at first
 REGION = {"0": range(0, 8), "1": range(4, 12)}   # 4 KiB at 0, at 2 KiB
 OPS = ["Wa0", "Wa1", "Wb0", "Wb1", "Sa", "Sb", "Da", "Db", "Ta", "Tb"]
+# the extended alphabet (gen-ext): the new ops, and enough of the first
+# ones to meet them
+NEW_OPS = ["Oa0", "Ob1", "Ma", "Mb", "Xa", "Aa", "Y", "Ka1", "Ea"]
+EXT_OPS = ["Wa0", "Wa1", "Wb0", "Sa", "Sb", "Da", "Ta"] + NEW_OPS
 CUT = 8                 # Tf: the file cut to 4 KiB, 8 sectors
+LOSES = {"ext4": True, "xfs": True, "btrfs": True, "keep": False}
 
 
-def writes(workload):
-    """The data changes of WORKLOAD, writes and truncates: (index, file,
-    region -- "T" for a truncate --, byte, durable)."""
-    ops = workload.split()
-    out = []
-    for n, op in enumerate(ops):
-        if op[0] not in "WT":
-            continue
-        f = op[1]
-        # R-sync: a later fsync/fdatasync of the same file
-        durable = any(o[0] in "SD" and o[1] == f for o in ops[n + 1:])
-        out.append((n, f, op[2] if op[0] == "W" else "T",
-                    chr(ord("A") + n), durable))
-    return out
+def writes(workload, profile="ext4"):
+    """The data changes of WORKLOAD, writes, mapped stores and truncates,
+    in the order they reach a crash: (index, file, region -- "T" for a
+    truncate --, byte, fate), FATE one of "durable", "unsynced" and "lost"
+    (R-fail)."""
+    out = []            # [index, file, region, byte, fate]
+    page = {}           # R-map: file -> its unsealed store's entry
+
+    def seal(f):
+        page.pop(f, None)
+
+    def settle(f):      # R-sync over every earlier change of F
+        seal(f)
+        for c in out:
+            if c[1] == f and c[4] == "unsynced":
+                c[4] = "durable"
+
+    for n, op in enumerate(workload.split()):
+        byte = chr(ord("A") + n)
+        kind, f = op[0], op[1:2]
+        if kind in "WK":
+            seal(f)
+            out.append([n, f, op[2], byte, "unsynced"])
+        elif kind == "O":                           # R-osync
+            seal(f)
+            out.append([n, f, op[2], byte, "durable"])
+        elif kind == "T":
+            seal(f)
+            out.append([n, f, "T", byte, "unsynced"])
+        elif kind == "M":                           # R-map
+            if f in page:
+                page[f][3] = byte
+            else:
+                page[f] = [n, f, "0", byte, "unsynced"]
+                out.append(page[f])
+        elif kind in "SDX":                         # R-sync, R-map's msync
+            settle(f)
+        elif kind == "Y":                           # R-all
+            for g in "ab":
+                settle(g)
+        elif kind == "E":                           # R-fail
+            seal(f)
+            if LOSES[profile]:
+                for c in out:
+                    if c[1] == f and c[4] == "unsynced":
+                        c[4] = "lost"
+        elif kind != "A":                           # MS_ASYNC: nothing
+            raise ValueError("an unknown op " + op)
+    return [tuple(c) for c in out]
 
 
 def state(ws, kept):
@@ -83,10 +150,10 @@ def state(ws, kept):
     return "a=" + "".join(files["a"]) + "|b=" + "".join(files["b"])
 
 
-def allowed(workload, device):
-    ws = writes(workload)
-    durable = {w[0] for w in ws if w[4]}
-    unsynced = [w[0] for w in ws if not w[4]]
+def allowed(workload, device, profile="ext4"):
+    ws = writes(workload, profile)
+    durable = {w[0] for w in ws if w[4] == "durable"}
+    unsynced = [w[0] for w in ws if w[4] == "unsynced"]
     states = set()
     if device == "ordered":     # R-ord: a prefix of the unsynced, in order
         for k in range(len(unsynced) + 1):
@@ -98,18 +165,19 @@ def allowed(workload, device):
     return states, len(unsynced)
 
 
-def torn_allows(workload, got):
+def torn_allows(workload, got, profile="ext4"):
     """R-torn, per sector: is GOT ("a=...|b=...") a state the torn device
     may leave?"""
-    ws = writes(workload)
+    ws = writes(workload, profile)
     files = dict(part.split("=") for part in got.split("|"))
     for f in "ab":
         for s in range(FILE_SECTORS):
             over = [w for w in ws if w[1] == f and s in REGION[w[2]]]
-            last_durable = max([i for i, w in enumerate(over) if w[4]],
-                               default=-1)
+            last_durable = max([i for i, w in enumerate(over)
+                                if w[4] == "durable"], default=-1)
             values = {over[last_durable][3] if last_durable >= 0 else "i"}
-            values |= {w[3] for w in over[last_durable + 1:]}
+            values |= {w[3] for w in over[last_durable + 1:]
+                       if w[4] == "unsynced"}
             if files[f][s] not in values:
                 return False
     return True
@@ -118,7 +186,7 @@ def torn_allows(workload, got):
 def torn_shown(workload, got):
     """Does GOT show WORKLOAD's one write torn: some of its sectors, not
     all?"""
-    (n, f, r, byte, _), = writes(workload)
+    (n, f, r, byte, _), = writes(workload, "keep")
     files = dict(part.split("=") for part in got.split("|"))
     shown = [files[f][s] == byte for s in REGION[r]]
     return any(shown) and not all(shown)
@@ -127,6 +195,18 @@ def torn_shown(workload, got):
 def gen(n):
     for length in range(1, n + 1):
         for ops in itertools.product(OPS, repeat=length):
+            print(" ".join(ops))
+
+
+def gen_ext(n, every):
+    k = 0
+    for length in range(1, n + 1):
+        for ops in itertools.product(EXT_OPS, repeat=length):
+            if not any(o in NEW_OPS for o in ops):
+                continue
+            k += 1
+            if length == n and k % every:
+                continue
             print(" ".join(ops))
 
 
@@ -139,7 +219,8 @@ def ordered_batch(crash):
     state no K explains: the first workload whose state is not that K's,
     for the K that explains the longest run from the start."""
     ws = [(w, writes(w)) for w, _ in crash]
-    unsynced = [[x[0] for x in changes if not x[4]] for _, changes in ws]
+    unsynced = [[x[0] for x in changes if x[4] == "unsynced"]
+                for _, changes in ws]
     total = sum(len(u) for u in unsynced)
     best = (-1, None)
     for k in range(total + 1):
@@ -147,7 +228,7 @@ def ordered_batch(crash):
         for j, ((w, changes), (_, got)) in enumerate(zip(ws, crash)):
             keep = max(0, min(len(unsynced[j]), k - off))
             off += len(unsynced[j])
-            durable = {x[0] for x in changes if x[4]}
+            durable = {x[0] for x in changes if x[4] == "durable"}
             if state(changes, durable | set(unsynced[j][:keep])) != got:
                 if j > best[0]:
                     best = (j, crash[j])
@@ -161,14 +242,15 @@ def check(seeds):
     seen = {}
     batches = {}
     for line in sys.stdin:
-        w, dev, seed, a, b = line.rstrip("\n").split("|")
+        w, dev, seed, a, b, *rest = line.rstrip("\n").split("|")
+        profile = rest[0][2:] if rest else "ext4"
         if ":" in seed and dev == "ordered":
             # a front end's batch (ops.c): judged as one crash below
             batches.setdefault(seed, []).append((w, a + "|" + b))
             continue
-        seen.setdefault((w, dev), set()).add(a + "|" + b)
+        seen.setdefault((w, dev, profile), set()).add(a + "|" + b)
     problems = []
-    counts = {"workloads": len({w for w, _ in seen} |
+    counts = {"workloads": len({w for w, _, _ in seen} |
                                {w for c in batches.values() for w, _ in c}),
               "states": 0, "complete": 0, "skipped": 0}
     counts["states"] += len({x for c in batches.values() for x in c})
@@ -180,32 +262,33 @@ def check(seeds):
                              "soundness: the simulator left %s, which no "
                              "prefix over the batch (crash %s) explains" %
                              (got, seed)))
-    for (w, dev), got in seen.items():
+    for (w, dev, profile), got in seen.items():
+        where = dev if profile == "ext4" else "%s, profile %s" % (dev, profile)
         if dev == "torn" and "T" in w:
             counts["skipped"] += 1
             continue  # sizes under torn: not modelled yet (R-torn is per sector)
         if dev == "torn":
             counts["states"] += len(got)
-            bad = sorted(g for g in got if not torn_allows(w, g))
+            bad = sorted(g for g in got if not torn_allows(w, g, profile))
             if bad:
-                problems.append((len(w.split()), w, dev,
+                problems.append((len(w.split()), w, where,
                                  "soundness: the simulator left %s, where "
                                  "a sector holds a byte no write that may "
                                  "persist put there" % bad[0]))
-            ws = writes(w)
-            if len(ws) == 1 and not ws[0][4]:
+            ws = writes(w, profile)
+            if len(ws) == 1 and ws[0][4] == "unsynced":
                 counts["complete"] += 1
                 if not any(torn_shown(w, g) for g in got):
-                    problems.append((len(w.split()), w, dev,
+                    problems.append((len(w.split()), w, where,
                                      "completeness: no seed of %d tore its "
                                      "unsynced write, which the rules "
                                      "allow" % seeds))
             continue
-        want, unsynced = allowed(w, dev)
+        want, unsynced = allowed(w, dev, profile)
         counts["states"] += len(got)
         bad = got - want
         if bad:
-            problems.append((len(w.split()), w, dev,
+            problems.append((len(w.split()), w, where,
                              "soundness: the simulator left %s, which the "
                              "rules do not allow (allowed: %s)" %
                              (sorted(bad)[0], " ".join(sorted(want)))))
@@ -213,7 +296,7 @@ def check(seeds):
             counts["complete"] += 1
             missing = want - got
             if missing:
-                problems.append((len(w.split()), w, dev,
+                problems.append((len(w.split()), w, where,
                                  "completeness: no seed of %d left %s, "
                                  "which the rules allow" %
                                  (seeds, sorted(missing)[0])))
@@ -239,6 +322,9 @@ def check(seeds):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "gen":
         gen(int(sys.argv[2]))
+    elif len(sys.argv) in (3, 4) and sys.argv[1] == "gen-ext":
+        gen_ext(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4
+                else 1)
     elif len(sys.argv) == 3 and sys.argv[1] == "check":
         sys.exit(check(int(sys.argv[2])))
     else:
