@@ -7,12 +7,12 @@
 # update protocol that needs more than that (an atomic append, a rename
 # ordered after the file's data, a directory synced for durability).  Here:
 # one row per class of vulnerability per program that Debian 12 ships --
-# LevelDB, LMDB, GDBM, SQLite, PostgreSQL, Git, Mercurial -- each the
+# LevelDB, LMDB, GDBM, SQLite, PostgreSQL, Git, Mercurial, ZooKeeper -- each the
 # program's own workload under power cuts with the device and file-system
-# model that exposes that class.  Uses case_, section, $B, $D, $T and $pv
-# from known_bugs.sh.
+# model that exposes that class.  Uses case_, section, $B, $D, $T, $pv and
+# ZooKeeper's $Z, $ZK and $zv from known_bugs.sh.
 
-section ALICE "The crash vulnerabilities ALICE (Pillai et al., \"All File Systems Are Not Created Equal\", OSDI 2014) found by replaying each program's system calls under an abstract file system that keeps only what persistence properties promise; among them LevelDB (1.10 and 1.15), LMDB, GDBM, SQLite, PostgreSQL, Git and Mercurial, which Debian 12 ships (HSQLDB, ZooKeeper, HDFS and VMware's player are not run here). A row is one class of vulnerability in one program -- atomicity of a write or of an update across calls, ordering of a rename or an unlink after data, durability (a directory never synced) -- run as the program's own workload under power cuts with the device model (\`--device\`) and file-system model (\`--fs\`) that expose that class."
+section ALICE "The crash vulnerabilities ALICE (Pillai et al., \"All File Systems Are Not Created Equal\", OSDI 2014) found by replaying each program's system calls under an abstract file system that keeps only what persistence properties promise; among them LevelDB (1.10 and 1.15), LMDB, GDBM, SQLite, PostgreSQL, Git, Mercurial and ZooKeeper, which Debian 12 ships (HSQLDB, HDFS and VMware's player are not run here). A row is one class of vulnerability in one program -- atomicity of a write or of an update across calls, ordering of a rename or an unlink after data, durability (a directory never synced) -- run as the program's own workload under power cuts with the device model (\`--device\`) and file-system model (\`--fs\`) that expose that class."
 
 al_lvl_v=$("$B/targets/leveldb" --version 2>/dev/null)
 al_lmdb_v=$("$B/targets/lmdb" --version 2>/dev/null | sed 's/^LMDB \([0-9.]*\).*/\1/')
@@ -78,3 +78,17 @@ case_ alice-hg-durable "ALICE, Mercurial, durability of a commit (no fsync at al
 	"every acknowledged commit survived and hg read the tip after every cut in these cycles" not -- \
 	--target exec --power-loss --device ordered --kill-every 3s --duration "$D" --cycles 15 \
 	--setup "sh $al_H {dir} --init" --workload "sh $al_H {dir}" --checker "sh $al_H {dir} --check"
+
+refused="tests/targets/zookeeper.sh needs Debian's zookeeper, java and its client built (make: $ZK)"
+case_ alice-zookeeper-durable "ALICE, ZooKeeper, durability of a new log file (no directory sync)" "3.4 (2014)" "${zv:-?}" \
+	"ALICE: ZooKeeper fsyncs (fdatasync) its transaction log before it answers a write, but never the data directory: a log file it creates (one per start, and again every snapCount transactions) and its snapshots are named by an unsynced directory entry; here: tests/targets/zookeeper.sh (forceSync=yes, the default), puts, power cut under the posix model (a new name is durable only after its directory is fsynced; unsynced writes kept or lost each: reorder)" \
+	"every acknowledged put survived in these cycles: no cut fell before a log file's creation was made durable" not -- \
+	--target exec --front-end shim --power-loss --device reorder --kill-every 6s --duration "$D" --cycles 12 \
+	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync" --checker "sh $Z {dir} $ZK --check"
+
+case_ alice-zookeeper-appends "ALICE, ZooKeeper, atomicity of log appends" "3.4 (2014)" "${zv:-?}" \
+	"ALICE: a crash that leaves an append to the transaction log half made; each transaction carries an Adler-32 checksum and the log is preallocated with zeros, so a record whose length survives and whose body does not fails the check at the restart; here: values padded to about 3 KB (forceSync=yes), power cut under the ext4 model losing or garbling one interior sector of an unsynced write (payload)" \
+	"every acknowledged put survived and the server restarted after every cut in these cycles" not -- \
+	--target exec --front-end shim --power-loss --fs ext4 --device payload --kill-every 6s --duration "$D" --cycles 12 \
+	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync big" --checker "sh $Z {dir} $ZK --check"
+unset refused
