@@ -543,12 +543,16 @@ if [ -x "$B/loadgen" ]; then
 	else
 		bad "loadgen --http3 --close: $(cat "$T/lg.json" "$T/lg.err")"
 	fi
-	# --rate: at most the requests scheduled (200 a second for 1 s;
-	# closed loop this server answers thousands), none dropped
+	# --rate: at most the requests scheduled (200 a second over the
+	# warmup and the second measured: 260; closed loop this server
+	# answers thousands), none dropped.  The bound is on every answer:
+	# on a busy machine the warmup's requests can be answered late, in
+	# the measured second (236 of them once)
 	timeout 60 "$B/loadgen" --http3 --port "$PORT" --conns 4 --rate 200 \
 		--duration 1 --warmup 0.3 --path /doc >"$T/lg.json" 2>"$T/lg.err"
 	a=$(jnum "$T/lg.json" answers)
-	if [ "${a:-0}" -gt 0 ] && [ "$a" -le 201 ] &&
+	at=$(jnum "$T/lg.json" answers_total)
+	if [ "${a:-0}" -gt 0 ] && [ "${at:-999}" -le 261 ] &&
 		[ "$a" = "$(jnum "$T/lg.json" 2xx)" ] &&
 		[ "$(jnum "$T/lg.json" errors)" = 0 ] &&
 		[ "$(jnum "$T/lg.json" dropped)" = 0 ]; then

@@ -949,13 +949,33 @@ static int closing_check(struct client *cl)
 	int64_t id;
 	int i, again, reset = 0;
 
-	if (ngtcp2_conn_open_bidi_stream(cl->q.quic, &id, NULL) != 0)
+	if (ngtcp2_conn_open_bidi_stream(cl->q.quic, &id, NULL) != 0) {
+		printf("no stream for the SETTINGS frame\n");
 		return 1;
-	n = ngtcp2_conn_writev_stream(cl->q.quic, NULL, &pi, buf, QUIC_CONN_PKT,
-	                              &taken, NGTCP2_WRITE_STREAM_FLAG_FIN, id,
-	                              &vec, 1, quic_conn_now());
-	if (n <= 0 || send(cl->q.fd, buf, (size_t)n, 0) < 0)
-		return 1;
+	}
+	/* The packet written may hold only what the connection had to send
+	 * first (acknowledgements: taken < 0), or none may be written yet
+	 * (pacing, the congestion window): each packet is sent, and the
+	 * writing goes on, with timers and what comes in served, until one
+	 * carries the frame -- on a busy machine above all. */
+	for (i = 0, taken = -1; taken < 0; ) {
+		n = ngtcp2_conn_writev_stream(cl->q.quic, NULL, &pi, buf,
+		                              QUIC_CONN_PKT, &taken,
+		                              NGTCP2_WRITE_STREAM_FLAG_FIN, id,
+		                              &vec, 1, quic_conn_now());
+		if (n < 0 || (n > 0 && send(cl->q.fd, buf, (size_t)n, 0) < 0) ||
+		    (n == 0 && ++i > H3C_DEADLINE_MS / 10)) {
+			printf("the SETTINGS frame not sent (%zd)\n", (ssize_t)n);
+			return 1;
+		}
+		if (n > 0)
+			continue;
+		len = wait_datagram(cl, buf, sizeof buf, 10);
+		if (len)
+			(void)ngtcp2_conn_read_pkt(cl->q.quic, &path, &pi, buf,
+			                           len, quic_conn_now());
+		(void)ngtcp2_conn_handle_expiry(cl->q.quic, quic_conn_now());
+	}
 	while (closed_len == 0) { /* what came before the close is read */
 		len = wait_datagram(cl, buf, sizeof buf, H3C_DEADLINE_MS);
 		if (len == 0) {

@@ -59,7 +59,12 @@ fi
 
 if [ "$mode" = --check ]; then
 	[ -d "$pg" ] || exit 0
-	start || { stop immediate; exit 3; }
+	start || {
+		echo "postgres.sh: the server did not start; its log ends:" >&2
+		tail -n 5 "$d.pg.log" >&2
+		stop immediate
+		exit 3
+	}
 	sql -F ' ' -c "SELECT k, v FROM kv ORDER BY k"
 	rc=$?
 	stop immediate
