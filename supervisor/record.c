@@ -423,6 +423,29 @@ out_close:
 	return 0;
 }
 
+/* A descriptor the cache can read the file's bytes through (a record's
+ * pre-image): DFD itself, or, when the program opened the file write-only
+ * (FL: its status flags; Java's FileOutputStream, a shell's '>' on a file
+ * that exists), a read-write one on the same file, opened again through
+ * /proc.  The caller closes it when it is not DFD.  Refuses the run (and
+ * returns -1) when there is none: a record without its pre-image would
+ * answer the program EBADF for a write it may make. */
+static int readable_fd(const sup_call *c, int dfd, int fl, const char *abs)
+{
+	char p[64];
+	int rfd;
+
+	if (fl < 0 || (fl & O_ACCMODE) != O_WRONLY)
+		return dfd;
+	snprintf(p, sizeof p, "/proc/self/fd/%d", dfd);
+	if ((rfd = open(p, O_RDWR | O_CLOEXEC)) < 0)
+		sup_refuse(c->g, c->req, "%s is open write-only and the "
+		           "supervisor cannot open it to read its bytes (the "
+		           "pre-image of a change): %s", sup_relative(c->r, abs),
+		           strerror(errno));
+	return rfd;
+}
+
 /* The recorded write of the guard's buffer (LEN bytes) to DFD: at OFF
  * when POSITIONED, else at the descriptor's position (or its end under
  * O_APPEND or RWF_APPEND).  The byte count, or a negative errno; *RECORDED
@@ -436,11 +459,28 @@ static ssize_t write_out(const sup_call *c, int dfd, int file, const char *abs,
 	           : positioned ? SEEK_SET : SEEK_CUR;
 	int durable = (fl >= 0 && (fl & (O_SYNC | O_DSYNC))) ||
 	              (rwf & (RWF_SYNC | RWF_DSYNC));
-	int rc;
+	int rc, rfd, at = whence;
 
 	*recorded = 0;
+	if ((rfd = readable_fd(c, dfd, fl, abs)) < 0)
+		return -EBADF;
+	if (rfd != dfd && whence == SEEK_CUR) {
+		/* the position is the program's descriptor's: the write
+		 * below is made through it, at that position */
+		off_t cur = lseek(dfd, 0, SEEK_CUR);
+		if (cur < 0) {
+			rc = -errno;
+			close(rfd);
+			sup_answer(c->g, c->req->id, -rc, 0);
+			return rc;
+		}
+		off = (uint64_t)cur;
+		at = SEEK_SET;
+	}
 	RECORD(c, rc, "write", abs, faultsim_cache_write_begin_at(c->r->cache,
-	       file, dfd, c->g->buf, len, whence, &off, &t));
+	       file, rfd, c->g->buf, len, at, &off, &t));
+	if (rfd != dfd)
+		close(rfd);
 	if (rc < 0)
 		return rc;
 	*recorded = 1;
@@ -778,7 +818,12 @@ static void do_truncate(const sup_call *c, int by_path)
 		sup_answer(c->g, c->req->id, -rc, 0);
 		goto out_close;
 	}
-	rc = truncate_fd(c, dfd, abs, c->a[1], &refused);
+	int rfd = by_path ? dfd : readable_fd(c, dfd, fcntl(dfd, F_GETFL), abs);
+	if (rfd < 0)
+		goto out_close;
+	rc = truncate_fd(c, rfd, abs, c->a[1], &refused);
+	if (rfd != dfd)
+		close(rfd);
 	if (!refused)
 		sup_answer(c->g, c->req->id, rc < 0 ? -rc : 0, 0);
 out_close:
@@ -839,8 +884,15 @@ static void do_fallocate(const sup_call *c)
 			sup_answer(c->g, c->req->id, ENOMEM, 0);
 			goto out_close;
 		}
+		int rfd = readable_fd(c, dfd, fcntl(dfd, F_GETFL), abs);
+		if (rfd < 0) {
+			free(zeros);
+			goto out_close;
+		}
 		RECORD(c, rc, "fallocate", abs, faultsim_cache_write_begin(
-		       c->r->cache, file, dfd, zeros, len, off, &t));
+		       c->r->cache, file, rfd, zeros, len, off, &t));
+		if (rfd != dfd)
+			close(rfd);
 		free(zeros);
 		if (rc < 0)
 			goto out_close;

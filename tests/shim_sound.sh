@@ -145,6 +145,19 @@ run "supervisor-fail" 0 "" --front-end supervisor \
 	--fail fdatasync:EIO:p=0.2 --fsync-profile ext4 --kill-every 200ms \
 	--duration 3s --seed 17 \
 	--workload "$U {dir} safe" --checker "$U {dir} --check"
+# a write-only descriptor (tests/shim/wronly.sh: dd conv=notrunc): the
+# overwrite's pre-image is read through a descriptor of the supervisor's
+# own; before, the write failed with EBADF and the run was a refusal
+WO="sh $(pwd)/tests/shim/wronly.sh"
+run "supervisor-write-only" 0 "bytes written through the supervisor" \
+	--front-end supervisor --power-loss --kill-every 300ms --duration 3s \
+	--seed 19 --setup "$WO {dir} --init" --workload "$WO {dir}" \
+	--checker "$WO {dir} --check"
+not_zero "supervisor-write-only"
+run "supervisor-write-only-unsafe" 1 "cycle [0-9]+: lost: key \"data\"" \
+	--front-end supervisor --power-loss --kill-every 300ms --duration 10s \
+	--seed 19 --setup "$WO {dir} --init" --workload "$WO {dir} unsafe" \
+	--checker "$WO {dir} --check"
 run "supervisor-enumerate" 1 "lost" --front-end supervisor --enumerate \
 	--seed 18 --setup "$U {dir} init" \
 	--workload "$U {dir} unsafe 5" --checker "$U {dir} --check"
