@@ -9,7 +9,13 @@
  *
  * LIST is a file of workloads, one a line, in model.py's alphabet
  * (driver.c's comment has it): Wf0, Wf1 (a 4 KiB pwrite at 0 or 2 KiB), Tf
- * (ftruncate to 4 KiB), Sf (fsync), Df (fdatasync) over files a and b.  The
+ * (ftruncate to 4 KiB), Sf (fsync), Df (fdatasync) over files a and b, and
+ * of its extended alphabet (gen-ext) Of0, Of1 (a pwrite through a
+ * descriptor of its own opened write-only with O_SYNC), Kf1 (a pwrite
+ * through a dup), Mf (a store of 4 KiB at 0 through a shared mapping of the
+ * file), Xf and Af (msync of that mapping, MS_SYNC and MS_ASYNC); Y and Ef
+ * are the driver's only (a syncfs would sync every workload of the batch,
+ * a failed fsync needs --fail).  The
  * Jth workload of LIST (from 0) works on its own pair of files, aJ and bJ
  * of DIR.  The workload first makes every pair 8 KiB of 'i' and durable
  * (written, fsynced, DIR fsynced), acknowledges one key for torture's
@@ -41,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,7 +95,21 @@ static void say(int proto, const char *line)
 		die("protocol");
 }
 
-static void run(const char *w, int fd[2])
+/* workload J's shared mapping of its file F (8 KiB), made at first use */
+static unsigned char *mapping(int j, int f, int fd)
+{
+	static unsigned char *map[MAX_WORKLOADS][2];
+	if (!map[j][f]) {
+		void *p = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
+		               MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		map[j][f] = p;
+	}
+	return map[j][f];
+}
+
+static void run(const char *w, int fd[2], int j)
 {
 	static unsigned char buf[4096];
 	char ops[512];
@@ -97,10 +118,23 @@ static void run(const char *w, int fd[2])
 	snprintf(ops, sizeof ops, "%s", w);
 	for (char *op = strtok(ops, " "); op; op = strtok(NULL, " "), n++) {
 		int f = op[1] == 'b', rc = 0;
+		off_t off = op[2] == '1' ? 2048 : 0;
+		memset(buf, 'A' + n, sizeof buf);
 		if (op[0] == 'W') {
-			memset(buf, 'A' + n, sizeof buf);
-			rc = pwrite(fd[f], buf, sizeof buf,
-			            op[2] == '1' ? 2048 : 0) == sizeof buf ? 0 : -1;
+			rc = pwrite(fd[f], buf, sizeof buf, off) == sizeof buf ? 0
+			                                                      : -1;
+		} else if (op[0] == 'O' || op[0] == 'K') {
+			int d = op[0] == 'K' ? dup(fd[f])
+			                     : open(at("ab"[f], j), O_WRONLY | O_SYNC);
+			rc = d >= 0 && pwrite(d, buf, sizeof buf, off) == sizeof buf
+			     ? 0 : -1;
+			if (d >= 0)
+				close(d);
+		} else if (op[0] == 'M') {
+			memset(mapping(j, f, fd[f]), 'A' + n, 4096);
+		} else if (op[0] == 'X' || op[0] == 'A') {
+			rc = msync(mapping(j, f, fd[f]), FILE_SIZE,
+			           op[0] == 'X' ? MS_SYNC : MS_ASYNC);
 		} else if (op[0] == 'S') {
 			rc = fsync(fd[f]);
 		} else if (op[0] == 'D') {
@@ -140,7 +174,7 @@ static int workload(void)
 	say(proto, "intent 0 k v\n");
 	say(proto, "ack 0\n");
 	for (int j = 0; j < nlist; j++)
-		run(list[j], fd[j]);
+		run(list[j], fd[j], j);
 	return 0;
 }
 
