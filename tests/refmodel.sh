@@ -195,11 +195,18 @@ front_end shim 60 6
 # descriptor of their own, writes through a dup, and (the shim only: the
 # supervisor refuses shared writable mappings) stores through a mapping with
 # msync(MS_SYNC) and MS_ASYNC; every workload of up to two ops but Y and Ef
-# (a syncfs would sync the whole batch; a failed fsync needs --fail).
-# Bounded: every 4th through the shim, every 3rd through the supervisor
+# (a syncfs would sync the whole batch; a failed fsync needs --fail), and
+# a store again after each kind of flush point (a page made read-only
+# again must fault again: the planted mutant 04 leaves it writable, and
+# the second store's bytes are found unrecorded).  Bounded: every 4th
+# through the shim, every 3rd through the supervisor
 python3 tests/refmodel/model.py gen-ext 2 | grep -v -e Y -e E >"$T/ext.fe"
 grep -v -e M -e X -e A "$T/ext.fe" >"$T/ext.sup"
-front_end shim 4 1 "$T/ext.fe" shim-ext
+every=4
+[ "${REFMODEL_FRONT_ENDS:-}" != all ] || every=1
+{ awk -v k=$every 'NR % k == 1 % k' "$T/ext.fe"
+  printf 'Ma Sa Ma\nMa Xa Ma\nMa Wa1 Ma\nMa Aa Ma\n'; } >"$T/ext.fe.sample"
+front_end shim 1 0 "$T/ext.fe.sample" shim-ext
 front_end supervisor 3 0 "$T/ext.sup" supervisor-ext
 
 # Names through the front ends (ops.c --names: each workload in a directory
