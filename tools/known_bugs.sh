@@ -74,6 +74,9 @@ section() {
 }
 
 # case ID SOURCE STUDIED DEBIAN WORKLOAD-AND-FAULT IF-NOT KIND -- TORTURE-ARGS...
+#   ($said, if the case sets it: a command whose first line of output, the
+#   program's own words on a reproduced failure, read from the kept
+#   directory $kept, is added to the result)
 #   IF-NOT: the row's words when torture finds nothing; KIND: "fixed" (fixed
 #   upstream) or "not" (not reproduced).  A run torture refuses (exit 2, a
 #   set-up error) is "not reproduced" with torture's words and $refused
@@ -110,6 +113,13 @@ case_() {
 		[ -n "$site" ] || site="not named"
 		smallest=$(sed -n '/the smallest cause/{s/^ *//;p;q;}' "$j.out" | sed 's/:$//')
 		result="**reproduced** at cycle $cyc: $first. ${smallest:+$smallest: }${cause:-no smaller cause printed}; call site: $site"
+		# $said (set by the case): a command that reads the program's own
+		# account of the failure from the kept directory ($kept)
+		if [ -n "${said:-}" ]; then
+			kept=$(field "$j" dir)
+			w=$(eval "$said" 2>/dev/null | head -n 1 | cut -c1-160)
+			[ -z "$w" ] || result="$result; the program said: \"$w\""
+		fi
 		echo "$tool rep" >>"$T/tally"
 	else
 		if [ "$rc" = 2 ] || [ ! -s "$j" ]; then
@@ -221,23 +231,25 @@ Z=tests/targets/zookeeper.sh
 ZK=$B/shim-tests/zk_kv
 zv=$(dpkg-query -W -f '${Version}' zookeeper 2>/dev/null | sed 's/-.*//')
 refused="tests/targets/zookeeper.sh needs Debian's zookeeper, java and its client built (make: $ZK)"
+# why the server would not start, from its log beside the directory
+said='grep -h -m1 -o -E "No snapshot found[^!]*!|has invalid magic number [-0-9]+ != [0-9]+|CRC check failed|Unable to load database[^(]*|Last transaction was partial" "$kept.zk.log"'
 
 case_ zookeeper-2 "LazyFS, ZooKeeper bug 2" "3.4.8, 3.7.1" "${zv:-?}" \
 	"a follower's first writes to a new transaction log torn (the second and fourth persisted, the first -- the file header -- not), crash before the fsync: the restart fails with \"has invalid magic number\"; here: snapCount=10 (a new log file every 5-10 transactions, so crashes fall near a file's first writes), power cut under the ext4 model, unsynced writes kept or lost each (reorder)" \
-	"every acknowledged put survived and the server restarted after every cut: no cut kept a later write of a new log file while losing its header" not -- \
+	"every acknowledged put survived and the server restarted after every cut: no cut in these cycles left a new log file without its header (the kill must fall between a new file's first writes and its first fdatasync, and the cut keep a later write while losing the header)" not -- \
 	--target exec --front-end shim --power-loss --fs ext4 --device reorder --kill-every 6s --duration "$D" --cycles 12 \
 	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync roll" --checker "sh $Z {dir} $ZK --check"
 
 case_ zookeeper-7 "LazyFS, ZooKeeper bug 7" "3.4.8, 3.7.1" "${zv:-?}" \
-	"a crash before the fsync of a new server's first log: \"No snapshot found, but there are log entries. Something is broken!\" (3.7.1), \"Unable to load database on disk\" (3.4.8) -- the snapshot a server writes when it first starts is not fsynced, its log is; here: the data directory made by the first life's server (--init fresh), puts, power cut under the ext4 model (reorder)" \
-	"every acknowledged put survived and the server restarted after every cut: the first cut kept the first snapshot's data" not -- \
-	--target exec --front-end shim --power-loss --fs ext4 --device reorder --kill-every 6s --duration "$D" --cycles 12 \
+	"a crash before the fsync of a new server's first log: \"No snapshot found, but there are log entries. Something is broken!\" (3.7.1), \"Unable to load database on disk\" (3.4.8) -- the snapshot a server writes when it first starts is not fsynced, its log is; here: the data directory made by the first life's server (--init fresh), puts, power cut under the ext4 model (reorder). Only the first cut can find snapshot.0 unsynced, so the run is one cycle, with seed 2: seed 1's cut kept snapshot.0's write (seeds 2, 3, 4 and 6 of 1-6 lose it)" \
+	"every acknowledged put survived and the server restarted: the cut kept the first snapshot's data" not -- \
+	--target exec --front-end shim --power-loss --fs ext4 --device reorder --kill-every 6s --seed 2 --cycles 1 \
 	--setup "sh $Z {dir} $ZK --init fresh" --workload "sh $Z {dir} $ZK forcesync" --checker "sh $Z {dir} $ZK --check"
 
 case_ zookeeper-8 "LazyFS, ZooKeeper bug 8" "3.4.8, 3.7.1" "${zv:-?}" \
-	"a create of a 10 KB znode whose writes to the log are torn (the first, fourth and seventh persisted), crash before the fsync: the restart fails with \"CRC check failed\"; here: puts of values padded to about 3 KB (six sectors a transaction), power cut under the ext4 model tearing unsynced writes at 512-byte sectors (torn)" \
-	"every acknowledged put survived and the server restarted after every cut: no cut tore a transaction the server had written but not yet synced" not -- \
-	--target exec --front-end shim --power-loss --fs ext4 --device torn --kill-every 6s --duration "$D" --cycles 12 \
+	"a create of a 10 KB znode whose writes to the log are torn (the first, fourth and seventh persisted), crash before the fsync: the restart fails with \"CRC check failed\"; here: puts of values padded to about 3 KB (seven sectors a transaction), power cut under the ext4 model keeping an unsynced write's first and last sectors and losing or garbling one between (payload)" \
+	"every acknowledged put survived and the server restarted after every cut: no cut in these cycles left a hole inside a transaction the server had written to its log but not yet synced (the kill must fall between the write and its fdatasync)" not -- \
+	--target exec --front-end shim --power-loss --fs ext4 --device payload --kill-every 6s --duration "$D" --cycles 12 \
 	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync big" --checker "sh $Z {dir} $ZK --check"
 
 case_ zookeeper-21 "LazyFS, ZooKeeper bug 21" 3.4.8 "${zv:-?}" \
@@ -245,7 +257,7 @@ case_ zookeeper-21 "LazyFS, ZooKeeper bug 21" 3.4.8 "${zv:-?}" \
 	"every acknowledged put survived and the server restarted after every cut. The bug is in how a follower that lost its unsynced tail resynchronises with a leader that went on (its log and snapshot against the leader's DIFF), which needs an ensemble whose servers crash one at a time: a torture power cut cuts every process below the watched directory at once, so three servers on one directory would all lose their unsynced writes together, and a standalone server has no leader to rejoin" not -- \
 	--target exec --front-end shim --power-loss --fs ext4 --device reorder --kill-every 6s --duration "$D" --cycles 12 \
 	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync" --checker "sh $Z {dir} $ZK --check"
-unset refused
+unset refused said
 
 # CuttleFS's and ALICE's cases, one section each
 . tools/known_bugs/cuttlefs.sh

@@ -97,13 +97,20 @@ start() {
 		"$@" >>"$d.zk.log" 2>&1 &
 	fi
 	zk_pid=$!
+	say "${mode:-workload}: started the server (pid $zk_pid)"
 	for _ in $(seq 1200); do
-		"$client" "$port" --ping 2>/dev/null && return 0
-		kill -0 "$zk_pid" 2>/dev/null || return 1
+		if "$client" "$port" --ping 2>/dev/null; then
+			say "${mode:-workload}: the server answers"
+			return 0
+		fi
+		kill -0 "$zk_pid" 2>/dev/null || { say "the server exited"; return 1; }
 		sleep 0.05
 	done
+	say "${mode:-workload}: the server did not answer in time"
 	return 1
 }
+# a line in the server's log, with the time: what the script did
+say() { echo "zookeeper.sh $(date +%T.%N | cut -c1-12) $*" >>"$d.zk.log"; }
 stop() {
 	kill -"$1" "$zk_pid" 2>/dev/null
 	wait "$zk_pid" 2>/dev/null
@@ -119,7 +126,7 @@ case $mode in
 --check)
 	[ -d "$d/version-2" ] || exit 0
 	start || { stop 9; exit 3; }
-	"$client" "$port" --check
+	"$client" "$port" --check 2>>"$d.zk.log"
 	rc=$?
 	stop 9
 	exit $rc ;;
@@ -127,4 +134,7 @@ esac
 
 : "${KEEL_TORTURE_FD:?run me under torture --target exec}"
 start || exit 1
-"$client" "$port" --workload 100000 "$pad"
+"$client" "$port" --workload 100000 "$pad" 2>>"$d.zk.log"
+rc=$?
+say "workload: the client exited with status $rc"
+exit $rc
