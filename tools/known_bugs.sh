@@ -13,7 +13,8 @@
 # KB_ONLY="PATTERN..." runs only the rows whose id matches one of the shell
 # patterns (KB_ONLY='zookeeper-* alice-zookeeper-*': the ZooKeeper rows) and
 # merges them into the page instead of rewriting it: a row of the same id
-# is replaced, a new one added at the end of its tool's table, the counts
+# is replaced, a new one added at the end of its tool's table, each
+# section's note rewritten, the counts
 # and wall times at the top recounted from the rows, and a line "rows
 # rerun" names the command, date and commit of the selection (the other
 # rows keep the run named above it).
@@ -318,7 +319,18 @@ kb_merge() {
 			}
 			close(f)
 		} }
-		/^### / { intable = 0; tool = substr($0, 5) }
+		# a section: its heading, then its note, which this run rewrites
+		/^### / { intable = 0; tool = substr($0, 5); seen_section = 1
+			print; note = 1; next }
+		note == 1 && /^$/ { print; note = 2; next }
+		note == 2 && !/^$/ { old = old $0 "\n"; next }
+		note == 2 {
+			f = dir "/note." tool; n = 0
+			while ((getline l < f) > 0) { print l; n++ }
+			close(f)
+			if (!n) printf "%s", old
+			old = ""; print; note = 0; next
+		}
 		/^\|---\|---\|---/ { intable = 1; print; next }
 		intable && /^\| / {
 			split($0, a, " [|] "); id = substr(a[1], 3)
@@ -327,7 +339,7 @@ kb_merge() {
 		}
 		intable { flush(); intable = 0 }
 		/^<!-- known-bugs: end/ { flush(); next }
-		seen_section || /^### / { seen_section = 1; print }
+		seen_section { print }
 	' "$T/old" >"$T/sections"
 	{
 		echo "<!-- known-bugs: begin (written by tools/known_bugs.sh) -->"
