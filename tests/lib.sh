@@ -1,7 +1,12 @@
 # lib.sh -- checks shared by the torture scripts; source it after setting
 # fails=0 checks=0.  Each check prints one "ok" or "FAIL" line.
 ok() { checks=$((checks + 1)); echo "ok   $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; }
+# KEEL_CHECK_FAILFAST=1 (tools/mutate): a script ends at its first failed
+# check, its EXIT trap cleaning up; one is all a mutant needs
+bad() {
+	checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"
+	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || exit 1
+}
 expect() { # expect NAME WANT GOT
 	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: want [$2] got [$3]"; fi
 }
