@@ -210,6 +210,11 @@ run "refuse-mremap" 2 "refused: mremap of a writable shared mapping of data" \
 run "refuse-many-maps" 2 "refused: mmap\(MAP_SHARED\) of data: more than 1024 shared mappings" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} many-maps" \
 	--checker "$M {dir} --check"
+# more files changed in one life than the shim's table holds: refused,
+# the shim going on past the full table (the workload ends the life itself)
+run "refuse-many-files" 2 "more than 8192 files or 16384 names changed in one life" \
+	--power-loss --kill-every 30s --cycles 1 \
+	--workload "$M {dir} many-files" --checker "$M {dir} --check"
 run "refuse-tmpfile" 2 "refused: open\([^,]*, O_TMPFILE\)" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} tmpfile" \
 	--checker "$M {dir} --check"

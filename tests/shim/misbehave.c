@@ -14,6 +14,11 @@
  *   mapsync       mmap(MAP_SHARED_VALIDATE | MAP_SYNC) of the tracked file:
  *                 off DAX the kernel answers EOPNOTSUPP, and the shim must
  *                 pass that answer on (exit 1 on any other), not refuse
+ *   many-files    creates more files than one life's table of changed
+ *                 files holds (shim.h, SHIM_SEEN), then reserves blocks in
+ *                 one more (fallocate KEEP_SIZE: a change with no record):
+ *                 refused as too many files, the shim carrying on past the
+ *                 full table; then exits 0 (the life ends with it)
  *   plain         nothing: the control, which must pass
  *   refuse-after N  the first N starts exit 0 after their value (cycles
  *                 that pass); later ones open O_TMPFILE: a refusal
@@ -121,6 +126,18 @@ int main(int argc, char **argv)
 		               MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
 		if (p != MAP_FAILED || errno != EOPNOTSUPP)
 			return 1;
+	} else if (!strcmp(argv[2], "many-files")) {
+		for (int i = 0; i <= 8192; i++) {
+			snprintf(path, sizeof path, "%s/f%d", argv[1], i);
+			int f = open(path, O_WRONLY | O_CREAT, 0644);
+			if (f < 0)
+				return 1;
+			if (i == 8192 && fallocate(f, FALLOC_FL_KEEP_SIZE, 0,
+			                           4096) != 0)
+				return 1;
+			close(f);
+		}
+		return 0; /* the life ends here, however long it took */
 	} else if (!strcmp(argv[2], "io-uring")) {
 		char params[120] = { 0 };
 		syscall(SYS_io_uring_setup, 4, params);
