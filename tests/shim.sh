@@ -257,6 +257,11 @@ if cc -static -o "$T/static" "$T/static.c" 2>/dev/null; then
 	run "refuse-static" 2 "refused: exec .*static: a statically linked" \
 		--front-end shim --cycles 1 --kill-every 10s \
 		--workload "$T/static" --checker true
+	# from a shell whose standard input is closed: the shim's look at
+	# the program gets descriptor 0
+	run "refuse-static-no-stdin" 2 "refused: exec .*static: a statically linked" \
+		--front-end shim --cycles 1 --kill-every 10s \
+		--workload "exec 0<&-; exec $T/static" --checker true
 fi
 
 # ---- bad input: exit 2 with a message, no verdict ----------------------------
