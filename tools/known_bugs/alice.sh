@@ -89,7 +89,7 @@ case_ alice-zookeeper-durable "ALICE, ZooKeeper, durability of a new log file (n
 
 case_ alice-zookeeper-appends "ALICE, ZooKeeper, atomicity of log appends" "3.4 (2014)" "${zv:-?}" \
 	"ALICE: a crash that leaves an append to the transaction log partly made; each transaction carries an Adler-32 checksum and ends with the byte 'B', and the log is preallocated with zeros: a transaction cut short at its end is read as the log's end (\"Last transaction was partial\"), one with a hole inside fails the checksum and the server will not start (\"CRC check failed\", LazyFS's bug 8); here: values padded to about 3 KB (forceSync=yes), power cut under the ext4 model, each 512-byte sector of an unsynced write kept or lost (torn)" \
-	"every acknowledged put survived and the server restarted after every cut in these cycles: no cut tore a transaction the server had written to its log but not yet synced (the kill must fall between the write and its fdatasync)" not -- \
+	"every acknowledged put survived and the server restarted after every cut in these cycles: no cut left a hole inside a transaction the server had written to its log but not yet synced while keeping its end (the kill must fall between the write and its fdatasync; a tear that loses the end is read as the log's end)" not -- \
 	--target exec --front-end shim --power-loss --fs ext4 --device torn --kill-every 6s --duration "$D" --cycles 12 \
 	--setup "sh $Z {dir} $ZK --init" --workload "sh $Z {dir} $ZK forcesync big" --checker "sh $Z {dir} $ZK --check"
 unset refused said
