@@ -204,6 +204,11 @@ for m in raw-append raw-overwrite; do
 		--power-loss --kill-every 2s --cycles 2 --seed 1 \
 		--workload "$M {dir} $m" --checker "$M {dir} --check"
 done
+# a new file under a name the shim recorded, written unseen: the refusal
+# says what it found and that there was no file before
+run "bypass-raw-create" 2 "unrecorded change in cycle 1 \(workload\): new was changed \(3 bytes, was 0\), but no recorded call wrote it" \
+	--power-loss --kill-every 2s --cycles 2 --seed 1 \
+	--workload "$M {dir} raw-create" --checker "$M {dir} --check"
 run "refuse-mremap" 2 "refused: mremap of a writable shared mapping of data" \
 	--kill-every 2s --cycles 2 --workload "$M {dir} mremap" \
 	--checker "$M {dir} --check"

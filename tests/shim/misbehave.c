@@ -14,6 +14,10 @@
  *   mapsync       mmap(MAP_SHARED_VALIDATE | MAP_SYNC) of the tracked file:
  *                 off DAX the kernel answers EOPNOTSUPP, and the shim must
  *                 pass that answer on (exit 1 on any other), not refuse
+ *   raw-create    unlink(new) through the shim (the name is recorded,
+ *                 though there was no such file), then syscall(SYS_openat)
+ *                 creates new and syscall(SYS_write) puts 3 bytes in it:
+ *                 a new file under a recorded name, written unseen
  *   many-files    creates more files than one life's table of changed
  *                 files holds (shim.h, SHIM_SEEN), then reserves blocks in
  *                 one more (fallocate KEEP_SIZE: a change with no record):
@@ -105,6 +109,13 @@ int main(int argc, char **argv)
 		syscall(SYS_pwrite64, fd, "xyz", 3, 2);
 	} else if (!strcmp(argv[2], "raw-overwrite")) {
 		syscall(SYS_pwrite64, fd, "zz", 2, 0);
+	} else if (!strcmp(argv[2], "raw-create")) {
+		snprintf(path, sizeof path, "%s/new", argv[1]);
+		unlink(path);
+		long nfd = syscall(SYS_openat, AT_FDCWD, path,
+		                   O_WRONLY | O_CREAT, 0644);
+		if (nfd < 0 || syscall(SYS_write, nfd, "abc", 3) != 3)
+			return 1;
 	} else if (!strcmp(argv[2], "mremap")) {
 		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
 		               fd, 0);
