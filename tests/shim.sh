@@ -42,6 +42,17 @@ for fam in append overwrite truncate rename unlink remove odsync stdio dup mmap;
 		--duration 10s --seed 11 \
 		--workload "$F {dir} $fam unsafe" --checker "$F {dir} $fam --check"
 done
+# the calls a loss lists say what each truncate asked for: the size of
+# the truncate named as its cause (from the simulator's records) is the
+# size of one listed (from the shim's)
+cause=$(sed -n 's/^ *ftruncate(\(k[0-9]*\), \([0-9]*\)) -- lost$/\1 \2/p' \
+	"$T/truncate-unsafe.out" | head -1)
+if [ -n "$cause" ]; then
+	contains "truncate-unsafe lists its cause's size ($cause)" \
+		"$T/truncate-unsafe.out" "^ +truncate +${cause% *} +to ${cause#* } -> "
+else
+	ok "truncate-unsafe lists its cause's size (no truncate named)"
+fi
 # ---- descriptors no open() wrapper saw: a correct saver is not a loss -------
 # (dpkg syncs its directory with fsync(dirfd(opendir(...))); a descriptor
 # can also arrive by fdopendir+closedir, dup, exec, or SCM_RIGHTS)
