@@ -241,6 +241,10 @@ run "refuse-io-uring" 2 "refused: io_uring_setup" \
 # back to plain writes), never a refusal; refused before
 run "mapsync-passes" 0 "" --kill-every 2s --cycles 2 --power-loss \
 	--workload "$M {dir} mapsync" --checker "$M {dir} --check"
+# a shared mapping made writable by mprotect: its stores are granted and
+# recorded like those of one mapped writable
+run "mprotect-passes" 0 "" --kill-every 2s --cycles 2 --power-loss \
+	--workload "$M {dir} mprotect" --checker "$M {dir} --check"
 # a refusal in cycle 1 is a set-up error as before: no summary
 if grep -q "stopped in" "$T/refuse-mmap.out"; then
 	bad "a refusal in cycle 1 prints no summary"

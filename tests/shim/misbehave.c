@@ -23,6 +23,9 @@
  *                 one more (fallocate KEEP_SIZE: a change with no record):
  *                 refused as too many files, the shim carrying on past the
  *                 full table; then exits 0 (the life ends with it)
+ *   mprotect      maps the tracked file read-only and shared, makes the
+ *                 mapping writable with mprotect, stores the same value
+ *                 through it and msyncs (exit 1 on a failure): must pass
  *   plain         nothing: the control, which must pass
  *   refuse-after N  the first N starts exit 0 after their value (cycles
  *                 that pass); later ones open O_TMPFILE: a refusal
@@ -149,6 +152,14 @@ int main(int argc, char **argv)
 			close(f);
 		}
 		return 0; /* the life ends here, however long it took */
+	} else if (!strcmp(argv[2], "mprotect")) {
+		char *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED ||
+		    mprotect(p, 4096, PROT_READ | PROT_WRITE) != 0)
+			return 1;
+		memcpy(p, "v1", 2);
+		if (msync(p, 4096, MS_SYNC) != 0)
+			return 1;
 	} else if (!strcmp(argv[2], "io-uring")) {
 		char params[120] = { 0 };
 		syscall(SYS_io_uring_setup, 4, params);
