@@ -102,35 +102,114 @@ static void revert_one(int fd, fs_rec *r)
 	/* an extension only changed the size: it stays, unsynced */
 }
 
-/* btrfs: revert FILE's unsynced records below MARK, newest first.  1
- * when any was written back into the file. */
+/* 1 when R, a data record of the file, is one a btrfs revert below MARK
+ * puts back */
+static int reverts(const fs_rec *r, uint64_t mark)
+{
+	return r->seq < mark && rec_state(r) == ST_UNSYNCED && !rec_unsealed(r);
+}
+
+/*
+ * btrfs: revert FILE's unsynced records below MARK.  A record the revert
+ * keeps may lie over one it puts back (an O_SYNC write, durable at once,
+ * over an earlier buffered one; a write made while the sync ran): its
+ * bytes must stay, and its pre-image must no longer hold the reverted
+ * bytes, or a crash that undoes it brings them back.  So, when every
+ * record from the oldest reverted one on is a sealed write or one the
+ * revert puts back, the file is undone to before that record, newest
+ * first, and then made again in order: a reverted record as revert_one
+ * leaves it, a kept write with its pre-image read anew, then its bytes.
+ * Otherwise (a kept truncate, extension or unsealed mapped page among
+ * them) the reverted records alone are put back, newest first.  1 when
+ * any was written back into the file.
+ */
 static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
-	uint64_t *list = NULL, n = 0, cap = 0;
-	int fd = faultsim_file_open(c, file), wrote = 0;
+	uint64_t *list = NULL, n = 0, cap = 0, first = UINT64_MAX;
+	int fd = faultsim_file_open(c, file), wrote = 0, redo = 1;
 
 	if (fd < 0)
 		return 0; /* nothing to revert on: the records stay unsynced */
 	for (uint64_t pos = faultsim_file_scan_from(c, file); pos < win_tail(w);) {
 		fs_rec *r = rec_at(c, pos);
-		if (rec_is_data(r) && r->file == file && r->seq < mark &&
-		    rec_state(r) == ST_UNSYNCED && !rec_unsealed(r)) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 64;
-				uint64_t *l = realloc(list, cap * sizeof *l);
-				if (!l)
-					goto out_free;
-				list = l;
-			}
-			list[n++] = pos;
-		}
+		uint8_t st = rec_state(r);
 		pos += r->size;
+		if (!rec_is_data(r) || r->file != file ||
+		    (first == UINT64_MAX && !reverts(r, mark)) ||
+		    st == ST_VOID || st == ST_LOST)
+			continue;
+		if (first == UINT64_MAX)
+			first = n;
+		if (!reverts(r, mark) &&
+		    (r->kind != REC_WRITE || rec_unsealed(r)))
+			redo = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *l = realloc(list, cap * sizeof *l);
+			if (!l)
+				goto out_free;
+			list = l;
+		}
+		list[n++] = pos - r->size;
 	}
 	wrote = n > 0;
-	while (n > 0)
-		revert_one(fd, rec_at(c, list[--n]));
+	if (n == 0)
+		goto out_free;
+	if (!redo) {
+		while (n > 0) {
+			fs_rec *r = rec_at(c, list[--n]);
+			if (reverts(r, mark))
+				revert_one(fd, r);
+		}
+		goto out_free;
+	}
+	for (uint64_t k = n; k > 0; k--) { /* undone to before the first */
+		fs_rec *r = rec_at(c, list[k - 1]);
+		if (r->kind == REC_WRITE)
+			(void)faultsim_write_exact(fd, rec_pre(r), r->pre_len,
+			                           r->off);
+		else if (r->kind == REC_TRUNCATE && r->new_size <= r->old_size)
+			(void)faultsim_undo_data(fd, r);
+	}
+	/* made again, in order; SIZE: the file's size in the world without
+	 * the reverted records (never shrunk: what lies past it reads as
+	 * zeros, as revert_one leaves it) */
+	uint64_t size = rec_at(c, list[0])->old_size;
+	for (uint64_t k = 0; k < n; k++) {
+		fs_rec *r = rec_at(c, list[k]);
+		uint64_t end = r->off + r->len;
+		if (reverts(r, mark) && r->kind == REC_WRITE && end > size) {
+			/* the bytes below SIZE are those before it already */
+			uint64_t z = r->off > size ? r->off : size;
+			if (write_zeros(fd, z, end - z) < 0)
+				continue;
+			r->old_size = size;
+			r->new_size = end;
+			size = end;
+			__atomic_store_n(&r->kind, REC_EXTEND, __ATOMIC_RELEASE);
+		} else if (reverts(r, mark)) {
+			if (r->kind != REC_EXTEND)
+				rec_set_state(r, ST_VOID);
+			else if (r->new_size > size)
+				size = r->new_size;
+		} else {
+			ssize_t got = pread(fd, rec_pre(r), r->pre_len,
+			                    (off_t)r->off);
+			if (got < 0)
+				got = 0;
+			memset(rec_pre(r) + got, 0, r->pre_len - (uint64_t)got);
+			r->old_size = size;
+			(void)faultsim_write_exact(fd, rec_new(r), r->len, r->off);
+			if (end > size)
+				size = end;
+		}
+	}
 out_free:
+	/* the size the cache keeps for the file (invariant 10) is read
+	 * again: a truncate put back grew the file */
+	if (wrote)
+		c->files[file].size_known = 0;
 	free(list);
 	close(fd);
 	return wrote;

@@ -644,6 +644,70 @@ static void test_profiles_after_failed_sync(void **state)
 	}
 }
 
+/* btrfs: a failed sync puts back the unsynced bytes, but not a later
+ * record's over them -- an O_SYNC write, durable at once, over an earlier
+ * buffered write keeps its bytes, now and after a power cut; and a
+ * truncate put back grows the file again, so a write after it is
+ * recorded against the size the file has (tests/refmodel.sh, the
+ * extended alphabet: 'Wa0 Oa0 Ea', 'Ta Ea Wa1' under the btrfs profile).
+ * Before, the revert wrote the buffered write's pre-image over the durable
+ * bytes, and a crash cut the file to the truncated size. */
+static void failing_sync(fx *x, int fd)
+{
+	char err[128];
+	faultsim_faults_destroy(x->faults);
+	assert_int_equal(faultsim_faults_create(9, &x->faults), 0);
+	assert_int_equal(faultsim_faults_add(x->faults, "fdatasync:EIO:nth=1",
+	                                     err, sizeof err), 0);
+	assert_int_equal(x->io->fdatasync(x->io->ctx, fd), -EIO);
+}
+
+static void test_btrfs_revert_keeps_later_records(void **state)
+{
+	fx *x = *state;
+	unsigned char got[8192], o[100];
+	faultsim_crash_report rep;
+	faultsim_ticket t = { 0 };
+
+	for (int d = FAULTSIM_DEVICE_ORDERED; d <= FAULTSIM_DEVICE_TORN; d++) {
+		fx_profile(x, FAULTSIM_PROFILE_BTRFS);
+		unlink(x->path);
+		int fd = xopen(x, "f", KEEL_IO_CREATE);
+		fill(x, fd, 'a', 4096, 0);
+		xsync(x, fd);
+		xsync_dir(x);
+		fill(x, fd, 'x', 4096, 0);              /* buffered */
+		memset(o, 'o', sizeof o);               /* O_SYNC */
+		int file = faultsim_cache_file_of(x->cache, fd);
+		assert_true(file >= 0);
+		assert_int_equal(faultsim_cache_write_begin(x->cache, file, fd,
+		                                            o, sizeof o, 0, &t), 0);
+		faultsim_cache_write_end_durable(&t, pwrite(fd, o, sizeof o, 0));
+		failing_sync(x, fd);
+		assert_int_equal(x->io->pread(x->io->ctx, fd, got, 4096, 0), 4096);
+		assert_true(got[0] == 'o' && got[99] == 'o' && got[100] == 'a');
+		x->io->close(x->io->ctx, fd);
+		crash(x, (faultsim_device)d, 512, 5, &rep);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+		assert_true(got[0] == 'o' && got[99] == 'o' && got[100] == 'a' &&
+		            got[4095] == 'a');
+
+		/* a truncate put back, then a write */
+		unlink(x->path);
+		fd = xopen(x, "f", KEEL_IO_CREATE);
+		fill(x, fd, 'a', 8192, 0);
+		xsync(x, fd);
+		xsync_dir(x);
+		assert_int_equal(x->io->ftruncate(x->io->ctx, fd, 4096), 0);
+		failing_sync(x, fd);
+		fill(x, fd, 'c', 4096, 2048);
+		x->io->close(x->io->ctx, fd);
+		crash(x, (faultsim_device)d, 512, 5, &rep);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 8192);
+		assert_true(got[0] == 'a' && got[8191] == 'a');
+	}
+}
+
 /* Without a power cut, ext4's clean-marked pages vanish when evicted: the
  * file reads as the disk has it, later writes are untouched. */
 static void test_evict_lost_reverts_only_lost(void **state)
@@ -2282,6 +2346,7 @@ int main(void)
 		T(test_unlink_undone_without_dir_sync),
 		T(test_unlinked_file_content_follows_model),
 		T(test_profiles_after_failed_sync),
+		T(test_btrfs_revert_keeps_later_records),
 		T(test_evict_lost_reverts_only_lost),
 		T(test_write_back_and_device_copy),
 		T(test_spec_parser),
