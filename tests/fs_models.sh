@@ -23,7 +23,7 @@ export TMPDIR="$T/tmp"
 run() {
 	name=$1 want=$2 pat=$3
 	shift 3
-	"$TORTURE" --quiet "$@" >"$T/$name.out" 2>&1
+	patient "$T/$name.out" "$TORTURE" --quiet "$@"
 	rc=$?
 	expect "$name exits $want" "$want" $rc
 	[ "$rc" = "$want" ] || tail -c 1500 "$T/$name.out"

@@ -37,3 +37,38 @@ reached() { # reached FILE FIELD=MIN... -- true when every FIELD is >= MIN
 # SECONDS, then twice as long, up to 8 times as long, until it has: a loaded
 # machine does less a second, and every run must pass all the same.
 long_enough_durations() { echo "$1 $(($1 * 2)) $(($1 * 4)) $(($1 * 8))"; }
+# patient OUT CMD... -- runs CMD, a torture run, with its output in OUT,
+# and returns its exit status.  A run whose lives were too short to
+# acknowledge anything ("never acknowledged an operation", exit 2), or
+# that passed with most of its lives acknowledging nothing ("lives too
+# short": a pass that tested little), is run again with its --kill-every
+# and --duration doubled, twice at most: a busy machine starts a program
+# more slowly, a slow start is not a verdict, and the run must still reach
+# the verdict it is checked for.
+patient() {
+	local out=$1 try a p i
+	shift
+	for try in 1 2 3; do
+		"$@" >"$out" 2>&1
+		rc=$?
+		[ $try -lt 3 ] && { { [ $rc = 2 ] &&
+			grep -q "never acknowledged an operation" "$out"; } ||
+			{ [ $rc = 0 ] && grep -q "^  lives too short" "$out"; }; } ||
+			return $rc
+		echo "($(basename "$1"): lives too short on this machine, run again with twice as long)" >&2
+		i=0 p=
+		for a do
+			i=$((i + 1))
+			case $p in
+			--kill-every|--duration)
+				a=$(echo "$a" | awk '!/^[0-9.]+[a-z]*$/ { print; next }
+					{ n = $0 + 0; u = $0; sub(/^[0-9.]+/, "", u)
+					  print n * 2 u }') ;;
+			esac
+			set -- "$@" "$a"
+			p=$a
+		done
+		shift $i
+	done
+	return $rc
+}

@@ -30,8 +30,8 @@ run() {
 	t0=$(date +%s)
 	# (the shim's own backstop: a shell would get the supervisor by
 	# itself, --front-end auto)
-	"$TORTURE" --target exec --quiet --front-end shim "$@" \
-		>"$T/$name.out" 2>&1
+	patient "$T/$name.out" "$TORTURE" --target exec --quiet \
+		--front-end shim "$@"
 	rc=$?
 	expect "$name exits $want ($(( $(date +%s) - t0 ))s)" "$want" $rc
 	[ "$rc" = "$want" ] || tail -c 1500 "$T/$name.out"

@@ -38,7 +38,7 @@ run() {
 	name=$1 want=$2 pat=$3
 	shift 3
 	t0=$(date +%s)
-	"$TORTURE" --target exec --quiet "$@" >"$T/$name.out" 2>&1
+	patient "$T/$name.out" "$TORTURE" --target exec --quiet "$@"
 	rc=$?
 	case "|$want|" in
 	*"|$rc|"*) ok "$name exits $rc ($(( $(date +%s) - t0 ))s)" ;;
