@@ -1,7 +1,8 @@
 #!/bin/sh
 # slurm.sh BUILD_DIR -- sharded runs on a real scheduler: starts a private
 # one-node Slurm cluster (Debian's slurm-wlm and munge), submits a torture
-# campaign and a generated-mutant sample as Slurm job arrays of two tasks,
+# campaign, a generated-mutant sample and a reference-model run
+# (tests/refmodel/shard.sh) as Slurm job arrays of two tasks,
 # merges the shards, and checks each merged table equals the same work run
 # unsharded.  Skips, saying why, where it cannot start Slurm (not root, the
 # packages missing); leaves nothing running.
@@ -202,6 +203,34 @@ expect "the merged shards equal the unsharded sample" \
 [ "$(uname -m)" = x86_64 ] &&
 	expect "two killed, one equivalent (the ARM path)" "2 1" \
 		"$(grep -c ' KILLED ' "$T/mv.shards") $(grep -c ' EQUIVALENT ' "$T/mv.shards")"
+
+# ---- the reference model's long run as a job array -------------------------
+# tests/refmodel/shard.sh, each task a shard of the workloads (here of one
+# op, 32 seeds: quick); the merged states are judged as the unsharded
+# run's are, workload by workload
+cat >"$T/refmodel.job" <<EOF
+#!/bin/sh
+cd $root && exec sh tests/refmodel/shard.sh $B \$SLURM_ARRAY_TASK_ID/2 \\
+	$T/r\$SLURM_ARRAY_TASK_ID 1 32 >$T/r\$SLURM_ARRAY_TASK_ID.log 2>&1
+EOF
+chmod +x "$T/refmodel.job"
+submit 2 "$T/refmodel.job"
+expect "the reference model's job array ran" 0 $?
+(cd "$root" && sh tests/refmodel/shard.sh "$B" 0/1 "$T/rwhole" 1 32) \
+	>"$T/rwhole.log" 2>&1
+expect "the unsharded reference run exits 0" 0 $?
+for k in data names; do
+	py=model.py
+	[ $k = data ] || py=names.py
+	cat "$T/r0.$k" "$T/r1.$k" 2>/dev/null |
+		python3 "$root/tests/refmodel/$py" check 32 >"$T/rshards.$k" 2>&1
+	python3 "$root/tests/refmodel/$py" check 32 <"$T/rwhole.$k" \
+		>"$T/rwhole.$k.check" 2>&1
+	expect "the merged shards' $k check equals the unsharded one's" \
+		"$(cat "$T/rwhole.$k.check")" "$(cat "$T/rshards.$k")"
+	contains "... and agrees with the model ($k)" "$T/rshards.$k" \
+		"no disagreement"
+done
 
 echo "slurm.sh: $checks checks, $fails failed"
 [ $fails = 0 ]
