@@ -100,6 +100,8 @@ case_() {
 		*) c="$c $a" ;;
 		esac
 	done
+	# the page names build/, whatever directory the run used
+	c=$(printf '%s' "$c" | sed "s#$B/#build/#g")
 	res=$(field "$j" result 2>/dev/null)
 	cyc=$(field "$j" cycles 2>/dev/null)
 	if [ -s "$j" ] && [ "$res" != pass ] && [ "$rc" != 2 ] && [ "$rc" != 124 ]; then
