@@ -117,8 +117,9 @@ static int reverts(const fs_rec *r, uint64_t mark)
  * bytes, or a crash that undoes it brings them back.  So, when every
  * record from the oldest reverted one on is a sealed write or one the
  * revert puts back, the file is undone to before that record, newest
- * first, and then made again in order: a reverted record as revert_one
- * leaves it, a kept write with its pre-image read anew, then its bytes.
+ * first, and then made again in order: a reverted record left as
+ * revert_one leaves one, a kept write with its pre-image read anew, then
+ * its bytes.
  * Otherwise (a kept truncate, extension or unsealed mapped page among
  * them) the reverted records alone are put back, newest first.  1 when
  * any was written back into the file.
@@ -126,7 +127,7 @@ static int reverts(const fs_rec *r, uint64_t mark)
 static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 {
 	uint64_t w = __atomic_load_n(&c->window, __ATOMIC_ACQUIRE);
-	uint64_t *list = NULL, n = 0, cap = 0, first = UINT64_MAX;
+	uint64_t *list = NULL, n = 0, cap = 0;
 	int fd = faultsim_file_open(c, file), wrote = 0, redo = 1;
 
 	if (fd < 0)
@@ -136,11 +137,9 @@ static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 		uint8_t st = rec_state(r);
 		pos += r->size;
 		if (!rec_is_data(r) || r->file != file ||
-		    (first == UINT64_MAX && !reverts(r, mark)) ||
+		    (n == 0 && !reverts(r, mark)) ||
 		    st == ST_VOID || st == ST_LOST)
 			continue;
-		if (first == UINT64_MAX)
-			first = n;
 		if (!reverts(r, mark) &&
 		    (r->kind != REC_WRITE || rec_unsealed(r)))
 			redo = 0;
@@ -188,10 +187,13 @@ static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 			r->new_size = end;
 			size = end;
 			__atomic_store_n(&r->kind, REC_EXTEND, __ATOMIC_RELEASE);
+		} else if (reverts(r, mark) &&
+		           (r->kind == REC_WRITE ||
+		            (r->kind == REC_TRUNCATE && r->new_size <= r->old_size))) {
+			rec_set_state(r, ST_VOID); /* undone above */
 		} else if (reverts(r, mark)) {
-			if (r->kind != REC_EXTEND)
-				rec_set_state(r, ST_VOID);
-			else if (r->new_size > size)
+			/* a growth only changed the size: it stays, unsynced */
+			if (r->new_size > size)
 				size = r->new_size;
 		} else {
 			ssize_t got = pread(fd, rec_pre(r), r->pre_len,
