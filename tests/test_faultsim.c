@@ -1806,6 +1806,71 @@ static void test_unsealed_stores_follow_the_device_model(void **state)
 	assert_true(lost > 0);
 }
 
+/*
+ * A writer killed inside a write while a mapped page of another file is
+ * unsealed: the crash settles the write it died in first, then seals the
+ * page.  The seal reserves a record; in a half this full the reserve
+ * compacts, and compaction moves every record, so the write's position
+ * is read while it still names it.  The write never reached its file: it
+ * is void, and no device leaves its bytes.
+ */
+static void test_crash_settles_the_killed_call_before_the_pages(void **state)
+{
+	fx *x = *state;
+	faultsim_cache *keep = x->cache, *small;
+	faultsim_crash_report rep;
+	faultsim_ticket t = { 0 };
+	unsigned char w[100];
+
+	memset(w, 'w', sizeof w);
+	assert_int_equal(faultsim_cache_create(64 << 10, &small), 0);
+	x->cache = small;
+	fx_profile(x, FAULTSIM_PROFILE_EXT4);
+	for (int d = FAULTSIM_DEVICE_ORDERED; d <= FAULTSIM_DEVICE_PAYLOAD;
+	     d++) {
+		for (uint64_t seed = 0; seed < 4; seed++) {
+			int file, mfd = mapped_file(x, "m", &file);
+			durable_file(x, "g", 'g', 4096);
+			int s = xopen(x, "s", KEEL_IO_CREATE);
+			int g = xopen(x, "g", 0);
+			int gfile = faultsim_cache_file_of(small, g);
+			assert_true(gfile >= 0);
+			xsync_dir(x);
+			/* first in the window; durable below, so dropped by the
+			 * compaction that moves the records after it */
+			for (uint64_t at = 0; at < (52 << 10); at += FSZ)
+				fill(x, s, 's', at + FSZ > (52 << 10) ?
+				     (52 << 10) - at : FSZ, at);
+			map_fault_page(x, file, mfd, 0);
+			store(mfd, "X", 1); /* the seal keeps [1, 4095) */
+			store(mfd, "Y", 4094);
+			xsync(x, s);
+			assert_int_equal(faultsim_cache_write_begin(small, gfile,
+			                 g, w, sizeof w, 0, &t), 0);
+			/* killed here, before the pwrite.  The window holds
+			 * s's records (52 KiB), the page's and the write's: the
+			 * seal's record (two images of 4,094 bytes) does not
+			 * fit the 64 KiB half */
+			close(mfd);
+			x->io->close(x->io->ctx, s);
+			x->io->close(x->io->ctx, g);
+			faultsim_crash_options co = { (faultsim_device)d, 512,
+			                              seed };
+			assert_int_equal(faultsim_cache_crash(small, &co, &rep),
+			                 0);
+			assert_file(x, "g", 'g', 4096);
+			for (const char *n = "s\0g\0m\0"; *n; n += 2) {
+				char p[160];
+				snprintf(p, sizeof p, "%s/%s", x->dir, n);
+				unlink(p);
+			}
+		}
+	}
+	x->cache = keep;
+	fx_profile(x, FAULTSIM_PROFILE_EXT4);
+	faultsim_cache_destroy(small);
+}
+
 /* A sync that finds a page still unsealed (a store racing with it) leaves
  * it unsynced: a crash may still lose it. */
 static void test_sync_leaves_unsealed_pages_unsynced(void **state)
@@ -2374,6 +2439,7 @@ int main(void)
 		T(test_fs_writeback_may_grow_over_lost_data),
 		T(test_sealed_mapped_write_is_durable_after_sync),
 		T(test_unsealed_stores_follow_the_device_model),
+		T(test_crash_settles_the_killed_call_before_the_pages),
 		T(test_sync_leaves_unsealed_pages_unsynced),
 		T(test_seal_narrows_to_the_changed_bytes),
 		T(test_seal_narrows_a_change_at_a_page_edge),
