@@ -73,6 +73,17 @@ static int set_size(int fd, uint64_t size)
 	return ftruncate(fd, (off_t)size) == 0 ? 0 : -errno;
 }
 
+/* An extension redone: the size grows to SIZE, never shrinks (fallocate
+ * never does; the file may hold more than when the extension was made, an
+ * append kept where a truncate between them was lost) */
+static int grow_to(int fd, uint64_t size)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	return (uint64_t)st.st_size < size ? set_size(fd, size) : 0;
+}
+
 int faultsim_undo_data(int fd, fs_rec *r)
 {
 	int rc = 0;
@@ -247,7 +258,10 @@ static fate *decide(faultsim_cache *c, const faultsim_crash_options *o,
 		         >= 2)
 			v[i].what = FATE_HOLE; /* garbage below: 1 in 2 */
 		else if (o->device == FAULTSIM_DEVICE_REORDER ||
+		         o->device == FAULTSIM_DEVICE_PAYLOAD ||
 		         r->kind != REC_WRITE)
+			/* (PAYLOAD: a write with no interior sector persists
+			 * whole or not at all, never torn) */
 			v[i].what = (x & 1) ? FATE_KEEP : FATE_LOSE;
 		else
 			v[i].what = (uint8_t)(x % 3);
@@ -434,9 +448,10 @@ static int redo_one(int fd, fs_rec *r, fate *f, unsigned sector,
 			                                          r->off) : 0;
 		else if (r->kind == REC_WRITE)
 			rc = faultsim_write_exact(fd, rec_new(r), r->len, r->off);
-		else if (r->kind == REC_TRUNCATE ||
-		         r->new_size > r->old_size)
+		else if (r->kind == REC_TRUNCATE)
 			rc = set_size(fd, r->new_size);
+		else if (r->new_size > r->old_size)
+			rc = grow_to(fd, r->new_size);
 	} else if (f->what == FATE_HOLE) {
 		rc = redo_hole(fd, r, f, sector, edge, stop);
 		outcome(f, FAULTSIM_FATE_TORN, rep);

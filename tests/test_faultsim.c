@@ -2246,6 +2246,64 @@ static void test_fallocate_is_a_recorded_extension(void **state)
 	assert_int_equal(sizes, 3);
 }
 
+/* An extension persists or not, and where it persists the file holds at
+ * least its size: fallocate never shrinks a file.  An append (8 KiB to
+ * 12 KiB), a truncate to 4 KiB, a fallocate to 10 KiB, none synced: where
+ * the append and the fallocate persist and the truncate does not, the
+ * file is 12 KiB with the append whole.  The redo set the extension's
+ * size as it stood when it was made, 10 KiB, cutting the append short
+ * (tests/refmodel.sh, model.py gen-size: 'Pa Ta Ga' under reorder). */
+static void test_a_kept_extension_never_shrinks_the_file(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char buf[FSZ];
+	int appended = 0;
+
+	for (uint64_t seed = 0; seed < 64; seed++) {
+		unlink(x->path);
+		durable_file(x, "f", 'a', 8192);
+		int fd = xopen(x, "f", 0);
+		fill(x, fd, 'n', 4096, 8192);
+		assert_int_equal(x->io->ftruncate(x->io->ctx, fd, 4096), 0);
+		assert_int_equal(x->io->fallocate(x->io->ctx, fd, 0, 10240), 0);
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+		long n = slurp(x, "f", buf, sizeof buf);
+		assert_true(n == 4096 || n == 8192 || n == 10240 || n == 12288);
+		for (long i = 8192; i < n; i++)
+			assert_int_equal(buf[i], n == 12288 ? 'n' : 0);
+		appended += n == 12288;
+	}
+	assert_true(appended > 0);
+}
+
+/* PAYLOAD: a write shorter than three sectors has no interior sector to
+ * lose: it persists whole or not at all, never torn (faultsim.h, and
+ * docs/faults.md's device table).  The device tore it as TORN does
+ * (tests/refmodel.sh: a punched hole of two sectors, 'Ta Za'). */
+static void test_payload_keeps_a_short_write_whole_or_not(void **state)
+{
+	fx *x = *state;
+	unsigned char got[FSZ];
+	int seen = 0;
+
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		faultsim_crash_report rep;
+		unlink(x->path);
+		durable_file(x, "f", 'a', 4096);
+		int fd = xopen(x, "f", 0);
+		fill(x, fd, 'n', 1024, 1024); /* sectors 2 and 3 */
+		x->io->close(x->io->ctx, fd);
+		crash(x, FAULTSIM_DEVICE_PAYLOAD, 512, seed, &rep);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 4096);
+		for (int i = 1024; i < 2048; i++)
+			assert_int_equal(got[i], got[1024]);
+		seen |= got[1024] == 'n' ? 1 : 2;
+	}
+	assert_int_equal(seen, 3);
+}
+
 /* A rename the real call refuses (EXDEV: the target is on another file
  * system, /dev/shm's tmpfs) is no record: a file made later at the refused
  * target does not pull the refused rename's source in with its name.
@@ -2403,6 +2461,7 @@ int main(void)
 		T(test_garbage_fills_one_sector),
 		T(test_payload_loses_one_interior_sector),
 		T(test_payload_holes_a_three_sector_write),
+		T(test_payload_keeps_a_short_write_whole_or_not),
 		T(test_same_seed_same_files),
 		T(test_create_needs_dir_sync),
 		T(test_rename_undone_without_dir_sync),
@@ -2450,6 +2509,7 @@ int main(void)
 		T(test_track_refuses_a_path_too_long_to_hold),
 		T(test_refused_rename_ties_no_names),
 		T(test_fallocate_is_a_recorded_extension),
+		T(test_a_kept_extension_never_shrinks_the_file),
 		T(test_descriptor_zero_is_followed),
 		T(test_no_fault_set_is_no_fault),
 		T(test_sync_mark_leaves_out_a_write_made_during_it),
