@@ -158,6 +158,28 @@ run "supervisor-write-only-unsafe" 1 "cycle [0-9]+: lost: key \"data\"" \
 	--front-end supervisor --power-loss --kill-every 300ms --duration 10s \
 	--seed 19 --setup "$WO {dir} --init" --workload "$WO {dir} unsafe" \
 	--checker "$WO {dir} --check"
+# a copy into the watched file (copy_file_range) under injected short
+# writes: the program sees the short counts and loops, and the recipe holds
+export UNSEEN_SHORTS="$T/copy-shorts"
+run "supervisor-copy-short" 0 "bytes written through the supervisor" \
+	--front-end supervisor --fail pwrite:short:p=0.5 --power-loss \
+	--kill-every 300ms --duration 3s --seed 21 --setup "$U {dir} init" \
+	--workload "$U {dir} copy" --checker "$U {dir} --check"
+unset UNSEEN_SHORTS
+if [ -e "$T/copy-shorts" ]; then ok "supervisor-copy-short: the program saw a short count"
+else bad "supervisor-copy-short: no short count reached the program"; fi
+# 8 fallocate calls a put under ulimit -n 256: the supervisor keeps no
+# descriptor of a call past its answer
+printf '#!/bin/sh\nulimit -n 256 || exit 2\nexec "%s" "$@"\n' \
+	"$TORTURE" >"$T/lowfd"
+chmod +x "$T/lowfd"
+keep_torture=$TORTURE
+TORTURE=$T/lowfd
+run "supervisor-fallocate-many" 0 "bytes written through the supervisor" \
+	--front-end supervisor --power-loss --kill-every 300ms --duration 3s \
+	--seed 22 --setup "$U {dir} init" --workload "$U {dir} fallocate" \
+	--checker "$U {dir} --check"
+TORTURE=$keep_torture
 run "supervisor-enumerate" 1 "lost" --front-end supervisor --enumerate \
 	--seed 18 --setup "$U {dir} init" \
 	--workload "$U {dir} unsafe 5" --checker "$U {dir} --check"

@@ -43,6 +43,17 @@
  *             life records a write of its own, and the shim's sample of
  *             the newest recorded write has nothing to compare)
  *
+ * Two more that must pass, for the supervisor's own paths:
+ *
+ *   copy      the record written to a file in $TMPDIR (outside DIR), then
+ *             copied into DIR/data with copy_file_range, looping on a short
+ *             count (--fail pwrite:short makes them), then fdatasync; when
+ *             a count came back short it makes the file $UNSEEN_SHORTS
+ *             (outside DIR), so a test can tell the fault reached it
+ *   fallocate safe, with 8 fallocate(fd, 0, 0, 32) calls before each put
+ *             (the file keeps its size): a front end that keeps a
+ *             descriptor per call runs out of them under a low ulimit -n
+ *
  * and direct-unsafe, the direct block never synced: a direct write waits
  * in the device's volatile cache like any other, and a power cut loses it.
  *
@@ -50,6 +61,9 @@
  * a power cut; the kit must say so (unsafe, scm, direct-unsafe) or refuse
  * the run (the rest), never pass it.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* copy_file_range, fallocate (musl-gcc has no -D) */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,6 +154,49 @@ static long raw_pwrite(int fd, const void *buf, size_t n, long off)
 #else
 	return syscall(SYS_pwrite64, fd, buf, n, off);
 #endif
+}
+
+/* copy mode: REC bytes into FD at 0 through copy_file_range from a file
+ * outside the watched directory, a short count (even 0) continued from
+ * where it stopped, at most 64 calls; then fdatasync.  REC, or -1. */
+static long copy_in(int fd, const char *rec)
+{
+	static int src = -1, told;
+	const char *tmp = getenv("TMPDIR"), *mark = getenv("UNSEEN_SHORTS");
+	loff_t so = 0, doff = 0;
+	int shorts = 0;
+
+	if (src < 0) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/unseen-copy.XXXXXX",
+		         tmp ? tmp : "/tmp");
+		if ((src = mkstemp(path)) < 0)
+			die("mkstemp");
+		unlink(path);
+	}
+	if (pwrite(src, rec, REC, 0) != REC)
+		die("pwrite of the copy's source");
+	for (int k = 0; k < 64 && doff < REC; k++) {
+		ssize_t want = REC - (ssize_t)doff;
+		ssize_t n = copy_file_range(src, &so, fd, &doff, (size_t)want,
+		                            0);
+		if (n < 0)
+			die("copy_file_range");
+		if (n < want)
+			shorts++;
+	}
+	if (doff != REC)
+		return -1;
+	if (fdatasync(fd) != 0)
+		die("fdatasync");
+	if (shorts && mark && !told) {
+		int m = open(mark, O_WRONLY | O_CREAT, 0644);
+		if (m < 0)
+			die("open of $UNSEEN_SHORTS");
+		close(m);
+		told = 1;
+	}
+	return REC;
 }
 
 /* A descriptor on DIR/data that this process never opened: a child opens
@@ -260,9 +317,13 @@ int main(int argc, char **argv)
 			say(proto, line);
 			continue;
 		}
+		if (!strcmp(mode, "fallocate"))
+			for (int k = 0; k < 8; k++)
+				if (fallocate(fd, 0, 0, REC) != 0)
+					die("fallocate");
 		if (!strcmp(mode, "safe") || !strcmp(mode, "unsafe") ||
 		    !strcmp(mode, "scm") || !strcmp(mode, "symlink") ||
-		    !strcmp(mode, "touch")) {
+		    !strcmp(mode, "touch") || !strcmp(mode, "fallocate")) {
 			rc = pwrite(fd, rec, REC, 0);
 			if (rc == REC && strcmp(mode, "unsafe") &&
 			    strcmp(mode, "scm") && fdatasync(fd) != 0)
@@ -289,6 +350,8 @@ int main(int argc, char **argv)
 			    fdatasync(fd) != 0)
 				die("fdatasync");
 			rc = rc == 4096 ? REC : -1;
+		} else if (!strcmp(mode, "copy")) {
+			rc = copy_in(fd, rec);
 		} else if (!strcmp(mode, "mixed")) {
 			rc = syscall(SYS_pwrite64, fd, rec, REC - 1, 0L);
 			if (rc == REC - 1)
