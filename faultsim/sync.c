@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
@@ -72,6 +73,16 @@ static int write_zeros(int fd, uint64_t off, uint64_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+/* the file FD at least SIZE bytes long (zeros past its end) */
+static int grow_to(int fd, uint64_t size)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	return (uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) != 0
+	       ? -errno : 0;
 }
 
 /*
@@ -192,9 +203,18 @@ static int revert_file(faultsim_cache *c, int file, uint64_t mark)
 		            (r->kind == REC_TRUNCATE && r->new_size <= r->old_size))) {
 			rec_set_state(r, ST_VOID); /* undone above */
 		} else if (reverts(r, mark)) {
-			/* a growth only changed the size: it stays, unsynced */
-			if (r->new_size > size)
+			/* a growth only changed the size: it stays, unsynced,
+			 * from the size the file has without the records put
+			 * back (a crash that undoes it must not cut below
+			 * that), and the file has that size again (a truncate
+			 * undone beneath it set the size it had before) */
+			r->old_size = size;
+			if (r->new_size <= size) {
+				r->new_size = size;
+			} else {
 				size = r->new_size;
+				(void)grow_to(fd, size);
+			}
 		} else {
 			ssize_t got = pread(fd, rec_pre(r), r->pre_len,
 			                    (off_t)r->off);

@@ -2278,6 +2278,40 @@ static void test_a_kept_extension_never_shrinks_the_file(void **state)
 	assert_true(appended > 0);
 }
 
+/* btrfs: a failed fsync puts an unsynced truncate back at once (the file
+ * grows again) and keeps an extension made after it, unsynced.  A crash
+ * then starts from the file as it was before the truncate: it keeps the
+ * 8 KiB, with or without the extension's zeros up to 10 KiB.  The kept
+ * extension still said it grew the file from the truncated 4 KiB, so the
+ * crash's undo cut the file to 4 KiB (tests/refmodel.sh, model.py
+ * gen-size: 'Ta Ga Ea' under btrfs). */
+static void test_btrfs_revert_keeps_a_growth_above_the_old_size(void **state)
+{
+	fx *x = *state;
+	faultsim_crash_report rep;
+	unsigned char got[FSZ];
+	int seen = 0;
+
+	for (uint64_t seed = 0; seed < 16; seed++) {
+		fx_profile(x, FAULTSIM_PROFILE_BTRFS);
+		unlink(x->path);
+		durable_file(x, "f", 'a', 8192);
+		int fd = xopen(x, "f", 0);
+		assert_int_equal(x->io->ftruncate(x->io->ctx, fd, 4096), 0);
+		assert_int_equal(x->io->fallocate(x->io->ctx, fd, 0, 10240), 0);
+		failing_sync(x, fd);
+		x->io->close(x->io->ctx, fd);
+		assert_int_equal(slurp(x, "f", got, sizeof got), 10240);
+		crash(x, FAULTSIM_DEVICE_REORDER, 512, seed, &rep);
+		long n = slurp(x, "f", got, sizeof got);
+		assert_true(n == 8192 || n == 10240);
+		for (long i = 0; i < n; i++)
+			assert_int_equal(got[i], i < 8192 ? 'a' : 0);
+		seen |= n == 8192 ? 1 : 2;
+	}
+	assert_int_equal(seen, 3);
+}
+
 /* PAYLOAD: a write shorter than three sectors has no interior sector to
  * lose: it persists whole or not at all, never torn (faultsim.h, and
  * docs/faults.md's device table).  The device tore it as TORN does
@@ -2510,6 +2544,7 @@ int main(void)
 		T(test_refused_rename_ties_no_names),
 		T(test_fallocate_is_a_recorded_extension),
 		T(test_a_kept_extension_never_shrinks_the_file),
+		T(test_btrfs_revert_keeps_a_growth_above_the_old_size),
 		T(test_descriptor_zero_is_followed),
 		T(test_no_fault_set_is_no_fault),
 		T(test_sync_mark_leaves_out_a_write_made_during_it),
