@@ -38,6 +38,41 @@ run() {
 	[ -z "$pat" ] || contains "$name says so" "$T/$name.out" "$pat"
 }
 
+# beside NAME CMD... -- runs CMD (a function making checks of this script)
+# in the background, its lines into $T/beside.NAME; settle waits for what
+# runs beside and takes up its checks, in the order started.  Two at most
+# at once (a third waits for one of them to end): a run here is lives
+# timed by the clock (--kill-every, --duration), most of it spent waiting
+# for the kill, not on a CPU (a 2 s run takes well under 1 s of CPU), so
+# two side by side take the time of one; what a busy machine does to them
+# (fewer operations a life, lives that acknowledge nothing, which patient
+# runs again longer) it does to a run alone too.  Each check keeps its own
+# run and output file.
+BESIDE=""
+beside() {
+	# (a job is done when its .done is there: a shell need not reap it
+	# before the next wait, so kill -0 would still find it)
+	while [ "$(echo $BESIDE | wc -w)" -ge $(($(ls "$T"/beside.*.done 2>/dev/null | wc -l) + 2)) ]; do
+		sleep 0.1
+	done
+	n=$1
+	shift
+	{ (fails=0 checks=0; "$@") >"$T/beside.$n" 2>&1
+	  : >"$T/beside.$n.done"; } &
+	BESIDE="$BESIDE $n"
+}
+settle() {
+	wait
+	for n in $BESIDE; do
+		cat "$T/beside.$n"
+		checks=$((checks + $(grep -c '^ok   \|^FAIL ' "$T/beside.$n")))
+		fails=$((fails + $(grep -c '^FAIL ' "$T/beside.$n")))
+		rm -f "$T/beside.$n.done"
+	done
+	BESIDE=""
+	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || [ $fails -eq 0 ] || exit 1
+}
+
 BYPASS="bypass: .*without going through the shim.*--syscall-backstop"
 
 # ---- without the backstop: refused, as before -------------------------------
@@ -80,9 +115,30 @@ if "$TORTURE" --target exec --syscall-backstop --quiet --cycles 1 \
 	exit
 fi
 
+# the same from a real program: a Python saver running a command per put
+# with its log as the command's standard output (subprocess.run); lives of
+# 1.5 s: beside a busy CPU the interpreter's start alone took over 300 ms,
+# and a life that acknowledges nothing tests nothing
+python_subprocess() {
+if command -v python3 >/dev/null 2>&1; then
+	PY="python3 tests/shim/subprocess_saver.py"
+	run "python-subprocess" 0 "" --power-loss --kill-every 1500ms \
+		--duration 6s --seed 44 --workload "$PY {dir}" \
+		--checker "$PY {dir} --check"
+	run "python-subprocess-unsafe" 1 "cycle [0-9]+: lost: key" \
+		--power-loss --kill-every 1500ms --duration 15s --seed 45 \
+		--workload "$PY {dir} unsafe" --checker "$PY {dir} --check"
+else
+	echo "skip python-subprocess: no python3"
+fi
+}
+# (the longest here: it starts first)
+beside python-subprocess python_subprocess
+
 # ---- the shell saver: bash's printf builtin writes through glibc's
 # internal write; with the backstop the safe saver passes and the one
 # without its directory sync loses the renamed file
+savers() {
 run "saver-safe" 0 "" --syscall-backstop --power-loss --kill-every 300ms \
 	--duration 3s --seed 43 --workload "bash $S {dir}" \
 	--checker "bash $S {dir} --check"
@@ -100,6 +156,8 @@ contains "saver-no-dir-sync names the rename" "$T/saver-no-dir-sync.out" \
 	"rename +cfg.tmp -> cfg .*directory NOT synced"
 contains "saver-no-dir-sync replays with the flag" \
 	"$T/saver-no-dir-sync.out" "replay with .*--syscall-backstop"
+}
+beside savers savers
 
 # ---- a program writing its redirected stdout: stdio, syscall(SYS_write),
 # its own syscall instruction, from a thread, a forked child, a
@@ -107,7 +165,7 @@ contains "saver-no-dir-sync replays with the flag" \
 # ignored -- all recorded (or the run would be refused as a bypass), under
 # a 1 ms timer signal where it can have one
 for how in stdio syscall asm thread fork spawn vfork masks close-range; do
-	run "stdout-$how" 0 "" --syscall-backstop --power-loss \
+	beside "stdout-$how" run "stdout-$how" 0 "" --syscall-backstop --power-loss \
 		--kill-every 300ms --duration 2s --seed 44 \
 		--workload "$L {dir} $how >>{dir}/log" \
 		--checker "$L {dir} --check"
@@ -117,11 +175,11 @@ done
 # without the backstop its stdio writes are a bypass (refused, never a
 # verdict), and with it they are recorded; tracked, its unsynced lines are
 # lost
-run "stdout-freopen-no-backstop" 2 "bypass: .*log" --power-loss \
+beside stdout-freopen-no-backstop run "stdout-freopen-no-backstop" 2 "bypass: .*log" --power-loss \
 	--kill-every 300ms --duration 2s --seed 44 \
 	--workload "$L {dir} freopen" --checker "$L {dir} --check"
 for how in freopen freopen-over; do
-	run "stdout-$how" 0 "" --syscall-backstop --power-loss \
+	beside "stdout-$how" run "stdout-$how" 0 "" --syscall-backstop --power-loss \
 		--kill-every 300ms --duration 2s --seed 44 \
 		--workload "$L {dir} $how" --checker "$L {dir} --check"
 done
@@ -130,12 +188,15 @@ done
 # the exported write, the log's lines are modelled without the backstop --
 # the safe saver passes, and its unsynced lines are lost (taken for writes
 # of DIR/side, a cut would leave them all in place)
+freopen_write() {
 run "stdout-freopen-write" 0 "" --power-loss --kill-every 300ms \
 	--duration 2s --seed 44 --workload "$L {dir} freopen-write" \
 	--checker "$L {dir} --check"
 run "stdout-freopen-write-unsafe" 1 "cycle [0-9]+: lost: key" \
 	--power-loss --kill-every 300ms --duration 10s --seed 45 \
 	--workload "$L {dir} freopen-write unsafe" --checker "$L {dir} --check"
+}
+beside stdout-freopen-write freopen_write
 # glibc closing or replacing the log's descriptor where no wrapper sees,
 # and a child changing the parent's tables: the safe saver passes, the one
 # without fdatasync is caught (tests/shim/stdout_log.c)
@@ -152,44 +213,33 @@ run "stdout-freopen-write-unsafe" 1 "cycle [0-9]+: lost: key" \
 #                  its close_range change no table of the parent's (the
 #                  parent's noise on its own standard output was taken for a
 #                  write of the log: "bypass")
-for how in daemon fopen-freopen vfork-dup2; do
-	run "stdout-$how" 0 "" --power-loss --kill-every 300ms --duration 2s \
-		--seed 44 --workload "$L {dir} $how" --checker "$L {dir} --check"
-	run "stdout-$how-unsafe" 1 "cycle [0-9]+: lost: key" --power-loss \
+glibc_own() { # glibc_own HOW
+	run "stdout-$1" 0 "" --power-loss --kill-every 300ms --duration 2s \
+		--seed 44 --workload "$L {dir} $1" --checker "$L {dir} --check"
+	run "stdout-$1-unsafe" 1 "cycle [0-9]+: lost: key" --power-loss \
 		--kill-every 300ms --duration 10s --seed 45 \
-		--workload "$L {dir} $how unsafe" --checker "$L {dir} --check"
+		--workload "$L {dir} $1 unsafe" --checker "$L {dir} --check"
+}
+for how in daemon fopen-freopen vfork-dup2; do
+	beside "stdout-$how" glibc_own "$how"
 done
-# the same from a real program: a Python saver running a command per put
-# with its log as the command's standard output (subprocess.run); lives of
-# 1.5 s: beside a busy CPU the interpreter's start alone took over 300 ms,
-# and a life that acknowledges nothing tests nothing
-if command -v python3 >/dev/null 2>&1; then
-	PY="python3 tests/shim/subprocess_saver.py"
-	run "python-subprocess" 0 "" --power-loss --kill-every 1500ms \
-		--duration 6s --seed 44 --workload "$PY {dir}" \
-		--checker "$PY {dir} --check"
-	run "python-subprocess-unsafe" 1 "cycle [0-9]+: lost: key" \
-		--power-loss --kill-every 1500ms --duration 15s --seed 45 \
-		--workload "$PY {dir} unsafe" --checker "$PY {dir} --check"
-else
-	echo "skip python-subprocess: no python3"
-fi
-run "stdout-freopen-unsafe" 1 "cycle [0-9]+: lost: key" --syscall-backstop \
+beside stdout-freopen-unsafe run "stdout-freopen-unsafe" 1 "cycle [0-9]+: lost: key" --syscall-backstop \
 	--power-loss --kill-every 300ms --duration 10s --seed 45 \
 	--workload "$L {dir} freopen unsafe" --checker "$L {dir} --check"
 # recorded as writes, not merely let through: unsynced, they are lost
 for how in stdio asm; do
-	run "stdout-$how-unsafe" 1 "cycle [0-9]+: lost: key" \
+	beside "stdout-$how-unsafe" run "stdout-$how-unsafe" 1 "cycle [0-9]+: lost: key" \
 		--syscall-backstop --power-loss --kill-every 300ms \
 		--duration 10s --seed 45 \
 		--workload "$L {dir} $how unsafe >>{dir}/log" \
 		--checker "$L {dir} --check"
 done
+settle
 contains "stdout-stdio-unsafe lists the write" "$T/stdout-stdio-unsafe.out" \
 	"write +log +off [0-9]+ len [0-9]+ .*NOT synced"
 
 # ---- what stays refused with the backstop on -----------------------------------
-run "raw-pwrite-recorded" 0 "" --syscall-backstop --power-loss \
+beside raw-pwrite-recorded run "raw-pwrite-recorded" 0 "" --syscall-backstop --power-loss \
 	--kill-every 2s --cycles 2 --seed 1 \
 	--workload "$M {dir} raw-append" --checker "$M {dir} --check"
 run "io-uring-refused" 2 "refused: io_uring_setup" --syscall-backstop \
@@ -208,6 +258,7 @@ if cc -static -o "$T/static" "$T/static.c" 2>/dev/null; then
 fi
 run "flag-needs-exec" 2 "--syscall-backstop, --front-end.* are for --target exec" \
 	--target embedded --syscall-backstop
+settle
 
 echo "shim_backstop.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

@@ -57,28 +57,64 @@ caught() {
 	expect "$name caught (exit 1)" 1 $?
 	contains "$name: reproducer has the flags" "$T/$name.out" \
 		"reproduce with .*torture .*$pattern"
-	rm -rf "$T"/tmp/keel-torture.*
+	rm -rf "$TMPDIR"/keel-torture.*
+}
+# beside NAME CMD... -- runs CMD (checks of this script: passes, caught ...)
+# in the background, its lines into $T/beside.NAME; settle waits for what
+# runs beside and takes up its checks, in the order started.  Two at most at
+# once (a third waits for one of them to end): a run here is lives timed by
+# the clock (--kill-every, --duration), about half of it spent waiting on
+# the kill and on fdatasync, not on a CPU (a 2 s run takes about 1 s of
+# CPU), so two side by side take little more than the time of one.  What a
+# busy machine does to them (fewer cycles a second) it does to a run alone
+# too, and passes_long runs longer until each run has done enough.  Each has
+# a TMPDIR of its own (caught clears what a caught run left in it).
+BESIDE=""
+beside() {
+	# (a job is done when its .done is there: a shell need not reap it
+	# before the next wait, so kill -0 would still find it)
+	while [ "$(echo $BESIDE | wc -w)" -ge $(($(ls "$T"/beside.*.done 2>/dev/null | wc -l) + 2)) ]; do
+		sleep 0.1
+	done
+	n=$1
+	shift
+	mkdir -p "$T/tmp/$n"
+	{ (fails=0 checks=0 TMPDIR=$T/tmp/$n; "$@") >"$T/beside.$n" 2>&1
+	  : >"$T/beside.$n.done"; } &
+	BESIDE="$BESIDE $n"
+}
+settle() {
+	wait
+	for n in $BESIDE; do
+		cat "$T/beside.$n"
+		checks=$((checks + $(grep -c '^ok   \|^FAIL ' "$T/beside.$n")))
+		fails=$((fails + $(grep -c '^FAIL ' "$T/beside.$n")))
+		rm -f "$T/beside.$n.done"
+	done
+	BESIDE=""
+	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || [ $fails -eq 0 ] || exit 1
 }
 
 # ---- power loss under every device model -----------------------------------
 for dev in ordered reorder "torn --sector 4096" garbage payload; do
 	n=power-$(echo "$dev" | cut -d' ' -f1)
 	# shellcheck disable=SC2086
-	passes_long "$n" 2 power_cuts=10 acked_writes=100 -- --power-loss --device $dev
+	beside "$n" passes_long "$n" 2 power_cuts=10 acked_writes=100 -- \
+		--power-loss --device $dev
 done
 
 # ---- faults on demand: expected failures, nothing acknowledged lost ---------
-passes_long fail-fsync 2 faults_fired=5 failed_commits=5 -- \
+beside fail-fsync passes_long fail-fsync 2 faults_fired=5 failed_commits=5 -- \
 	--fail fdatasync:EIO --fsync-profile ext4
 # The grower (engine/grow.c) syncs on a descriptor of its own: a failed
 # sync there is also reported to the commits' descriptor (errseq, as Linux
 # does), and the harness must find nothing lost.  1 MiB steps make the
 # grower work on this small store; a power cut may land mid-growth.
-passes_long fail-fsync-grower 2 faults_fired=5 -- --fail fdatasync:EIO \
+beside fail-fsync-grower passes_long fail-fsync-grower 2 faults_fired=5 -- --fail fdatasync:EIO \
 	--fsync-profile ext4 --grow-step 1
-passes_long power-grower 2 power_cuts=10 -- --power-loss --device torn \
+beside power-grower passes_long power-grower 2 power_cuts=10 -- --power-loss --device torn \
 	--grow-step 1
-passes_long fail-pwrite 2 faults_fired=5 acked_writes=100 -- --power-loss \
+beside fail-pwrite passes_long fail-pwrite 2 faults_fired=5 acked_writes=100 -- --power-loss \
 	--fail pwrite:ENOSPC:p=0.01 --fail pwrite:short:p=0.01 \
 	--fail sync:EIO:p=0.01 --fsync-profile xfs
 
@@ -86,6 +122,7 @@ passes_long fail-pwrite 2 faults_fired=5 acked_writes=100 -- --power-loss \
 # ENOSPC on cutting the tail (the writer's open truncates and syncs).
 # Only an open that finds a torn tail truncates, so give it enough cycles
 # for several (about one open in five) and check the fault fired at all.
+recovery_faults() {
 passes recovery-enospc --power-loss --fail ftruncate:ENOSPC:p=0.5 \
 	--cycles 80 --seed 11
 at_least recovery-enospc "$T/recovery-enospc.json" failed_opens 1
@@ -100,11 +137,13 @@ at_least recovery-eio "$T/recovery-eio.json" failed_opens 20
 # EIO on a head read deeper in recovery: still an I/O error, never "corrupt".
 passes recovery-eio-head --fail pread:EIO:nth=4 --cycles 10 --kill-every 2s
 at_least recovery-eio-head "$T/recovery-eio-head.json" failed_opens 10
+}
+beside recovery recovery_faults
 # btrfs reverts a failed sync's pages at once: later commits must report the
 # handle's I/O error, not what building on reverted pages ran into.  (The
 # fault is a writer's 8th sync, in lives of 200 ms: a slow build's 50 ms
 # writers did not reach a 20th sync at all on a loaded machine.)
-passes_long fail-btrfs 2 failed_commits=1 -- --fail fdatasync:EIO:nth=8 \
+beside fail-btrfs passes_long fail-btrfs 2 failed_commits=1 -- --fail fdatasync:EIO:nth=8 \
 	--fsync-profile btrfs --kill-every 200ms --seed 3
 
 # ---- --cache-lives: a failed sync's pages stay readable for the next writer --
@@ -114,28 +153,28 @@ passes_long fail-btrfs 2 failed_commits=1 -- --fail fdatasync:EIO:nth=8 \
 # within seconds (4 of 4 seeds at p=0.2), though nothing acknowledged was
 # lost.  Short kills and frequent faults make the windows common.
 for s in 1 2; do
-	passes_long "cache-lives-$s" 4 device_views=1 failed_commits=5 -- \
+	beside "cache-lives-$s" passes_long "cache-lives-$s" 4 device_views=1 failed_commits=5 -- \
 		--cache-lives --fail fdatasync:EIO:p=0.2 --kill-every 20ms \
 		--seed $s
 done
-passes cache-lives-compact --cache-lives --fail fdatasync:EIO:p=0.05 \
+beside cache-lives-compact passes cache-lives-compact --cache-lives --fail fdatasync:EIO:p=0.05 \
 	--compact-every 20ms --duration 4s --seed 3
 
 # ---- --mixed: kills with and without power cuts in one run ----------------
 # A cut can take what an earlier writer left dirty and a later one took
 # up; with failed syncs in between too.  (This found the writer's open that
 # did not sync the directory after a compaction's rename.)
-passes_long mixed 4 power_cuts=5 -- --mixed 50 --seed 21
-passes_long mixed-compact 3 power_cuts=3 -- --mixed 30 --compact-every 20ms \
+beside mixed passes_long mixed 4 power_cuts=5 -- --mixed 50 --seed 21
+beside mixed-compact passes_long mixed-compact 3 power_cuts=3 -- --mixed 30 --compact-every 20ms \
 	--device reorder --seed 22
-passes_long mixed-fail 3 faults_fired=1 -- --mixed 50 \
+beside mixed-fail passes_long mixed-fail 3 faults_fired=1 -- --mixed 50 \
 	--fail fdatasync:EIO:p=0.05 --seed 23
 
 # ---- --early-kills: writers that die right after their open ---------------
 # With --mixed, a cut then lands where only the open's own syncs protect
 # what the last writer left dirty (an open that skipped its sync was lost
 # within 1-7 s of such runs, and survived every run without them).
-passes_long early 4 early_kills=5 power_cuts=5 -- --early-kills 30 \
+beside early passes_long early 4 early_kills=5 power_cuts=5 -- --early-kills 30 \
 	--mixed 50 --compact-every 20ms --seed 26
 
 # ---- --crash-on-failed-sync: a writer that dies at its failed sync ----------
@@ -143,7 +182,7 @@ passes_long early 4 early_kills=5 power_cuts=5 -- --early-kills 30 \
 # (--cache-lives): a recovery that trusts the page cache takes them up and
 # loses what it acknowledges after (mutant 03, caught within 0.2 s); the
 # engine's device-reading open cuts them.
-passes_long crash-sync 3 sync_crashes=3 -- --fail fdatasync:EIO:p=0.3 \
+beside crash-sync passes_long crash-sync 3 sync_crashes=3 -- --fail fdatasync:EIO:p=0.3 \
 	--cache-lives --crash-on-failed-sync --seed 27
 
 # ---- crash points: a writer that dies right after a rename or a dir sync ----
@@ -152,12 +191,12 @@ passes_long crash-sync 3 sync_crashes=3 -- --fail fdatasync:EIO:p=0.3 \
 # rename: an open that skipped the directory sync and a compaction that
 # renamed before its fsync were each caught within 9 s on seeds 1-3 of this
 # run, and only by chance without the crash points.
-passes_long crash-rename 3 faults_fired=2 power_cuts=3 -- --mixed 50 \
+beside crash-rename passes_long crash-rename 3 faults_fired=2 power_cuts=3 -- --mixed 50 \
 	--compact-every 20ms --fail rename:crash:p=0.3 \
 	--fail fsync_dir:crash:p=0.3 --kill-every 200ms --seed 28
 
 # ---- --readers: what a reader process was shown may never be rolled back ----
-passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
+beside readers passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
 	--mixed 50 --seed 24
 # ... and beside compactions and writers that die right after their open:
 # the durable marker a reader trusts must never name a commit that a later
@@ -165,15 +204,15 @@ passes_long readers 3 reader_seen=20 power_cuts=3 -- --readers 2 \
 # around compaction's switch to the new file).  Several seeds: each run
 # meets a different interleaving.
 for sd in 31 32 33; do
-	passes_long "readers-compact-$sd" 3 reader_seen=10 power_cuts=2 -- \
+	beside "readers-compact-$sd" passes_long "readers-compact-$sd" 3 reader_seen=10 power_cuts=2 -- \
 		--readers 2 --mixed 50 --compact-every 20ms --seed $sd
 done
-passes_long readers-early 3 reader_seen=10 early_kills=2 power_cuts=2 -- \
+beside readers-early passes_long readers-early 3 reader_seen=10 early_kills=2 power_cuts=2 -- \
 	--readers 1 --early-kills 30 --mixed 50 --compact-every 20ms \
 	--snapshots --seed 34
 
 # ---- --snapshots: held views unchanged across refreshes, growths, compactions
-passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \
+beside snapshots passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \
 	--grow-step 1 --power-loss --seed 25
 
 # ---- --bit-rot: not here yet.  It finds that one flipped bit in the head
@@ -186,20 +225,24 @@ passes_long snapshots 3 view_checks=50 -- --snapshots --compact-every 10ms \
 # ---- --enumerate: a crash after every I/O step ------------------------------
 # every step is checked however long it takes on a busy machine: the
 # default 30 s budget would end the enumeration early
+enumerate() {
 passes enumerate --enumerate --seed 5 --duration 10m
 at_least enumerate "$T/enumerate.json" crash_states 50
 expect "enumerate checked every step" "$(json_num "$T/enumerate.json" \
 	enum_steps)" "$(json_num "$T/enumerate.json" crash_states)"
-passes enumerate-reorder --enumerate --device reorder --seed 6
 contains "enumerate summary" "$T/enumerate.out" \
 	'crash states +[0-9]+ of [0-9]+ I/O steps checked'
+}
+beside enumerate enumerate
+beside enumerate-reorder passes enumerate-reorder --enumerate --device reorder --seed 6
 
 # ---- --compact-every: kills and power cuts inside compactions ----------------
-passes_long compact 3 compact_kills=1 -- --compact-every 10ms --power-loss
-passes compact-kill --compact-every 10ms --duration 2s
+beside compact passes_long compact 3 compact_kills=1 -- --compact-every 10ms --power-loss
+beside compact-kill passes compact-kill --compact-every 10ms --duration 2s
 
 # ---- positive controls ---------------------------------------------------------
-for s in 1 2 3; do
+controls() { # controls SEED
+	s=$1
 	caught "no-sync-$s" "--seed $s --power-loss --device torn .*--unsafe no-sync" \
 		--seed $s --power-loss --unsafe no-sync
 	caught "trust-head-$s" "--power-loss --device reorder .*--unsafe trust-head" \
@@ -212,9 +255,13 @@ for s in 1 2 3; do
 	caught "retry-fsync-cache-lives-$s" \
 		"--cache-lives --fail fdatasync:EIO .*--unsafe retry-fsync" \
 		--seed $s --fail fdatasync:EIO --cache-lives --unsafe retry-fsync
+}
+for s in 1 2 3; do
+	beside "controls-$s" controls $s
 done
-caught enumerate-no-sync "--threads 1 .*--enumerate --device torn --sector 512 --unsafe no-sync" \
+beside enumerate-no-sync caught enumerate-no-sync "--threads 1 .*--enumerate --device torn --sector 512 --unsafe no-sync" \
 	--seed 5 --enumerate --unsafe no-sync
+settle
 
 # ---- bad input: exit 2, a message naming the problem, nothing made ------------
 mkdir "$T/empty"
