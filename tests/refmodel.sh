@@ -118,6 +118,72 @@ expect "a planted write kept past a failed fsync is caught" 1 $?
 contains "... and named" "$T/planted-fail.out" \
 	"the shortest: workload 'Wa0 Ea', device reorder, profile xfs: soundness"
 
+# ---- the sizes' alphabet -------------------------------------------------------
+# model.py gen-size: O_APPEND writes (Pf: at the end the program sees, after
+# an unsynced truncate or append), fallocate growing the file (Gf), with
+# FALLOC_FL_KEEP_SIZE (Hf: nothing), a punched hole (Zf: zeros, clipped at
+# the size), a write through dup2 over a descriptor open on the other file
+# (Ba1) and through one passed with SCM_RIGHTS (Ra1), with writes,
+# truncates, syncs and a failed fsync (Ea, also under xfs, btrfs, keep);
+# under ordered, reorder and torn (sizes judged too: R-torn per sector),
+# and garbage and payload.  Bounded: every workload of one op, every 3rd
+# of two, every 200th of three (76; under the sanitizers every 9th and
+# every 1000th), garbage and payload on those of up to two ops with an
+# append or a hole; REFMODEL_EXT=all: every workload of up to three
+# (3,031), every device.
+python3 tests/refmodel/model.py gen-size 3 >"$T/size.all"
+if [ "${REFMODEL_EXT:-}" = all ]; then
+	cp "$T/size.all" "$T/size"
+	cp "$T/size.all" "$T/size.gp"
+else
+	k2=3 k3=200
+	[ -z "$SAN" ] || k2=9 k3=1000
+	awk -v k2=$k2 -v k3=$k3 \
+		'NF == 1 || (NF == 2 && NR % k2 == 0) || NR % k3 == 0' \
+		"$T/size.all" >"$T/size"
+	grep -e P -e Z "$T/size" | awk 'NF <= 2' >"$T/size.gp"
+fi
+t0=$(date +%s)
+rcs=
+"$T/driver" "$T/dir" "$SEEDS" <"$T/size" >"$T/size.states" || rcs=" ext4:$?"
+"$T/driver" "$T/dir" "$SEEDS" --devices garbage,payload <"$T/size.gp" \
+	>>"$T/size.states" || rcs="$rcs garbage,payload:$?"
+for p in xfs btrfs keep; do
+	grep 'E' "$T/size" | "$T/driver" "$T/dir" "$SEEDS" --profile $p \
+		>>"$T/size.states" || rcs="$rcs $p:$?"
+done
+expect "the simulator crashes every workload of the sizes' alphabet" "" "$rcs"
+python3 tests/refmodel/model.py check "$SEEDS" <"$T/size.states" >"$T/size.out" 2>&1
+rc=$?
+cat "$T/size.out"
+expect "the simulator agrees with the model on them ($(wc -l <"$T/size") workloads, $(( $(date +%s) - t0 ))s)" 0 $rc
+
+# it can fail, each state planted beside what the simulator left of its
+# workload: an append after an unsynced truncate put where the file ended
+# before it (R-append); an append torn with the size grown over its lost
+# end (R-torn's size: only a piece that persists moves it); a fallocate
+# that cut an append short (R-grow: the bug
+# test_a_kept_extension_never_shrinks_the_file pins); a punched hole of two
+# sectors torn under payload (R-payload: the bug
+# test_payload_keeps_a_short_write_whole_or_not pins); random bytes in a
+# synced sector under garbage (R-garbage)
+printf 'Ta Pa\nPa\nPa Ta Ga\n' | "$T/driver" "$T/dir" "$SEEDS" >"$T/planted-size.real"
+printf 'Ta Za\nWa0 Sa Pb\n' | "$T/driver" "$T/dir" "$SEEDS" \
+	--devices payload,garbage >>"$T/planted-size.real"
+planted=0
+for line in 'Ta Pa|reorder|0|a=iiiiiiiiiiiiiiiiBBBBBBBB|b=iiiiiiiiiiiiiiii' \
+	'Pa|torn|0|a=iiiiiiiiiiiiiiiiAAAAAA00|b=iiiiiiiiiiiiiiii' \
+	'Pa Ta Ga|reorder|0|a=iiiiiiiiiiiiiiiiAAAA|b=iiiiiiiiiiiiiiii' \
+	'Ta Za|payload|0|a=iiiiii0i|b=iiiiiiiiiiiiiiii' \
+	'Wa0 Sa Pb|garbage|0|a=?AAAAAAAiiiiiiii|b=iiiiiiiiiiiiiiii'; do
+	{ cat "$T/planted-size.real"; printf '%s\n' "$line"; } |
+		python3 tests/refmodel/model.py check "$SEEDS" \
+		>"$T/planted-size.out" 2>&1
+	[ $? -eq 1 ] && grep -q "the shortest: workload '${line%%|*}', device [a-z]*: soundness" \
+		"$T/planted-size.out" && planted=$((planted + 1))
+done
+expect "each planted state of the sizes' alphabet is caught" 5 $planted
+
 # ---- names under the --fs models --------------------------------------------
 # names.py's workloads -- creates, renames over a name and not, unlinks,
 # links, mkdir, file and directory fsyncs, over a and b in DIR and c in
@@ -212,10 +278,90 @@ python3 tests/refmodel/model.py gen-ext 2 | grep -v -e Y -e E >"$T/ext.fe"
 grep -v -e M -e X -e A "$T/ext.fe" >"$T/ext.sup"
 every=4
 [ "${REFMODEL_FRONT_ENDS:-}" != all ] || every=1
+# (and, bounded, a sample of the sizes' alphabet below in the same batch:
+# a cut's own cost dominates)
+python3 tests/refmodel/model.py gen-size 2 | grep -v E >"$T/size.fe"
 { awk -v k=$every 'NR % k == 1 % k' "$T/ext.fe"
-  printf 'Ma Sa Ma\nMa Xa Ma\nMa Wa1 Ma\nMa Aa Ma\n'; } >"$T/ext.fe.sample"
+  printf 'Ma Sa Ma\nMa Xa Ma\nMa Wa1 Ma\nMa Aa Ma\n'
+  if [ "${REFMODEL_FRONT_ENDS:-}" != all ]; then
+	awk 'NR % 8 == 0' "$T/size.fe"
+	printf 'Pa Ta Ga\nTa Pa Sa\nBa1 Sb Pa\nRa1 Pa Sa\n'
+  fi; } >"$T/ext.fe.sample"
 front_end shim 1 0 "$T/ext.fe.sample" shim-ext
 front_end supervisor 3 0 "$T/ext.sup" supervisor-ext
+
+# The sizes' alphabet through them (all but Ea, which needs --fail): the
+# append through a write-only O_APPEND descriptor, fallocate's three
+# modes, dup2 over a descriptor on the other file, and a descriptor passed
+# with SCM_RIGHTS to a forked child that writes through it -- its writes
+# recorded and judged like any other.  Two ways: the power cut after the
+# batch (--power-loss, as above), and --enumerate, a crash after each of
+# the batch's calls in turn (ops.c's LOG says which op each workload had
+# reached; the one cut short is judged with and without the op it was
+# in), batches of 6 as every call of the durable start is a crash point
+# too.  Bounded: every 8th workload of up to two ops and a few of three
+# through the shim, cut after the batch, under ordered, reorder and torn
+# (in the batch of the extended alphabet's, above); three through the
+# supervisor under --enumerate, reorder (about 2 s).
+# REFMODEL_FRONT_ENDS=all: every workload of up to two ops through both
+# front ends, cut after the batch under all five devices, and under
+# --enumerate under ordered, reorder and torn (several minutes).
+size_front_end() { # size_front_end FE LIST TAG DEVICES [enumerate]
+	fe=$1 src=$2 tag=$3
+	rm -f "$T/$tag.batch."* "$T/$tag.states"
+	split -l $([ -n "${5:-}" ] && echo 6 || echo 200) -d -a 3 "$src" \
+		"$T/$tag.batch."
+	t0=$(date +%s)
+	rcs=
+	for list in "$T/$tag.batch."*; do
+		batch=${list##*.}
+		for dev in $4; do
+			if [ -n "${5:-}" ]; then
+				how="--enumerate" log=" $T/$tag.log"
+			else
+				how="--power-loss --kill-every 60s --cycles $SEEDS" log=
+			fi
+			TMPDIR=$T "$B/torture" --target exec --quiet $how \
+				--front-end "$fe" --device $dev --sector 512 \
+				--seed 1 --no-explain \
+				--workload "$T/ops {dir} $list$log" \
+				--checker "$T/ops {dir} --check $list $dev $batch $T/$tag.states$log" \
+				>"$T/$tag.out" 2>&1 || { rcs="$rcs $?"; cat "$T/$tag.out"; }
+		done
+	done
+	expect "torture crashes them through the $fe ($tag)" "" "$rcs"
+	python3 tests/refmodel/model.py check "$SEEDS" <"$T/$tag.states" \
+		>"$T/$tag.check" 2>&1
+	rc=$?
+	cat "$T/$tag.check"
+	n=$(wc -l <"$src")
+	el=$(( $(date +%s) - t0 ))
+	expect "the $fe agrees with the model ($tag: $n workloads, ${el}s)" 0 $rc
+}
+if [ "${REFMODEL_FRONT_ENDS:-}" = all ]; then
+	all5="ordered reorder torn garbage payload"
+	size_front_end shim "$T/size.fe" shim-size "$all5"
+	size_front_end supervisor "$T/size.fe" supervisor-size "$all5"
+	size_front_end shim "$T/size.fe" shim-enum "ordered reorder torn" enumerate
+	size_front_end supervisor "$T/size.fe" supervisor-enum \
+		"ordered reorder torn" enumerate
+else
+	printf 'Ta Pa\nBa1 Sb\nRa1 Za\n' >"$T/size.enum.sample"
+	size_front_end supervisor "$T/size.enum.sample" supervisor-enum reorder \
+		enumerate
+fi
+# an enumerated crash's state is judged against both readings of the op
+# it was cut in, and no other: a workload cut before its append ("Ta
+# [Pa]") left with the append where the truncate put it, but the
+# truncate lost and the append kept at the old end, is caught
+grep -v '^Ta \[Pa\]|reorder|' "$T/supervisor-enum.states" >"$T/planted-enum"
+printf 'Ta [Pa]|reorder|000:9|a=iiiiiiiiiiiiiiiiBBBBBBBB|b=iiiiiiiiiiiiiiii\n' \
+	>>"$T/planted-enum"
+python3 tests/refmodel/model.py check "$SEEDS" <"$T/planted-enum" \
+	>"$T/planted-enum.out" 2>&1
+expect "a planted state of a crash cut short is caught" 1 $?
+contains "... and named" "$T/planted-enum.out" \
+	"the shortest: workload 'Ta \\[Pa\\]', device reorder: soundness"
 
 # Names through the front ends (ops.c --names: each workload in a directory
 # of its own), under posix and btrfs, whose names no prefix over the batch

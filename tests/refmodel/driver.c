@@ -28,20 +28,34 @@
  *   Ef    an fsync of f that fails with EIO: the cache's sync_end with
  *         -EIO under PROFILE (--profile; ext4 when absent)
  *
+ * and its sizes' alphabet (gen-size), each made as the shim makes it:
+ *
+ *   Pf    a write(2) of 4 KiB through a descriptor of f's own opened with
+ *         O_APPEND: recorded at the end the cache knows (SEEK_END)
+ *   Gf    fallocate(0, 0, 10 KiB): an extension, when it grows the file
+ *   Hf    fallocate(FALLOC_FL_KEEP_SIZE, 8 KiB, 4 KiB): nothing recorded
+ *   Zf    fallocate(PUNCH_HOLE | KEEP_SIZE, 3 KiB, 4 KiB): a write of
+ *         zeros over the range, clipped at the file's size
+ *   Bf1   a pwrite at 2 KiB through dup2(f's descriptor, a descriptor
+ *         open on the other file): the cache finds its file by inode
+ *   Rf1   a pwrite at 2 KiB through f's descriptor sent to the driver
+ *         itself over a socketpair (SCM_RIGHTS)
+ *
  * Before every recorded change and every sync of f the driver seals f's
  * mapped records, as the shim does at a flush point.
  *
  * The Nth op (from 0) writes the byte 'A' + N.  After the last op the power
  * fails: faultsim_cache_crash under the device models ordered, reorder and
- * torn (512-byte sectors) with seeds 0 .. SEEDS-1, and the files as the
- * crash left them are printed, one line each:
+ * torn (512-byte sectors; --devices LIST, comma-separated, names others:
+ * garbage, payload) with seeds 0 .. SEEDS-1, and the files as the crash
+ * left them are printed, one line each:
  *
  *   WORKLOAD|DEVICE|SEED|a=SECTORS|b=SECTORS[|p=PROFILE]
  *
  * (the profile's field only under --profile).
  * SECTORS: the byte of each 512-byte sector (every write covers whole
- * sectors; a sector that is not one byte throughout prints '?').  Exit 0,
- * or 1 with a message when a call fails.
+ * sectors; a sector of zeros prints '0', one that is not one byte
+ * throughout '?').  Exit 0, or 1 with a message when a call fails.
  *
  *   driver DIR SEEDS --names FS < WORKLOADS
  *
@@ -59,10 +73,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +86,7 @@
 
 #define FILE_SIZE 8192
 #define SECTOR 512
+#define MAX_SIZE (64 * 1024)   /* the most a file grows to here (printed) */
 
 static const keel_io *io;
 static faultsim_cache *cache;
@@ -102,6 +119,7 @@ static void reset(int fd[2])
 	memset(init, 'i', sizeof init);
 	for (int i = 0; i < 2; i++)
 		if (io->pwrite(io->ctx, fd[i], init, FILE_SIZE, 0) != FILE_SIZE ||
+		    io->ftruncate(io->ctx, fd[i], FILE_SIZE) != 0 ||
 		    io->fsync(io->ctx, fd[i]) != 0)
 			die("reset");
 	if (io->fsync_dir(io->ctx, dir) != 0)
@@ -111,7 +129,7 @@ static void reset(int fd[2])
 static void print_file(char f)
 {
 	char p[4200];
-	unsigned char buf[FILE_SIZE + 1];
+	static unsigned char buf[MAX_SIZE + 1];
 	snprintf(p, sizeof p, "%s/%c", dir, f);
 	FILE *fp = fopen(p, "rb");
 	size_t n = fp ? fread(buf, 1, sizeof buf, fp) : 0;
@@ -123,8 +141,16 @@ static void print_file(char f)
 		for (size_t i = s * SECTOR; i < n && i < (s + 1) * SECTOR; i++)
 			if (buf[i] != c)
 				c = '?';
-		putchar(c);
+		putchar(c ? c : '0');
 	}
+}
+
+static const char *const devnames[] = { "ordered", "reorder", "torn",
+	                                 "garbage", "payload" };
+
+static const char *devname(faultsim_device dev)
+{
+	return devnames[dev];
 }
 
 static void unwritable(void *arg, uint64_t off, uint64_t len, uint32_t tag)
@@ -156,22 +182,82 @@ static void seal(int fd)
 }
 
 /* a pwrite of 4 KiB of BYTE at OFF recorded by hand: through FD, on the
- * file of OF; durable at once when DURABLE */
+ * file of OF; durable at once when DURABLE; OFF < 0: a write(2) at the
+ * end (FD opened O_APPEND), the offset the cache's */
 static void write_by_hand(int fd, int of, int byte, off_t off, int durable)
 {
 	static unsigned char chunk[4096];
 	faultsim_ticket t = { 0 };
+	uint64_t at = off < 0 ? 0 : (uint64_t)off;
 	memset(chunk, byte, sizeof chunk);
-	if (faultsim_cache_write_begin(cache, file_of(of), fd, chunk,
-	                               sizeof chunk, (uint64_t)off, &t) != 0)
+	if (faultsim_cache_write_begin_at(cache, file_of(of), fd, chunk,
+	                                  sizeof chunk, off < 0 ? SEEK_END
+	                                  : SEEK_SET, &at, &t) != 0)
 		die("faultsim_cache_write_begin");
-	ssize_t n = pwrite(fd, chunk, sizeof chunk, off);
+	ssize_t n = off < 0 ? write(fd, chunk, sizeof chunk)
+	                    : pwrite(fd, chunk, sizeof chunk, off);
 	if (durable)
 		faultsim_cache_write_end_durable(&t, n);
 	else
 		faultsim_cache_write_end(&t, n);
 	if (n != sizeof chunk)
 		die("pwrite");
+}
+
+/* a hole punched in FD as the shim records one: a write of zeros over
+ * [OFF, OFF + LEN) clipped at the file's size (FALLOC_FL_KEEP_SIZE) */
+static void punch_by_hand(int fd, off_t off, off_t len)
+{
+	static unsigned char zeros[4096];
+	faultsim_ticket t = { 0 };
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		die("fstat");
+	if (off + len > st.st_size)
+		len = off < st.st_size ? st.st_size - off : 0;
+	if (faultsim_cache_write_begin(cache, file_of(fd), fd, zeros,
+	                               (size_t)len, (uint64_t)off, &t) != 0)
+		die("faultsim_cache_write_begin");
+	int rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+	                   4096);
+	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : -errno);
+	if (rc != 0)
+		die("fallocate(PUNCH_HOLE)");
+}
+
+/* FD sent over a socketpair to the driver itself: the descriptor received */
+static int pass_fd(int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char byte = 'x';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	                    .msg_control = u.buf,
+	                    .msg_controllen = sizeof u.buf };
+	int sv[2], got = -1;
+
+	memset(&u, 0, sizeof u);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		die("socketpair");
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	if (sendmsg(sv[0], &m, 0) != 1)
+		die("sendmsg");
+	memset(&u, 0, sizeof u);
+	m.msg_controllen = sizeof u.buf;
+	if (recvmsg(sv[1], &m, 0) != 1 || !(c = CMSG_FIRSTHDR(&m)) ||
+	    c->cmsg_type != SCM_RIGHTS)
+		die("recvmsg");
+	memcpy(&got, CMSG_DATA(c), sizeof got);
+	close(sv[0]);
+	close(sv[1]);
+	return got;
 }
 
 static void run(const char *workload, faultsim_device dev, uint64_t seed)
@@ -194,7 +280,7 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 		if (op[0] == 'Y') {                 /* flush points */
 			seal(fd[0]);
 			seal(fd[1]);
-		} else if (strchr("WTOKSDXE", op[0])) {
+		} else if (strchr("WTOKSDXEPGHZBR", op[0])) {
 			seal(fd[f]);
 		}
 		if (op[0] == 'O' || op[0] == 'K') {
@@ -205,6 +291,38 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 			              op[0] == 'O');
 			if (d != fd[f])
 				close(d);
+		} else if (op[0] == 'P') {
+			char p[4200];
+			snprintf(p, sizeof p, "%s/%c", dir, "ab"[f]);
+			int d = open(p, O_RDWR | O_APPEND);
+			if (d < 0)
+				die("open(O_APPEND)");
+			write_by_hand(d, fd[f], 'A' + n, -1, 0);
+			close(d);
+		} else if (op[0] == 'G') {
+			if (io->fallocate(io->ctx, fd[f], 0, 10240) != 0)
+				die("fallocate");
+		} else if (op[0] == 'H') {
+			if (fallocate(fd[f], FALLOC_FL_KEEP_SIZE, FILE_SIZE,
+			              4096) != 0)
+				die("fallocate(KEEP_SIZE)");
+		} else if (op[0] == 'Z') {
+			punch_by_hand(fd[f], 3072, 4096);
+		} else if (op[0] == 'B' || op[0] == 'R') {
+			char p[4200];
+			int d;
+			snprintf(p, sizeof p, "%s/%c", dir, "ba"[f]);
+			if (op[0] == 'B') {
+				/* over a descriptor open on the other file */
+				if ((d = open(p, O_RDWR)) < 0 ||
+				    dup2(fd[f], d) != d)
+					die("dup2");
+			} else if ((d = pass_fd(fd[f])) < 0) {
+				die("SCM_RIGHTS");
+			}
+			/* its file found from the descriptor alone */
+			write_by_hand(d, d, 'A' + n, 2048, 0);
+			close(d);
 		} else if (op[0] == 'M') {
 			if (!writable[f]) {
 				faultsim_ticket t = { 0 };
@@ -270,10 +388,7 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 		die("crash");
 	munmap(map[0], FILE_SIZE);
 	munmap(map[1], FILE_SIZE);
-	printf("%s|%s|%llu|", workload,
-	       dev == FAULTSIM_DEVICE_ORDERED ? "ordered" :
-	       dev == FAULTSIM_DEVICE_REORDER ? "reorder" : "torn",
-	       (unsigned long long)seed);
+	printf("%s|%s|%llu|", workload, devname(dev), (unsigned long long)seed);
 	print_file('a');
 	putchar('|');
 	print_file('b');
@@ -283,12 +398,6 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 }
 
 /* ---- names (names.py) ------------------------------------------------ */
-
-static const char *devname(faultsim_device dev)
-{
-	return dev == FAULTSIM_DEVICE_ORDERED ? "ordered" :
-	       dev == FAULTSIM_DEVICE_REORDER ? "reorder" : "torn";
-}
 
 static char *name_at(char x)
 {
@@ -420,19 +529,43 @@ int main(int argc, char **argv)
 	faultsim_io *fio;
 	char line[512];
 
-	const char *fs = argc == 5 && strcmp(argv[3], "--names") == 0 ? argv[4]
-	                                                              : NULL;
+	const char *fs = NULL;
 	faultsim_fs fsm = FAULTSIM_FS_POSIX;
 	char real[PATH_MAX];
+	faultsim_device devs[5] = { FAULTSIM_DEVICE_ORDERED,
+	                            FAULTSIM_DEVICE_REORDER,
+	                            FAULTSIM_DEVICE_TORN };
+	int ndevs = 3;
 
-	if (argc == 5 && strcmp(argv[3], "--profile") == 0) {
-		profile_name = argv[4];
-		if (faultsim_profile_parse(profile_name, &profile) != 0)
+	/* [--profile P | --names FS] [--devices LIST] */
+	for (int i = 3; i < argc; i += 2) {
+		if (i + 1 == argc)
 			return 2;
+		if (strcmp(argv[i], "--profile") == 0 && !fs) {
+			profile_name = argv[i + 1];
+			if (faultsim_profile_parse(profile_name, &profile) != 0)
+				return 2;
+		} else if (strcmp(argv[i], "--names") == 0 && !profile_name) {
+			fs = argv[i + 1];
+			if (faultsim_fs_parse(fs, &fsm) != 0)
+				return 2;
+		} else if (strcmp(argv[i], "--devices") == 0) {
+			char list[64];
+			ndevs = 0;
+			snprintf(list, sizeof list, "%s", argv[i + 1]);
+			for (char *d = strtok(list, ","); d; d = strtok(NULL, ",")) {
+				int k = 0;
+				while (k < 5 && strcmp(d, devnames[k]) != 0)
+					k++;
+				if (k == 5 || ndevs == 5)
+					return 2;
+				devs[ndevs++] = (faultsim_device)k;
+			}
+		} else {
+			return 2;
+		}
 	}
-	if ((argc != 3 && !fs && !profile_name) ||
-	    (fs && faultsim_fs_parse(fs, &fsm) != 0) ||
-	    !realpath(argv[1], real))
+	if (argc < 3 || !realpath(argv[1], real))
 		return 2;
 	snprintf(dir, sizeof dir, "%s", real);
 	uint64_t seeds = strtoull(argv[2], NULL, 10);
@@ -448,16 +581,13 @@ int main(int argc, char **argv)
 		line[strcspn(line, "\n")] = '\0';
 		if (!*line)
 			continue;
-		for (uint64_t s = 0; fs && s < seeds; s++) {
-			names_run(line, fs, FAULTSIM_DEVICE_ORDERED, s);
-			names_run(line, fs, FAULTSIM_DEVICE_REORDER, s);
-			names_run(line, fs, FAULTSIM_DEVICE_TORN, s);
-		}
-		for (uint64_t s = 0; !fs && s < seeds; s++) {
-			run(line, FAULTSIM_DEVICE_ORDERED, s);
-			run(line, FAULTSIM_DEVICE_REORDER, s);
-			run(line, FAULTSIM_DEVICE_TORN, s);
-		}
+		for (uint64_t s = 0; s < seeds; s++)
+			for (int k = 0; k < ndevs; k++) {
+				if (fs)
+					names_run(line, fs, devs[k], s);
+				else
+					run(line, devs[k], s);
+			}
 	}
 	faultsim_io_free(fio);
 	faultsim_faults_destroy(faults);

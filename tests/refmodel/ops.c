@@ -15,10 +15,18 @@
  * through a dup), Mf (a store of 4 KiB at 0 through a shared mapping of the
  * file), Xf and Af (msync of that mapping, MS_SYNC and MS_ASYNC); Y and Ef
  * are the driver's only (a syncfs would sync every workload of the batch,
- * a failed fsync needs --fail).  The
+ * a failed fsync needs --fail).  And of its sizes' alphabet (gen-size): Pf
+ * (a write(2) of 4 KiB through a descriptor of its own opened write-only
+ * with O_APPEND), Gf (fallocate(0, 0, 10 KiB)), Hf (fallocate(KEEP_SIZE,
+ * 8 KiB, 4 KiB)), Zf (fallocate(PUNCH_HOLE | KEEP_SIZE, 3 KiB, 4 KiB)),
+ * Bf1 (a pwrite at 2 KiB through dup2 of f's descriptor over one opened
+ * on the other file), Rf1 (f's descriptor sent over a socketpair with
+ * SCM_RIGHTS to a forked child, which makes a pwrite at 2 KiB through the
+ * descriptor it received and exits).  The
  * Jth workload of LIST (from 0) works on its own pair of files, aJ and bJ
  * of DIR.  The workload first makes every pair 8 KiB of 'i' and durable
- * (written, fsynced, DIR fsynced), acknowledges one key for torture's
+ * (written, cut to 8 KiB where a cut left it longer, one syncfs: few calls,
+ * as each is a crash point of --enumerate), acknowledges one key for torture's
  * protocol, then runs the workloads one after the other, the Nth op of
  * each (from 0) writing the byte 'A' + N, and exits: torture cuts the
  * power after it (--power-loss, a kill period longer than the workload).
@@ -33,6 +41,17 @@
  * CYCLE is torture's cycle (each has a crash seed of its own); the checker's
  * run before the first cycle (KEEL_TORTURE_CYCLE unset or 0) appends nothing.
  *
+ *   ops DIR LIST LOG                           (under --enumerate)
+ *   ops DIR --check LIST DEVICE BATCH OUT LOG
+ *
+ * Under torture --enumerate the workload is killed at each of its calls in
+ * turn, so the workload appends "J N" to LOG, outside DIR, before the Nth
+ * op of workload J.  The checker prints the key only when LOG shows that
+ * the start was acknowledged, and appends the workloads before the last J
+ * whole, and that one as "OPS [OP]": its ops before N, and op N, which
+ * may have been made or not (model.py judges both); the later ones were
+ * not begun and are not printed.
+ *
  *   ops DIR --names LIST                              (the workload)
  *   ops DIR --check-names LIST FS DEVICE BATCH OUT    (its checker)
  *
@@ -44,18 +63,24 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define FILE_SIZE 8192
 #define SECTOR 512
 #define MAX_WORKLOADS 2048
+#define MAX_SIZE (64 * 1024)   /* the most a file grows to here (printed) */
 
 static const char *dir;
+static int log_fd = -1;                   /* --enumerate's LOG, or -1 */
 static char *list[MAX_WORKLOADS];
 static int nlist;
 
@@ -109,6 +134,64 @@ static unsigned char *mapping(int j, int f, int fd)
 	return map[j][f];
 }
 
+/* Rf1: FD sent with SCM_RIGHTS to a forked child, which writes BUF at OFF
+ * through the descriptor it received.  A child killed (a crash point of
+ * --enumerate) takes the workload with it. */
+static int write_in_child(int fd, const unsigned char *buf, off_t off)
+{
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} u;
+	char byte = 'x';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+	                    .msg_control = u.space,
+	                    .msg_controllen = sizeof u.space };
+	int sv[2], status;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int got = -1;
+		close(sv[0]);
+		memset(&u, 0, sizeof u);
+		struct cmsghdr *c;
+		if (recvmsg(sv[1], &m, 0) != 1 || !(c = CMSG_FIRSTHDR(&m)) ||
+		    c->cmsg_type != SCM_RIGHTS)
+			_exit(3);
+		memcpy(&got, CMSG_DATA(c), sizeof got);
+		exit(pwrite(got, buf, 4096, off) == 4096 ? 0 : 4);
+	}
+	close(sv[1]);
+	memset(&u, 0, sizeof u);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	ssize_t sent = sendmsg(sv[0], &m, 0);
+	close(sv[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		kill(getpid(), WTERMSIG(status));
+	return sent == 1 && WIFEXITED(status) && WEXITSTATUS(status) == 0
+	       ? 0 : -1;
+}
+
+/* --enumerate: "J N" before op N of workload J */
+static void note(int j, int n)
+{
+	char line[32];
+	int len = snprintf(line, sizeof line, "%d %d\n", j, n);
+	if (log_fd >= 0 && write(log_fd, line, (size_t)len) != len)
+		die("the log");
+}
+
 static void run(const char *w, int fd[2], int j)
 {
 	static unsigned char buf[4096];
@@ -120,6 +203,7 @@ static void run(const char *w, int fd[2], int j)
 		int f = op[1] == 'b', rc = 0;
 		off_t off = op[2] == '1' ? 2048 : 0;
 		memset(buf, 'A' + n, sizeof buf);
+		note(j, n);
 		if (op[0] == 'W') {
 			rc = pwrite(fd[f], buf, sizeof buf, off) == sizeof buf ? 0
 			                                                      : -1;
@@ -130,6 +214,28 @@ static void run(const char *w, int fd[2], int j)
 			     ? 0 : -1;
 			if (d >= 0)
 				close(d);
+		} else if (op[0] == 'P') {
+			int d = open(at("ab"[f], j), O_WRONLY | O_APPEND);
+			rc = d >= 0 && write(d, buf, sizeof buf) == sizeof buf
+			     ? 0 : -1;
+			if (d >= 0)
+				close(d);
+		} else if (op[0] == 'G') {
+			rc = fallocate(fd[f], 0, 0, 10240);
+		} else if (op[0] == 'H') {
+			rc = fallocate(fd[f], FALLOC_FL_KEEP_SIZE, FILE_SIZE, 4096);
+		} else if (op[0] == 'Z') {
+			rc = fallocate(fd[f], FALLOC_FL_PUNCH_HOLE |
+			               FALLOC_FL_KEEP_SIZE, 3072, 4096);
+		} else if (op[0] == 'B') {
+			/* over a descriptor open on the other file */
+			int d = open(at("ba"[f], j), O_RDWR);
+			rc = d >= 0 && dup2(fd[f], d) == d &&
+			     pwrite(d, buf, sizeof buf, off) == sizeof buf ? 0 : -1;
+			if (d >= 0)
+				close(d);
+		} else if (op[0] == 'R') {
+			rc = write_in_child(fd[f], buf, off);
 		} else if (op[0] == 'M') {
 			memset(mapping(j, f, fd[f]), 'A' + n, 4096);
 		} else if (op[0] == 'X' || op[0] == 'A') {
@@ -161,15 +267,19 @@ static int workload(void)
 		die("KEEL_TORTURE_FD");
 	memset(init, 'i', sizeof init);
 	for (int j = 0; j < nlist; j++)
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2; i++) {
+			struct stat st;
 			if ((fd[j][i] = open(at("ab"[i], j), O_RDWR | O_CREAT,
 			                     0644)) < 0 ||
 			    pwrite(fd[j][i], init, FILE_SIZE, 0) != FILE_SIZE ||
-			    fsync(fd[j][i]) != 0)
+			    fstat(fd[j][i], &st) != 0 ||
+			    (st.st_size != FILE_SIZE &&
+			     ftruncate(fd[j][i], FILE_SIZE) != 0))
 				die("the durable start");
+		}
 	int d = open(dir, O_RDONLY | O_DIRECTORY);
-	if (d < 0 || fsync(d) != 0)
-		die("fsync of the directory");
+	if (d < 0 || syncfs(d) != 0)
+		die("syncfs of the directory");
 	close(d);
 	say(proto, "intent 0 k v\n");
 	say(proto, "ack 0\n");
@@ -180,7 +290,7 @@ static int workload(void)
 
 static void print_file(FILE *out, char f, int j)
 {
-	unsigned char buf[FILE_SIZE + 1];
+	static unsigned char buf[MAX_SIZE + 1];
 	int fd = open(at(f, j), O_RDONLY);
 	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf, 0) : 0;
 	if (fd >= 0)
@@ -191,21 +301,58 @@ static void print_file(FILE *out, char f, int j)
 		for (ssize_t i = s * SECTOR; i < n && i < (s + 1) * SECTOR; i++)
 			if (buf[i] != c)
 				c = '?';
-		fputc(c, out);
+		fputc(c ? c : '0', out);
 	}
 }
 
-static int check(const char *dev, const char *batch, const char *out)
+/* --enumerate: the last "J N" of LOG (-1 -1: none, the start was cut) */
+static void last_note(const char *log, int *j, int *n)
+{
+	char line[64];
+	FILE *f = fopen(log, "r");
+	*j = *n = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "%d %d", j, n) != 2)
+			*j = *n = -1;
+	if (f)
+		fclose(f);
+}
+
+/* workload W cut short before its op N: "OPS [OP]" */
+static const char *cut_short(const char *w, int n)
+{
+	static char out[600];
+	char ops[512];
+	int k = 0;
+	size_t at = 0;
+
+	snprintf(ops, sizeof ops, "%s", w);
+	out[0] = '\0';
+	for (char *op = strtok(ops, " "); op && k <= n; op = strtok(NULL, " "),
+	     k++)
+		at += (size_t)snprintf(out + at, sizeof out - at,
+		                       k == n ? "%s[%s]" : "%s%s",
+		                       at ? " " : "", op);
+	return out;
+}
+
+static int check(const char *dev, const char *batch, const char *out,
+                 const char *log)
 {
 	const char *cycle = getenv("KEEL_TORTURE_CYCLE");
-	printf("k v\n");
-	if (!cycle || atoi(cycle) == 0)
+	int last = nlist - 1, op = -1;
+	if (log)
+		last_note(log, &last, &op);
+	if (last >= 0)
+		printf("k v\n");
+	if (!cycle || atoi(cycle) == 0 || last < 0)
 		return 0;
 	FILE *o = fopen(out, "a");
 	if (!o)
 		die(out);
-	for (int j = 0; j < nlist; j++) {
-		fprintf(o, "%s|%s|%s:%s|", list[j], dev, batch, cycle);
+	for (int j = 0; j <= last; j++) {
+		fprintf(o, "%s|%s|%s:%s|", op >= 0 && j == last ?
+		        cut_short(list[j], op) : list[j], dev, batch, cycle);
 		print_file(o, 'a', j);
 		fputc('|', o);
 		print_file(o, 'b', j);
@@ -358,15 +505,19 @@ static int names_check(const char *fs, const char *dev, const char *batch,
 
 int main(int argc, char **argv)
 {
-	if (argc == 3) {
+	if (argc == 3 || (argc == 4 && strcmp(argv[2], "--names") != 0)) {
 		dir = argv[1];
 		read_list(argv[2]);
+		if (argc == 4 && (log_fd = open(argv[3], O_WRONLY | O_CREAT |
+		                                O_TRUNC | O_APPEND, 0644)) < 0)
+			die(argv[3]);
 		return workload();
 	}
-	if (argc == 7 && strcmp(argv[2], "--check") == 0) {
+	if ((argc == 7 || argc == 8) && strcmp(argv[2], "--check") == 0) {
 		dir = argv[1];
 		read_list(argv[3]);
-		return check(argv[4], argv[5], argv[6]);
+		return check(argv[4], argv[5], argv[6], argc == 8 ? argv[7]
+		                                                   : NULL);
 	}
 	if (argc == 4 && strcmp(argv[2], "--names") == 0) {
 		dir = argv[1];
@@ -378,8 +529,8 @@ int main(int argc, char **argv)
 		read_list(argv[3]);
 		return names_check(argv[4], argv[5], argv[6], argv[7]);
 	}
-	fprintf(stderr, "usage: ops DIR LIST | ops DIR --check LIST DEVICE "
-	        "BATCH OUT\n       ops DIR --names LIST | ops DIR --check-names "
+	fprintf(stderr, "usage: ops DIR LIST [LOG] | ops DIR --check LIST DEVICE "
+	        "BATCH OUT [LOG]\n       ops DIR --names LIST | ops DIR --check-names "
 	        "LIST FS DEVICE BATCH OUT\n");
 	return 2;
 }

@@ -2,9 +2,10 @@
 # shard.sh BUILD_DIR I/N OUT [OPS] [SEEDS] -- the reference model's long
 # run, one shard of it: the simulator (driver.c) crashes the workloads
 # whose line number is I modulo N of each list -- the data alphabet of up
-# to OPS ops (default 4: 11,110 workloads), the extended alphabet and the
-# names of up to OPS, 3 at most (3,969, those with a failed fsync under
-# each profile, and 1,118 under each --fs model) -- with SEEDS seeds
+# to OPS ops (default 4: 11,110 workloads), the extended alphabet, the
+# sizes' alphabet and the names of up to OPS, 3 at most (3,969; 3,031,
+# also under garbage and payload; those with a failed fsync under each
+# profile; and 1,118 under each --fs model) -- with SEEDS seeds
 # (default 32),
 # and leaves their states in OUT.data and OUT.names.  The check is per
 # workload, so the shards' states, put together, are judged as the whole
@@ -44,19 +45,24 @@ python3 tests/refmodel/model.py gen "$ops" | mine >"$T/data"
 deep=$ops
 [ "$deep" -le 3 ] || deep=3
 python3 tests/refmodel/model.py gen-ext $deep | mine >"$T/ext"
+python3 tests/refmodel/model.py gen-size $deep | mine >"$T/size"
 python3 tests/refmodel/names.py gen $deep | mine >"$T/names"
 : >"$out.data"
 : >"$out.names"
 "$T/driver" "$T/dir" "$seeds" <"$T/data" >>"$out.data" || exit 1
 "$T/driver" "$T/dir" "$seeds" <"$T/ext" >>"$out.data" || exit 1
+"$T/driver" "$T/dir" "$seeds" <"$T/size" >>"$out.data" || exit 1
+"$T/driver" "$T/dir" "$seeds" --devices garbage,payload <"$T/size" \
+	>>"$out.data" || exit 1
 for p in xfs btrfs keep; do
-	grep 'E' "$T/ext" | "$T/driver" "$T/dir" "$seeds" --profile $p \
-		>>"$out.data" || exit 1
+	cat "$T/ext" "$T/size" | grep 'E' |
+		"$T/driver" "$T/dir" "$seeds" --profile $p >>"$out.data" || exit 1
 done
 for fs in posix ext4 ext4-writeback xfs btrfs; do
 	"$T/driver" "$T/dir" "$seeds" --names $fs <"$T/names" >>"$out.names" ||
 		exit 1
 done
-echo "shard.sh: shard $i/$n: $(wc -l <"$T/data") + $(wc -l <"$T/ext") data" \
+echo "shard.sh: shard $i/$n: $(wc -l <"$T/data") + $(wc -l <"$T/ext") +" \
+	"$(wc -l <"$T/size") data" \
 	"workloads, $(wc -l <"$T/names") of names; $(wc -l <"$out.data") +" \
 	"$(wc -l <"$out.names") states"
