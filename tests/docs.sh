@@ -159,8 +159,14 @@ names_flag() {
 check_flags() {
 	d=$1
 	before=$fails
+	# each program's flags are asked for once a run and kept ($T/helps):
+	# the planted checks run this again on the same programs, and mutate's
+	# seven --help are seven Python starts (seconds on a busy machine)
+	mkdir -p "$T/helps"
 	for prog in $PROGRAMS; do
-		[ -n "$(program_path "$prog")" ] && help_flags "$prog" >"$T/help.$prog"
+		[ -n "$(program_path "$prog")" ] || continue
+		[ -f "$T/helps/$prog" ] || help_flags "$prog" >"$T/helps/$prog"
+		cp "$T/helps/$prog" "$T/help.$prog"
 	done
 	echo "$PAGES" | while read -r page progs; do
 		[ -n "$page" ] && [ -f "$d/$page" ] || continue
