@@ -54,6 +54,13 @@ run "unsafe" 1 "cycle [0-9]+: (lost|phantom): key \"data\"" --power-loss \
 run "scm" 1 "cycle [0-9]+: (lost|phantom): key \"data\"" --power-loss \
 	--kill-every 200ms --duration 10s --seed 3 \
 	--workload "$U {dir} scm" --checker "$U {dir} --check"
+# the same received with the recvmsg wrapper into the number of a
+# descriptor the shim saw opened on another file and not closed (a raw
+# close): the receipt names DIR/data anew, and its loss is judged
+run "scm-reuse" 1 "cycle [0-9]+: (lost|phantom): key \"data\"" \
+	--front-end shim --power-loss --kill-every 200ms --duration 10s \
+	--seed 23 --setup "$U {dir} init" --workload "$U {dir} scm-reuse" \
+	--checker "$U {dir} --check"
 
 # ---- writes no wrapper saw: refused, never a verdict ----------------------
 # (the record is made durable by --setup, so no life records a write of

@@ -23,6 +23,11 @@
  *             written with pwrite, no sync: the shim adopts the descriptor
  *             at its first write, so the loss is seen and judged
  *   scm-raw   the same descriptor written with syscall(SYS_pwrite64)
+ *   scm-reuse as scm, but received with recvmsg (the wrapper) into the
+ *             number of a descriptor on DIR/other that the shim saw opened
+ *             and did not see closed (a raw close): the receipt must make
+ *             the number name DIR/data, or its writes are recorded
+ *             against the wrong file
  *   mixed     bytes 0-30 with syscall(SYS_pwrite64), then byte 31 with
  *             pwrite, no sync: a recorded change after an unseen one must
  *             not hide it
@@ -57,9 +62,9 @@
  * and direct-unsafe, the direct block never synced: a direct write waits
  * in the device's volatile cache like any other, and a power cut loses it.
  *
- * Every mode but safe, direct and direct-dsync loses acknowledged writes at
- * a power cut; the kit must say so (unsafe, scm, direct-unsafe) or refuse
- * the run (the rest), never pass it.
+ * Every mode but safe, direct, direct-dsync, copy and fallocate loses
+ * acknowledged writes at a power cut; the kit must say so (unsafe, scm,
+ * scm-reuse, direct-unsafe) or refuse the run (the rest), never pass it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* copy_file_range, fallocate (musl-gcc has no -D) */
@@ -199,11 +204,27 @@ static long copy_in(int fd, const char *rec)
 	return REC;
 }
 
+/* close(2) through a syscall instruction of its own: no wrapper, nor
+ * the shim's watch on syscall(3), sees it */
+static long raw_close(int fd)
+{
+#if defined(__x86_64__)
+	long rc;
+	__asm__ volatile("syscall"
+	                 : "=a"(rc)
+	                 : "0"((long)SYS_close), "D"((long)fd)
+	                 : "rcx", "r11", "memory");
+	return rc;
+#else
+	return syscall(SYS_close, fd);
+#endif
+}
+
 /* A descriptor on DIR/data that this process never opened: a child opens
  * it and sends it; it is received with a raw recvmsg. */
-static int received_fd(const char *dir)
+static int received_fd(const char *dir, int reuse)
 {
-	int sv[2], fd = -1;
+	int sv[2], fd = -1, stale = -1;
 	char cbuf[CMSG_SPACE(sizeof(int))], c = 0;
 	struct iovec iov = { &c, 1 };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -223,8 +244,19 @@ static int received_fd(const char *dir)
 		memcpy(CMSG_DATA(h), &f, sizeof f);
 		_exit(f < 0 || sendmsg(sv[1], &m, 0) != 1);
 	}
-	if (syscall(SYS_recvmsg, sv[0], &m, 0) != 1)
+	if (reuse) {
+		/* opened through the wrapper, closed where no wrapper sees */
+		char other[4096];
+		snprintf(other, sizeof other, "%s/other", dir);
+		if ((stale = open(other, O_RDWR | O_CREAT, 0644)) < 0)
+			die("open of other");
+		if (raw_close(stale) != 0)
+			die("close");
+		if (recvmsg(sv[0], &m, 0) != 1)
+			die("recvmsg");
+	} else if (syscall(SYS_recvmsg, sv[0], &m, 0) != 1) {
 		die("recvmsg");
+	}
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
 		if (h->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(h), sizeof fd);
@@ -233,6 +265,11 @@ static int received_fd(const char *dir)
 	close(sv[1]);
 	if (fd < 0)
 		die("no descriptor received");
+	if (reuse && fd != stale) {
+		fprintf(stderr, "unseen: received descriptor %d, not %d\n", fd,
+		        stale);
+		exit(2);
+	}
 	return fd;
 }
 
@@ -270,7 +307,7 @@ int main(int argc, char **argv)
 #endif
 	if (strncmp(mode, "scm", 3) == 0) {
 		close(fd);
-		fd = received_fd(argv[1]);
+		fd = received_fd(argv[1], strcmp(mode, "scm-reuse") == 0);
 	}
 	unsigned char *block = NULL;
 	if (strncmp(mode, "direct", 6) == 0) {
@@ -323,10 +360,11 @@ int main(int argc, char **argv)
 					die("fallocate");
 		if (!strcmp(mode, "safe") || !strcmp(mode, "unsafe") ||
 		    !strcmp(mode, "scm") || !strcmp(mode, "symlink") ||
-		    !strcmp(mode, "touch") || !strcmp(mode, "fallocate")) {
+		    !strcmp(mode, "touch") || !strcmp(mode, "fallocate") ||
+		    !strcmp(mode, "scm-reuse")) {
 			rc = pwrite(fd, rec, REC, 0);
 			if (rc == REC && strcmp(mode, "unsafe") &&
-			    strcmp(mode, "scm") && fdatasync(fd) != 0)
+			    strncmp(mode, "scm", 3) && fdatasync(fd) != 0)
 				die("fdatasync");
 			if (!strcmp(mode, "touch") && futimens(fd, NULL) != 0)
 				die("futimens");
