@@ -36,6 +36,8 @@
  *   Hf    fallocate(FALLOC_FL_KEEP_SIZE, 8 KiB, 4 KiB): nothing recorded
  *   Zf    fallocate(PUNCH_HOLE | KEEP_SIZE, 3 KiB, 4 KiB): a write of
  *         zeros over the range, clipped at the file's size
+ *   Qf    fallocate(ZERO_RANGE, 6 KiB, 4 KiB): a write of zeros, not
+ *         clipped (DIR must be on a file system that has it: not tmpfs)
  *   Bf1   a pwrite at 2 KiB through dup2(f's descriptor, a descriptor
  *         open on the other file): the cache finds its file by inode
  *   Rf1   a pwrite at 2 KiB through f's descriptor sent to the driver
@@ -204,25 +206,25 @@ static void write_by_hand(int fd, int of, int byte, off_t off, int durable)
 		die("pwrite");
 }
 
-/* a hole punched in FD as the shim records one: a write of zeros over
- * [OFF, OFF + LEN) clipped at the file's size (FALLOC_FL_KEEP_SIZE) */
-static void punch_by_hand(int fd, off_t off, off_t len)
+/* a range zeroed in FD with MODE as the shim records it: a write of zeros
+ * over [OFF, OFF + LEN), clipped at the file's size under KEEP_SIZE */
+static void zero_by_hand(int fd, int mode, off_t off, off_t len)
 {
+	off_t asked = len;
 	static unsigned char zeros[4096];
 	faultsim_ticket t = { 0 };
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		die("fstat");
-	if (off + len > st.st_size)
+	if ((mode & FALLOC_FL_KEEP_SIZE) && off + len > st.st_size)
 		len = off < st.st_size ? st.st_size - off : 0;
 	if (faultsim_cache_write_begin(cache, file_of(fd), fd, zeros,
 	                               (size_t)len, (uint64_t)off, &t) != 0)
 		die("faultsim_cache_write_begin");
-	int rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-	                   4096);
+	int rc = fallocate(fd, mode, off, asked);
 	faultsim_cache_write_end(&t, rc == 0 ? (ssize_t)len : -errno);
 	if (rc != 0)
-		die("fallocate(PUNCH_HOLE)");
+		die("fallocate(PUNCH_HOLE or ZERO_RANGE)");
 }
 
 /* FD sent over a socketpair to the driver itself: the descriptor received */
@@ -280,7 +282,7 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 		if (op[0] == 'Y') {                 /* flush points */
 			seal(fd[0]);
 			seal(fd[1]);
-		} else if (strchr("WTOKSDXEPGHZBR", op[0])) {
+		} else if (strchr("WTOKSDXEPGHZQBR", op[0])) {
 			seal(fd[f]);
 		}
 		if (op[0] == 'O' || op[0] == 'K') {
@@ -307,7 +309,10 @@ static void run(const char *workload, faultsim_device dev, uint64_t seed)
 			              4096) != 0)
 				die("fallocate(KEEP_SIZE)");
 		} else if (op[0] == 'Z') {
-			punch_by_hand(fd[f], 3072, 4096);
+			zero_by_hand(fd[f], FALLOC_FL_PUNCH_HOLE |
+			             FALLOC_FL_KEEP_SIZE, 3072, 4096);
+		} else if (op[0] == 'Q') {
+			zero_by_hand(fd[f], FALLOC_FL_ZERO_RANGE, 6144, 4096);
 		} else if (op[0] == 'B' || op[0] == 'R') {
 			char p[4200];
 			int d;

@@ -8,6 +8,8 @@ differential check of the simulator against it (tests/refmodel.sh).
                               workload of 1..N ops with one of its new ops,
                               those of N ops only every Kth (default 1)
     model.py gen-size N [K]   the sizes' alphabet (SIZE_OPS below), the same
+    model.py gen-zero N [K]   the same with FALLOC_FL_ZERO_RANGE (Qa), those
+                              holding it (a file system that has it: not tmpfs)
     model.py check SEEDS < DRIVER_OUTPUT
 
 The rules, each from its row of docs/faults.md:
@@ -79,8 +81,9 @@ The rules, each from its row of docs/faults.md:
   R-keep-size "`FALLOC_FL_KEEP_SIZE` alone: nothing visible" (Hf).
   R-punch "`PUNCH_HOLE`, `ZERO_RANGE`: a write of zeros" (Zf: 4 KiB at
           3 KiB, with KEEP_SIZE, so clipped at the size the program sees:
-          two sectors after a truncate, none past the end).  ZERO_RANGE is
-          not in the alphabet: tmpfs, where the test runs, refuses it.
+          two sectors after a truncate, none past the end); Qf, ZERO_RANGE
+          of 4 KiB at 6 KiB without KEEP_SIZE: a write of zeros that may
+          grow the file (gen-zero: tmpfs refuses it).
   R-fail  "fsync failure profiles": a failed fsync (Ef) under ext4 and xfs
           marks the pages clean, "the data is lost (records are LOST; no
           model keeps them)", even when a later sync of the file succeeds;
@@ -107,8 +110,9 @@ A front end's states (ops.c under torture: SEED is BATCH:CYCLE) come from
 batches of workloads crashed by one cut: under reorder and torn each
 workload is judged as above, under ordered each cut is judged whole
 (ordered_batch: one prefix over the batch), for soundness only.  Under
---enumerate the workload a crash cut short reads "OPS [OP]": its state
-must be one that OPS, or OPS then OP, allows (soundness only).
+--enumerate (SEED eBATCH:CYCLE, one cut per crash point) the workload a
+crash cut short reads "OPS [OP]": its state must be one that OPS, or OPS
+then OP, allows; there, soundness only.
 A disagreement prints the shortest workload that shows it, and exits 1.
 """
 import itertools
@@ -129,6 +133,7 @@ CUT = 8                 # Tf: the file cut to 4 KiB, 8 sectors
 APPEND = 8              # Pf: 4 KiB at the file's end
 GROW = 20               # Gf: fallocate(0, 10 KiB): the size grows to 20
 PUNCH = (6, 14)         # Zf: a hole punched at 3 KiB, 4 KiB long, KEEP_SIZE
+ZERO = (12, 20)         # Qf: ZERO_RANGE at 6 KiB, 4 KiB long: it may grow
 LOSES = {"ext4": True, "xfs": True, "btrfs": False, "keep": False}
 # a change's fields: the op's index, its file, its kind ("W" a write of
 # BYTE over sectors [LO, HI); "T" a truncate to LO sectors; "X" an
@@ -205,6 +210,9 @@ def writes(workload, profile="ext4"):
             lo, hi = PUNCH[0], min(PUNCH[1], size[f])
             if hi > lo:
                 change(n, f, "W", lo, hi, "0")
+        elif kind == "Q":                           # R-punch, no KEEP_SIZE
+            seal(f)
+            change(n, f, "W", *ZERO, "0")
         elif kind == "M":                           # R-map
             if f in page:
                 page[f][BYTE] = byte
@@ -442,10 +450,12 @@ def ordered_batch_any(crash):
     return ordered_batch(crash)
 
 
-def judge(w, dev, profile, got, seeds, where, problems, counts):
-    """One (workload, device, profile) and the states GOT left of it."""
+def judge(w, dev, profile, got, seeds, where, problems, counts,
+          enumerated=False):
+    """One (workload, device, profile) and the states GOT left of it;
+    ENUMERATED: from --enumerate, a cut per crash point (soundness only)."""
     ws = writes(variants(w)[-1], profile)
-    cut_short = w.endswith("]")
+    cut_short = w.endswith("]") or enumerated
     counts["states"] += len(got)
     if dev in ("torn", "garbage"):
         bad = sorted(g for g in got
@@ -493,6 +503,7 @@ def judge(w, dev, profile, got, seeds, where, problems, counts):
 def check(seeds):
     seen = {}
     batches = {}
+    enumerated = set()      # (workload, device, profile) from --enumerate
     for line in sys.stdin:
         w, dev, seed, a, b, *rest = line.rstrip("\n").split("|")
         profile = rest[0][2:] if rest else "ext4"
@@ -501,6 +512,8 @@ def check(seeds):
             batches.setdefault(seed, []).append((w, a + "|" + b))
             continue
         seen.setdefault((w, dev, profile), set()).add(a + "|" + b)
+        if seed.startswith("e"):
+            enumerated.add((w, dev, profile))
     problems = []
     counts = {"workloads": len({w for w, _, _ in seen} |
                                {w for c in batches.values() for w, _ in c}),
@@ -516,7 +529,8 @@ def check(seeds):
                              (got, seed)))
     for (w, dev, profile), got in seen.items():
         where = dev if profile == "ext4" else "%s, profile %s" % (dev, profile)
-        judge(w, dev, profile, got, seeds, where, problems, counts)
+        judge(w, dev, profile, got, seeds, where, problems, counts,
+              (w, dev, profile) in enumerated)
     print("model.py: %d workloads, %d (workload, device) pairs judged, %d "
           "distinct crash states compared; completeness checked on %d "
           "pairs" % (counts["workloads"], len(seen), counts["states"],
@@ -538,11 +552,13 @@ def check(seeds):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "gen":
         gen(int(sys.argv[2]))
-    elif len(sys.argv) in (3, 4) and sys.argv[1] in ("gen-ext", "gen-size"):
-        ext = sys.argv[1] == "gen-ext"
-        gen_new(EXT_OPS if ext else SIZE_OPS, NEW_OPS if ext else SIZE_NEW,
-                int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4
-                else 1)
+    elif len(sys.argv) in (3, 4) and sys.argv[1] in ("gen-ext", "gen-size",
+                                                     "gen-zero"):
+        alphabet, new = {"gen-ext": (EXT_OPS, NEW_OPS),
+                         "gen-size": (SIZE_OPS, SIZE_NEW),
+                         "gen-zero": (SIZE_OPS + ["Qa"], ["Qa"])}[sys.argv[1]]
+        gen_new(alphabet, new, int(sys.argv[2]),
+                int(sys.argv[3]) if len(sys.argv) == 4 else 1)
     elif len(sys.argv) == 3 and sys.argv[1] == "check":
         sys.exit(check(int(sys.argv[2])))
     else:

@@ -22,7 +22,8 @@
  * Bf1 (a pwrite at 2 KiB through dup2 of f's descriptor over one opened
  * on the other file), Rf1 (f's descriptor sent over a socketpair with
  * SCM_RIGHTS to a forked child, which makes a pwrite at 2 KiB through the
- * descriptor it received and exits).  The
+ * descriptor it received and exits), Qf (fallocate(ZERO_RANGE, 6 KiB,
+ * 4 KiB): DIR on a file system that has it, not tmpfs).  The
  * Jth workload of LIST (from 0) works on its own pair of files, aJ and bJ
  * of DIR.  The workload first makes every pair 8 KiB of 'i' and durable
  * (written, cut to 8 KiB where a cut left it longer, one syncfs: few calls,
@@ -50,7 +51,8 @@
  * the start was acknowledged, and appends the workloads before the last J
  * whole, and that one as "OPS [OP]": its ops before N, and op N, which
  * may have been made or not (model.py judges both); the later ones were
- * not begun and are not printed.
+ * not begun and are not printed.  Its lines' seeds read eBATCH:CYCLE
+ * (one cut per crash point: model.py judges their soundness only).
  *
  *   ops DIR --names LIST                              (the workload)
  *   ops DIR --check-names LIST FS DEVICE BATCH OUT    (its checker)
@@ -227,6 +229,8 @@ static void run(const char *w, int fd[2], int j)
 		} else if (op[0] == 'Z') {
 			rc = fallocate(fd[f], FALLOC_FL_PUNCH_HOLE |
 			               FALLOC_FL_KEEP_SIZE, 3072, 4096);
+		} else if (op[0] == 'Q') {
+			rc = fallocate(fd[f], FALLOC_FL_ZERO_RANGE, 6144, 4096);
 		} else if (op[0] == 'B') {
 			/* over a descriptor open on the other file */
 			int d = open(at("ba"[f], j), O_RDWR);
@@ -351,8 +355,9 @@ static int check(const char *dev, const char *batch, const char *out,
 	if (!o)
 		die(out);
 	for (int j = 0; j <= last; j++) {
-		fprintf(o, "%s|%s|%s:%s|", op >= 0 && j == last ?
-		        cut_short(list[j], op) : list[j], dev, batch, cycle);
+		fprintf(o, "%s|%s|%s%s:%s|", op >= 0 && j == last ?
+		        cut_short(list[j], op) : list[j], dev, log ? "e" : "",
+		        batch, cycle);
 		print_file(o, 'a', j);
 		fputc('|', o);
 		print_file(o, 'b', j);
