@@ -15,7 +15,9 @@
  *              unlink, which the shim wraps through remove itself)
  *   odsync     slots written with pwritev() on an O_DSYNC descriptor
  *              (UNSAFE: a plain descriptor, no sync)
- *   stdio      fopen("a") + fprintf + fflush; fsync(fileno())
+ *   stdio      fopen("a") + fprintf + fflush; fsync(fileno()); between,
+ *              a seek past the largest offset, which must fail as it
+ *              does without the shim
  *   dup        writes through a dup()ed descriptor and an F_DUPFD one;
  *              fdatasync on the original
  *   fsyncname  KEY.tmp written and fsynced, renamed over KEY, then KEY
@@ -33,7 +35,9 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <errno.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +315,14 @@ static void put(unsigned i, int k, const char *v, int del)
 		fprintf(f, "%s=%s\n", key, v);
 		if (fflush(f) != 0)
 			die("fflush");
+		/* a seek the kernel refuses (past the largest offset: the
+		 * file is not empty now) fails here too: the shim makes the
+		 * stream over a tracked file of its own */
+		if (fseeko(f, INT64_MAX, SEEK_END) != -1) {
+			fprintf(stderr, "family: a seek past the largest "
+			        "offset did not fail\n");
+			exit(1);
+		}
 		if (safe && fsync(fileno(f)) != 0)
 			die("fsync");
 		fclose(f);
