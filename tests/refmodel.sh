@@ -126,22 +126,22 @@ contains "... and named" "$T/planted-fail.out" \
 # (Ba1) and through one passed with SCM_RIGHTS (Ra1), with writes,
 # truncates, syncs and a failed fsync (Ea, also under xfs, btrfs, keep);
 # under ordered, reorder and torn (sizes judged too: R-torn per sector),
-# and garbage and payload.  Bounded: every workload of one op, every 3rd
-# of two, every 200th of three (76; under the sanitizers every 9th and
-# every 1000th), garbage and payload on those of up to two ops with an
-# append or a hole; REFMODEL_EXT=all: every workload of up to three
-# (3,031), every device.
+# and garbage and payload.  Bounded: every workload of one op, every 5th
+# of two, every 300th of three (50; under the sanitizers every 15th and
+# every 1500th), garbage and payload on every other one of up to two ops
+# with an append or a hole; REFMODEL_EXT=all: every workload of up to
+# three (3,031), every device.
 python3 tests/refmodel/model.py gen-size 3 >"$T/size.all"
 if [ "${REFMODEL_EXT:-}" = all ]; then
 	cp "$T/size.all" "$T/size"
 	cp "$T/size.all" "$T/size.gp"
 else
-	k2=3 k3=200
-	[ -z "$SAN" ] || k2=9 k3=1000
+	k2=5 k3=300
+	[ -z "$SAN" ] || k2=15 k3=1500
 	awk -v k2=$k2 -v k3=$k3 \
 		'NF == 1 || (NF == 2 && NR % k2 == 0) || NR % k3 == 0' \
 		"$T/size.all" >"$T/size"
-	grep -e P -e Z "$T/size" | awk 'NF <= 2' >"$T/size.gp"
+	grep -e P -e Z "$T/size" | awk 'NF <= 2 && NR % 2 == 1' >"$T/size.gp"
 fi
 t0=$(date +%s)
 rcs=
