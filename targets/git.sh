@@ -14,9 +14,10 @@
 #                   metadata, not references -- git-config(1))
 #         fsync     core.fsync=all, core.fsyncMethod=fsync: every file
 #                   git writes is fsynced (git never fsyncs a directory)
-# A kill can leave git's lock files behind (index.lock, a ref's .lock);
-# git asks a person to remove them, and this workload is that person (the
-# only git process in DIR).
+# A kill can leave git's lock files behind (index.lock, a ref's .lock)
+# and a key staged but not committed; git asks a person to remove the
+# locks, and this workload is that person (the only git process in DIR):
+# it removes them and resets the index to HEAD.
 if [ "$1" = --configs ]; then
 	printf '%s\n' defaults fsync
 	exit 0
@@ -53,6 +54,14 @@ if [ ! -d "$d/.git" ]; then
 		exit 1
 fi
 rm -f "$d/.git/index.lock" "$d/.git/HEAD.lock" "$d/.git/refs/heads/"*.lock
+# a kill between `git add` and `git commit` leaves that key staged, and the
+# next put's commit would publish the value of a put never acknowledged
+# (after a check that found it absent): the index starts as HEAD's tree
+if g rev-parse -q --verify HEAD >/dev/null 2>&1; then
+	g reset -q >/dev/null 2>&1
+else
+	rm -f "$d/.git/index"
+fi
 n=0
 while [ $n -lt 100000 ]; do
 	n=$((n + 1))
