@@ -256,7 +256,12 @@ int inject(faultsim_op op)
 
 void step(void)
 {
-	faultsim_faults_step(faults);
+	/* an enumeration's crash point stops the whole workload, as a power
+	 * cut stops the machine: this process group (exec_spawn gives the
+	 * workload one of its own), not this process alone -- a shell above
+	 * it would go on and acknowledge after a sync its child never made */
+	if (faultsim_faults_step_due(faults))
+		kill(0, SIGKILL);
 }
 
 /* ---- set-up ------------------------------------------------------------------ */

@@ -235,11 +235,25 @@ static void seen_created(const sup_call *c, int fd)
 
 /* The fault for OP: 0, a negative errno, or FAULTSIM_SHORT/_CRASH.  An
  * enumeration's crash point kills the caller's process first (*KILLED). */
+/* An enumeration's crash point stops the whole workload, as a power cut
+ * stops the machine: the caller's process group (exec_spawn gives the
+ * workload one of its own), not the caller alone -- a shell above it
+ * would go on and acknowledge after a sync its child never made. */
+static void crash_point(const sup_call *c)
+{
+	pid_t g = getpgid(c->tid);
+
+	if (g > 0 && g != getpgrp())
+		kill(-g, SIGKILL);
+	else
+		kill(c->tid, SIGKILL);
+}
+
 static int fault(const sup_call *c, faultsim_op op, int step, int *killed)
 {
 	*killed = 0;
 	if (step && faultsim_faults_step_due(c->r->faults)) {
-		kill(c->tid, SIGKILL);
+		crash_point(c);
 		*killed = 1;
 		return 0;
 	}
@@ -725,6 +739,14 @@ static void do_sync_all(const sup_call *c, int nr)
 	                 a.st_dev != b.st_dev)) {
 		close(dfd); /* another file system: nothing watched is synced */
 		sup_continue(c->g, c->req->id);
+		return;
+	}
+	/* a crash point, as the shim's sync and syncfs are: --enumerate
+	 * cuts between the writes before it and the sync */
+	if (faultsim_faults_step_due(c->r->faults)) {
+		if (dfd >= 0)
+			close(dfd);
+		crash_point(c);
 		return;
 	}
 	uint64_t mark = faultsim_cache_sync_begin(c->r->cache);

@@ -58,13 +58,19 @@
  *   fallocate safe, with 8 fallocate(fd, 0, 0, 32) calls before each put
  *             (the file keeps its size): a front end that keeps a
  *             descriptor per call runs out of them under a low ulimit -n
+ *   truncate  the same with 8 truncate(DIR/data, 32) calls (by path: the
+ *             shim opens the file to truncate it through its descriptor)
+ *   bytewise  safe, the record written one byte a call (32 pwrites of 1
+ *             byte), then fdatasync: a front end that copies a call's
+ *             buffer must copy a single byte too
  *
  * and direct-unsafe, the direct block never synced: a direct write waits
  * in the device's volatile cache like any other, and a power cut loses it.
  *
- * Every mode but safe, direct, direct-dsync, copy and fallocate loses
- * acknowledged writes at a power cut; the kit must say so (unsafe, scm,
- * scm-reuse, direct-unsafe) or refuse the run (the rest), never pass it.
+ * Every mode but safe, direct, direct-dsync, copy, fallocate, truncate and
+ * bytewise loses acknowledged writes at a power cut; the kit must say so
+ * (unsafe, scm, scm-reuse, direct-unsafe) or refuse the run (the rest),
+ * never pass it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* copy_file_range, fallocate (musl-gcc has no -D) */
@@ -358,9 +364,17 @@ int main(int argc, char **argv)
 			for (int k = 0; k < 8; k++)
 				if (fallocate(fd, 0, 0, REC) != 0)
 					die("fallocate");
+		if (!strcmp(mode, "truncate")) {
+			char path[4096];
+			snprintf(path, sizeof path, "%s/data", argv[1]);
+			for (int k = 0; k < 8; k++)
+				if (truncate(path, REC) != 0)
+					die("truncate");
+		}
 		if (!strcmp(mode, "safe") || !strcmp(mode, "unsafe") ||
 		    !strcmp(mode, "scm") || !strcmp(mode, "symlink") ||
 		    !strcmp(mode, "touch") || !strcmp(mode, "fallocate") ||
+		    !strcmp(mode, "truncate") ||
 		    !strcmp(mode, "scm-reuse")) {
 			rc = pwrite(fd, rec, REC, 0);
 			if (rc == REC && strcmp(mode, "unsafe") &&
@@ -388,6 +402,13 @@ int main(int argc, char **argv)
 			    fdatasync(fd) != 0)
 				die("fdatasync");
 			rc = rc == 4096 ? REC : -1;
+		} else if (!strcmp(mode, "bytewise")) {
+			rc = 0;
+			for (int b = 0; b < REC; b++)
+				if (pwrite(fd, rec + b, 1, b) == 1)
+					rc++;
+			if (rc == REC && fdatasync(fd) != 0)
+				die("fdatasync");
 		} else if (!strcmp(mode, "copy")) {
 			rc = copy_in(fd, rec);
 		} else if (!strcmp(mode, "mixed")) {
