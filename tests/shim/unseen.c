@@ -51,8 +51,10 @@
  * Two more that must pass, for the supervisor's own paths:
  *
  *   copy      the record written to a file in $TMPDIR (outside DIR), then
- *             copied into DIR/data with copy_file_range, looping on a short
- *             count (--fail pwrite:short makes them), then fdatasync; when
+ *             copied into DIR/data with copy_file_range (every other put
+ *             from the source's position, the others from an offset
+ *             given), looping on a short count (--fail pwrite:short makes
+ *             them), then fdatasync; when
  *             a count came back short it makes the file $UNSEEN_SHORTS
  *             (outside DIR), so a test can tell the fault reached it
  *   fallocate safe, with 8 fallocate(fd, 0, 0, 32) calls before each put
@@ -187,10 +189,18 @@ static long copy_in(int fd, const char *rec)
 	}
 	if (pwrite(src, rec, REC, 0) != REC)
 		die("pwrite of the copy's source");
+	/* every other put copies from the source's own position (no
+	 * offset given); the others name the offset, with the position
+	 * left elsewhere (7), so a front end that read from the position
+	 * for them would copy the wrong bytes */
+	static unsigned calls;
+	int by_pos = calls++ % 2;
+	if (lseek(src, by_pos ? 0 : 7, SEEK_SET) < 0)
+		die("lseek of the copy's source");
 	for (int k = 0; k < 64 && doff < REC; k++) {
 		ssize_t want = REC - (ssize_t)doff;
-		ssize_t n = copy_file_range(src, &so, fd, &doff, (size_t)want,
-		                            0);
+		ssize_t n = copy_file_range(src, by_pos ? NULL : &so, fd,
+		                            &doff, (size_t)want, 0);
 		if (n < 0)
 			die("copy_file_range");
 		if (n < want)
