@@ -123,9 +123,12 @@ row() {
 		mv=$(verdict "$name" "torn-$m" --cycles "$cyc" --power-loss --device torn --fs "$m" "$@")
 		fs="$fs${fs:+; }$m: $mv"
 	done
-	e=$(verdict "$name" eio --cycles "$cyc" --power-loss --fail sync:EIO:p=0.05 --fs ext4 "$@")
+	e=$(verdict "$name" eio --cycles "$cyc" --power-loss --fail "$eio_spec" --fs ext4 "$@")
 	echo "| $name | $ver | $k | $r | $o | $fs | $e |" >>"$T/table"
 }
+
+# the failed syncs of the last column; a row may set its own (etcd below)
+eio_spec=sync:EIO:p=0.05
 
 # notrun NAME VERSION REASON
 notrun() {
@@ -179,11 +182,17 @@ else
 fi
 
 if have etcd && have curl && have jq; then
+	# etcd stops at its first failed sync, and makes 13 (strace) from its
+	# start to its first put's answer: at p=0.05 half the lives stop
+	# before any put (in one run all 3 did: a refusal, nothing tested); at
+	# p=0.01 nine in ten acknowledge puts first
+	eio_spec=sync:EIO:p=0.01
 	row "etcd:default" "$v_etcd" 3 -- --kill-every 4s \
 		--setup "$E {dir} --init" --workload "$E {dir}" --checker "$E {dir} --check"
 	row "etcd:unsafe-no-fsync" "$v_etcd" 3 -- --kill-every 4s \
 		--setup "$E {dir} --init" --workload "$E {dir} --unsafe-no-fsync" \
 		--checker "$E {dir} --check"
+	eio_spec=sync:EIO:p=0.05
 else
 	notrun "etcd:default" "${v_etcd:-?}" "needs etcd-server, curl and jq"
 	notrun "etcd:unsafe-no-fsync" "${v_etcd:-?}" "needs etcd-server, curl and jq"
@@ -270,7 +279,9 @@ fi
 	echo "a \"holds\" here rests on a few cycles, not on the 200 of the engine"
 	echo "table above. The ext4 / xfs / btrfs cell is the torn power cut under"
 	echo "each file system's model (--fs); the last column is"
-	echo "\`--fail sync:EIO:p=0.05 --fs ext4\` with a power cut. \"refused\": torture"
+	echo "\`--fail sync:EIO:p=0.05 --fs ext4\` with a power cut (etcd: p=0.01, as it"
+	echo "stops at its first failed sync and makes 13 before its first put's answer)."
+	echo "\"refused\": torture"
 	echo "gave no verdict (its words follow); what each configuration"
 	echo "promises and what each verdict means: [docs/claims.md](../claims.md),"
 	echo "\"Servers\"."
