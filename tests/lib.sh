@@ -72,3 +72,44 @@ patient() {
 	done
 	return $rc
 }
+
+# beside NAME CMD... -- runs CMD (checks of the calling script: run,
+# passes, caught ...) in the background, its lines into $T/beside.NAME;
+# settle waits for what runs beside and takes up its checks, in the order
+# started.  Two at most at once (a third waits for one of them to end): a
+# torture run is lives timed by the clock (--kill-every, --duration), most
+# of it waiting on the kill and on fdatasync, not on a CPU, so two side by
+# side take little more than the time of one; what a busy machine does to
+# them it does to a run alone too.  BESIDE_TMPDIR=1: each job gets a TMPDIR
+# of its own, $T/tmp/NAME.
+BESIDE=""
+beside() {
+	# (a job is done when its .done is there: a shell need not reap it
+	# before the next wait, so kill -0 would still find it)
+	while [ "$(echo $BESIDE | wc -w)" -ge $(($(ls "$T"/beside.*.done 2>/dev/null | wc -l) + 2)) ]; do
+		sleep 0.1
+	done
+	local n=$1
+	shift
+	if [ "${BESIDE_TMPDIR:-0}" = 1 ]; then
+		mkdir -p "$T/tmp/$n"
+		{ (fails=0 checks=0 TMPDIR=$T/tmp/$n; "$@") >"$T/beside.$n" 2>&1
+		  : >"$T/beside.$n.done"; } &
+	else
+		{ (fails=0 checks=0; "$@") >"$T/beside.$n" 2>&1
+		  : >"$T/beside.$n.done"; } &
+	fi
+	BESIDE="$BESIDE $n"
+}
+settle() {
+	local n
+	wait
+	for n in $BESIDE; do
+		cat "$T/beside.$n"
+		checks=$((checks + $(grep -c '^ok   \|^FAIL ' "$T/beside.$n")))
+		fails=$((fails + $(grep -c '^FAIL ' "$T/beside.$n")))
+		rm -f "$T/beside.$n.done"
+	done
+	BESIDE=""
+	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || [ $fails -eq 0 ] || exit 1
+}

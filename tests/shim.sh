@@ -37,39 +37,7 @@ run() {
 	[ -z "$pat" ] || contains "$name says so" "$T/$name.out" "$pat"
 }
 
-# beside NAME CMD... -- runs CMD (a function making checks of this script)
-# in the background, its lines into $T/beside.NAME; settle waits for what
-# runs beside and takes up its checks, in the order started.  Two at most at
-# once (a third waits for one of them to end): a run here is lives timed by
-# the clock (--kill-every, --duration), most of it spent waiting for the
-# kill, not on a CPU (a 2 s run takes about 1 s of CPU), so two side by side
-# take the time of one; what a busy machine does to them (fewer operations a
-# life, lives that acknowledge nothing, which patient runs again longer) it
-# does to a run alone too.  Each check keeps its own run and output file.
-BESIDE=""
-beside() {
-	# (a job is done when its .done is there: a shell need not reap it
-	# before the next wait, so kill -0 would still find it)
-	while [ "$(echo $BESIDE | wc -w)" -ge $(($(ls "$T"/beside.*.done 2>/dev/null | wc -l) + 2)) ]; do
-		sleep 0.1
-	done
-	n=$1
-	shift
-	{ (fails=0 checks=0; "$@") >"$T/beside.$n" 2>&1
-	  : >"$T/beside.$n.done"; } &
-	BESIDE="$BESIDE $n"
-}
-settle() {
-	wait
-	for n in $BESIDE; do
-		cat "$T/beside.$n"
-		checks=$((checks + $(grep -c '^ok   \|^FAIL ' "$T/beside.$n")))
-		fails=$((fails + $(grep -c '^FAIL ' "$T/beside.$n")))
-		rm -f "$T/beside.$n.done"
-	done
-	BESIDE=""
-	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || [ $fails -eq 0 ] || exit 1
-}
+# Its timed runs go two at a time: beside and settle (tests/lib.sh).
 
 # ---- each family: the safe workload passes, the unsafe one is caught --------
 family() { # family FAM

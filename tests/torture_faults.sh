@@ -71,41 +71,9 @@ caught() {
 		"reproduce with .*torture .*$pattern"
 	rm -rf "$TMPDIR"/keel-torture.*
 }
-# beside NAME CMD... -- runs CMD (checks of this script: passes, caught ...)
-# in the background, its lines into $T/beside.NAME; settle waits for what
-# runs beside and takes up its checks, in the order started.  Two at most at
-# once (a third waits for one of them to end): a run here is lives timed by
-# the clock (--kill-every, --duration), about half of it spent waiting on
-# the kill and on fdatasync, not on a CPU (a 2 s run takes about 1 s of
-# CPU), so two side by side take little more than the time of one.  What a
-# busy machine does to them (fewer cycles a second) it does to a run alone
-# too, and passes_long runs longer until each run has done enough.  Each has
-# a TMPDIR of its own (caught clears what a caught run left in it).
-BESIDE=""
-beside() {
-	# (a job is done when its .done is there: a shell need not reap it
-	# before the next wait, so kill -0 would still find it)
-	while [ "$(echo $BESIDE | wc -w)" -ge $(($(ls "$T"/beside.*.done 2>/dev/null | wc -l) + 2)) ]; do
-		sleep 0.1
-	done
-	n=$1
-	shift
-	mkdir -p "$T/tmp/$n"
-	{ (fails=0 checks=0 TMPDIR=$T/tmp/$n; "$@") >"$T/beside.$n" 2>&1
-	  : >"$T/beside.$n.done"; } &
-	BESIDE="$BESIDE $n"
-}
-settle() {
-	wait
-	for n in $BESIDE; do
-		cat "$T/beside.$n"
-		checks=$((checks + $(grep -c '^ok   \|^FAIL ' "$T/beside.$n")))
-		fails=$((fails + $(grep -c '^FAIL ' "$T/beside.$n")))
-		rm -f "$T/beside.$n.done"
-	done
-	BESIDE=""
-	[ "${KEEL_CHECK_FAILFAST:-0}" = 0 ] || [ $fails -eq 0 ] || exit 1
-}
+# Its timed runs go two at a time, each with a TMPDIR of its own (caught
+# clears what a caught run left in it): beside and settle (tests/lib.sh).
+BESIDE_TMPDIR=1
 
 # ---- power loss under every device model -----------------------------------
 for dev in ordered reorder "torn --sector 4096" garbage payload; do
