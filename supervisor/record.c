@@ -1011,7 +1011,18 @@ static void do_open(const sup_call *c, int nr)
 	/* Linux truncates even on an O_RDONLY open that names O_TRUNC */
 	int truncates = exists && (flags & O_TRUNC) && S_ISREG(st.st_mode);
 	if (!creates && !truncates) {
-		sup_continue(c->g, c->req->id); /* nothing changes */
+		/* nothing changes; a writable open is still a crash point
+		 * and meets --fail's open faults, as under the shim */
+		if (writable || (flags & O_CREAT)) {
+			rc = fault(c, FAULTSIM_OP_OPEN, 1, &killed);
+			if (killed)
+				return;
+			if (rc < 0) {
+				sup_answer(c->g, c->req->id, -rc, 0);
+				return;
+			}
+		}
+		sup_continue(c->g, c->req->id);
 		return;
 	}
 	sup_creds k;

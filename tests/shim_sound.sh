@@ -165,6 +165,15 @@ run "supervisor-write-only-unsafe" 1 "cycle [0-9]+: lost: key \"data\"" \
 	--front-end supervisor --power-loss --kill-every 300ms --duration 10s \
 	--seed 19 --setup "$WO {dir} --init" --workload "$WO {dir} unsafe" \
 	--checker "$WO {dir} --check"
+# an open for writing of a file that exists (dd's O_WRONLY|O_CREAT) is a
+# crash point and meets --fail's open faults under either front end: the
+# supervisor let it pass unseen before, and injected none
+for fe in shim supervisor; do
+	run "open-fault-$fe" 0 "faults injected +[1-9][0-9]* \(workloads that stopped on one: [1-9]" \
+		--front-end $fe --fail open:EIO:p=0.3 --kill-every 300ms \
+		--duration 3s --seed 26 --setup "$WO {dir} --init" \
+		--workload "$WO {dir}" --checker "$WO {dir} --check"
+done
 # a copy into the watched file (copy_file_range) under injected short
 # writes: the program sees the short counts and loops, and the recipe holds
 export UNSEEN_SHORTS="$T/copy-shorts"

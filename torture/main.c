@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	catch_stop_signals();
 	memset(&r, 0, sizeof(r));
 	rc = run_torture(&opt, &r);
-	if (rc != RUN_SETUP) {
+	if (rc != RUN_SETUP || r.no_verdict) {
 		report_summary(&r, &opt, argv[0], stdout);
 		fflush(stdout);
 		if (opt.json && report_json(&r, &opt, opt.json) < 0) {

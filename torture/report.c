@@ -150,7 +150,8 @@ void report_summary(report *r, const torture_options *o, const char *prog,
 	if (r->tty && !o->quiet)
 		fputs("\r\033[K", stderr);
 	fprintf(out, "torture: %s -- %" PRIu64 " cycles in %.1fs (%.1f "
-	        "cycles/s), %" PRIu64 " kills%s\n", bad ? "FAIL" : "PASS",
+	        "cycles/s), %" PRIu64 " kills%s\n",
+	        bad ? "FAIL" : r->no_verdict ? "NO VERDICT" : "PASS",
 	        r->cycles, seconds(r->elapsed_ns),
 	        per_second(r->cycles, r->elapsed_ns), r->kills,
 	        r->interrupted ? ", interrupted" : "");
@@ -171,6 +172,16 @@ void report_summary(report *r, const torture_options *o, const char *prog,
 	summary_faults(r, o, out);
 	show_latency(out, "fdatasync before", &r->sync_before);
 	show_latency(out, "fdatasync after", &r->sync_after);
+	if (r->no_verdict && !bad)
+		fprintf(out, "  no verdict             nothing was acknowledged in "
+		        "%" PRIu64 " cycles: the run tested nothing (%s)\n",
+		        r->cycles, o->nfail && r->faults_fired
+		        ? "every writer met an injected fault before its first "
+		          "answer: a lower --fail probability"
+		        : o->target_http
+		        ? "does the server answer a PUT? try a longer "
+		          "--kill-every or a longer --duration"
+		        : "try a longer --kill-every or a longer --duration");
 	fprintf(out, "  seed                   %" PRIu64 "\n", o->seed);
 	fprintf(out, "  store                  %s (%s)\n", r->dir,
 	        r->dir_kept ? "kept" : "removed");
@@ -239,7 +250,7 @@ int report_json(report *r, const torture_options *o, const char *path)
 		return -1;
 	options_reproducer(o, repro, sizeof(repro));
 	fprintf(f, "{\n  \"result\": \"%s\",\n", report_violations(r) ?
-	        "fail" : "pass");
+	        "fail" : r->no_verdict ? "no-verdict" : "pass");
 	fprintf(f, "  \"cycles\": %" PRIu64 ",\n  \"kills\": %" PRIu64 ",\n"
 	        "  \"acked_writes\": %" PRIu64 ",\n  \"acked_changes\": %" PRIu64
 	        ",\n  \"issued\": %" PRIu64 ",\n  \"keys_verified\": %" PRIu64

@@ -65,6 +65,7 @@ typedef struct report {
 	char first[600];        /* the first violation, in words             */
 	uint64_t first_cycle;   /* the cycle it was found in                 */
 	int interrupted;        /* stopped early by SIGINT or SIGTERM        */
+	int no_verdict;         /* nothing acknowledged: exit 2, not a PASS   */
 	/* progress line state */
 	int tty;                /* stderr is a terminal                      */
 	uint64_t last_progress_ns;

@@ -622,9 +622,16 @@ int run_torture(const torture_options *o, report *r)
 		}
 	}
 	r->interrupted = stop_requested != 0;
-	if (rc != RUN_SETUP)
+	/* a PASS must be earned: a run whose writer was never answered
+	 * (every life killed before its first acknowledgement; a server
+	 * that never answers a PUT) tested nothing */
+	if (rc == RUN_PASS && r->acked == 0 && r->cycles > 0) {
+		r->no_verdict = 1;
+		rc = RUN_SETUP;
+	}
+	if (rc != RUN_SETUP || r->no_verdict)
 		measure_sync(&s, &r->sync_after, "after");
-	r->dir_kept = rc != RUN_PASS || !s.temporary;
+	r->dir_kept = (rc != RUN_PASS && !r->no_verdict) || !s.temporary;
 	if (!r->dir_kept)
 		setup_remove(&s);
 	oracle_free(c.model); /* --enumerate replaces the model */
