@@ -174,6 +174,17 @@ for fe in shim supervisor; do
 		--duration 3s --seed 26 --setup "$WO {dir} --init" \
 		--workload "$WO {dir}" --checker "$WO {dir} --check"
 done
+# a process that left the workload's group (setsid, as PostgreSQL's
+# backends do) is killed with it: before, it outlived the kill and met the
+# checker (tests/shim/daemon.sh fails while it runs)
+DS="sh $(pwd)/tests/shim/daemon.sh"
+for fe in shim supervisor; do
+	run "setsid-$fe" 0 "bytes written through the $fe" \
+		--front-end $fe --kill-every 300ms --duration 3s --seed 27 \
+		--setup "$DS {dir} --init" --workload "$DS {dir}" \
+		--checker "$DS {dir} --check"
+	not_zero "setsid-$fe"
+done
 # a copy into the watched file (copy_file_range) under injected short
 # writes: the program sees the short counts and loops, and the recipe holds
 export UNSEEN_SHORTS="$T/copy-shorts"

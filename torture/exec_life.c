@@ -7,6 +7,7 @@
  */
 #include "exec_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -122,12 +123,71 @@ pid_t exec_spawn(xrun *r, const char *cmd, int proto_fd, int out_fd,
 	_exit(127);
 }
 
+/* The children of this process (a subreaper: a descendant that left the
+ * workload's group -- a daemon's setsid(), PostgreSQL's backends -- is
+ * ours once its parent dies), into OUT, at most N: their count.  From
+ * each thread's /proc children list, or, where the kernel has none, from
+ * every process's parent in /proc. */
+static size_t own_children(pid_t *out, size_t n)
+{
+	char path[300], buf[4096];
+	size_t k = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int lists = 0;
+
+	while (d && (e = readdir(d)) != NULL && k < n) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/children",
+		         e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		lists = 1;
+		ssize_t got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[got > 0 ? got : 0] = '\0';
+		for (char *t = strtok(buf, " \n"); t && k < n;
+		     t = strtok(NULL, " \n"))
+			out[k++] = (pid_t)atoi(t);
+	}
+	if (d)
+		closedir(d);
+	if (lists || !(d = opendir("/proc")))
+		return k;
+	while ((e = readdir(d)) != NULL && k < n) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[got > 0 ? got : 0] = '\0';
+		char *rp = strrchr(buf, ')'); /* the name may hold anything */
+		int ppid;
+		if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 &&
+		    ppid == getpid())
+			out[k++] = (pid_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return k;
+}
+
 /* SIGKILLs the group of PID and reaps every member (we are a subreaper, so
- * grandchildren come back to us).  *STATUS gets the leader's status unless
- * it was reaped already.  0, or -1 when members outlived REAP_TIMEOUT_NS. */
+ * grandchildren come back to us), then every descendant that left the
+ * group: a power cut or a kill stops the whole program, and one of its
+ * processes still running would meet the next life or the checker (a
+ * PostgreSQL backend holding the old server's shared memory: the next
+ * postmaster refuses to start).  *STATUS gets the leader's status unless
+ * it was reaped already.  0, or -1 when any outlived REAP_TIMEOUT_NS. */
 int exec_kill_group(pid_t pid, int *status, int reaped)
 {
 	uint64_t deadline = now_ns() + REAP_TIMEOUT_NS;
+	struct timespec nap = { 0, 1000000 };
+	pid_t kids[256];
 	int st;
 
 	kill(-pid, SIGKILL);
@@ -138,13 +198,28 @@ int exec_kill_group(pid_t pid, int *status, int reaped)
 			reaped = 1;
 		}
 		if (w < 0 && errno == ECHILD)
-			return 0;
+			break;
 		if (w > 0)
 			continue;
 		if (now_ns() > deadline)
 			return -1;
 		kill(-pid, SIGKILL);
-		struct timespec nap = { 0, 1000000 };
+		nanosleep(&nap, NULL);
+	}
+	/* the group is gone: whatever is still our child left it (the
+	 * checker and the next life are started only after this) */
+	for (;;) {
+		while (waitpid(-1, &st, WNOHANG) > 0)
+			;
+		size_t k = own_children(kids, sizeof kids / sizeof kids[0]);
+		if (k == 0)
+			return 0;
+		if (now_ns() > deadline)
+			return -1;
+		for (size_t i = 0; i < k; i++) {
+			kill(-kids[i], SIGKILL); /* it may lead a group */
+			kill(kids[i], SIGKILL);
+		}
 		nanosleep(&nap, NULL);
 	}
 }
