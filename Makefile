@@ -79,11 +79,14 @@ SHIM_SRCS = shim/shim.c shim/shim_ring.c shim/shim_fd.c shim/shim_open.c \
 	faultsim/crash.c faultsim/fault.c faultsim/explain.c
 SHIM_OBJS = $(SHIM_SRCS:%.c=$(B)/obj-shim/%.o)
 SHIM_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS_ALL))
-# tests/shim/unseen.c writes through io_uring where liburing is installed
-SHIM_TEST_LIBS_unseen = $(if $(wildcard /usr/include/liburing.h),-DHAVE_LIBURING -luring)
+# tests/shim/unseen.c writes through io_uring where liburing is installed:
+# built apart as unseen-uring, since a program linked with liburing goes to
+# the supervisor by itself (supervisor/choose.c) and unseen's other modes
+# test the shim
+URING_TEST_LIBS = $(if $(wildcard /usr/include/liburing.h),-DHAVE_LIBURING -luring -lpthread)
 SHIM_TEST_PROGS = $(patsubst tests/shim/%.c,$(B)/shim-tests/%,$(wildcard tests/shim/*.c)) \
 	$(patsubst tests/targets/%.c,$(B)/shim-tests/%,$(wildcard tests/targets/*.c)) \
-	$(B)/shim-tests/unseen-static
+	$(B)/shim-tests/unseen-static $(B)/shim-tests/unseen-uring
 
 # ---- engine adapters for torture --target NAME:CONFIG (targets/) ---------
 # One program per engine, each with the shared loop of targets/adapter.c.
@@ -125,7 +128,7 @@ TORTURE_SRCS = torture/main.c torture/options.c torture/run.c torture/setup.c \
 	torture/campaign.c torture/campaign_run.c torture/campaign_report.c \
 	torture/campaign_json.c shim/shim_ctl.c shim/shim_common.c \
 	shim/shim_tree.c supervisor/guard.c supervisor/record.c supervisor/fds.c \
-	supervisor/creds.c \
+	supervisor/creds.c supervisor/uring.c \
 	supervisor/choose.c torture/exec_explain.c
 SERVE_SRCS = http/serve_main.c http/serve_conn.c http/serve_req.c http/http_parse.c \
 	http/tokens.c http/serve_tls.c http/serve_h2.c http/serve_limits.c \
@@ -235,6 +238,10 @@ $(B)/shim-tests/%: tests/shim/%.c
 $(B)/shim-tests/unseen-static: tests/shim/unseen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_CFLAGS) -static -o $@ $<
+
+$(B)/shim-tests/unseen-uring: tests/shim/unseen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $< $(URING_TEST_LIBS)
 
 $(B)/shim-tests/%: tests/targets/%.c
 	@mkdir -p $(dir $@)

@@ -62,8 +62,10 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
 }
 
-/* 1 when the ELF file on FD has a section named NAME */
-static int has_section(int fd, const Elf64_Ehdr *eh, const char *name)
+/* 1 when the ELF file on FD has a section named NAME (its header in
+ * *OUT when OUT is not NULL) */
+static int find_section(int fd, const Elf64_Ehdr *eh, const char *name,
+                        Elf64_Shdr *out)
 {
 	Elf64_Shdr sh, strsh;
 	int found = 0;
@@ -83,8 +85,34 @@ static int has_section(int fd, const Elf64_Ehdr *eh, const char *name)
 		if (read_at(fd, &sh, sizeof sh,
 		            eh->e_shoff + (uint64_t)i * sizeof sh) == 0 &&
 		    sh.sh_name < strsh.sh_size &&
-		    strcmp(names + sh.sh_name, name) == 0)
+		    strcmp(names + sh.sh_name, name) == 0) {
 			found = 1;
+			if (out)
+				*out = sh;
+		}
+	free(names);
+	return found;
+}
+
+static int has_section(int fd, const Elf64_Ehdr *eh, const char *name)
+{
+	return find_section(fd, eh, name, NULL);
+}
+
+/* 1 when the program on FD names liburing among the libraries it needs
+ * (its dynamic string table holds "liburing.so"): it submits I/O through
+ * io_uring, which no wrapper sees and the supervisor makes itself. */
+static int needs_liburing(int fd, const Elf64_Ehdr *eh)
+{
+	Elf64_Shdr sh;
+	int found = 0;
+
+	if (!find_section(fd, eh, ".dynstr", &sh) || sh.sh_size == 0 ||
+	    sh.sh_size > SHSTR_MAX)
+		return 0;
+	char *names = malloc(sh.sh_size);
+	if (names && read_at(fd, names, sh.sh_size, sh.sh_offset) == 0)
+		found = memmem(names, sh.sh_size, "liburing.so", 11) != NULL;
 	free(names);
 	return found;
 }
@@ -138,7 +166,7 @@ int sup_wants(const char *cmd, char *why, size_t whylen)
 	char word[PATH_MAX], path[PATH_MAX], interp_path[PATH_MAX];
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	int fd, interp = 0, go;
+	int fd, interp = 0, go, uring;
 
 	if (first_word(cmd, word, sizeof word) < 0 ||
 	    lookup(word, path, sizeof path) < 0 ||
@@ -166,12 +194,17 @@ int sup_wants(const char *cmd, char *why, size_t whylen)
 			interp = 1;
 	go = has_section(fd, &eh, ".go.buildinfo") ||
 	     has_section(fd, &eh, ".note.go.buildid");
+	uring = interp && !go && needs_liburing(fd, &eh);
 	close(fd);
-	if (go)
+	if (uring)
+		snprintf(why, whylen, "%s is linked with liburing (its "
+		         "io_uring submissions pass no call a wrapper sees; "
+		         "the supervisor makes them itself)", path);
+	else if (go)
 		snprintf(why, whylen, "%s is a Go program (its own system calls: "
 		         "no libc wrapper sees them)", path);
 	else if (!interp)
 		snprintf(why, whylen, "%s is statically linked (it cannot load "
 		         "the shim)", path);
-	return go || !interp;
+	return go || !interp || uring;
 }

@@ -47,6 +47,19 @@ int sup_peek(const sup_call *c, uint64_t addr, void *buf, size_t len)
 	return n < 0 && errno != EFAULT ? -errno : -EFAULT;
 }
 
+int sup_poke(const sup_call *c, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	if (len == 0)
+		return 0;
+	ssize_t n = process_vm_writev(c->tid, &local, 1, &remote, 1, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 && errno != EFAULT ? -errno : -EFAULT;
+}
+
 /* A NUL-terminated string at ADDR (PATH_MAX bytes at most), read a page at
  * a time: the string may end just before an unmapped page. */
 int sup_peek_path(const sup_call *c, uint64_t addr, char *out)

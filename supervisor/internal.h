@@ -19,6 +19,39 @@
 #define SUP_FDS_SEEN 64    /* watched descriptors remembered (fds.c)       */
 #define SUP_GROUPS 1024    /* a caller's supplementary groups, at most     */
 
+#define SUP_RINGS 16       /* io_uring instances made in one life (uring.c) */
+#define SUP_PARKED 64      /* io_uring_enter calls waiting for completions */
+
+/* Where the answer to a call goes while the recorder makes one entry of an
+ * io_uring submission as if it were that call (uring.c): the guard's
+ * answers land here instead of in the kernel. */
+enum { SUP_SINK_NONE, SUP_SINK_ANSWERED, SUP_SINK_CONTINUE, SUP_SINK_REFUSED };
+struct sup_sink {
+	int state;             /* SUP_SINK_*: NONE, the caller was killed       */
+	int64_t val;           /* ANSWERED: the result, or a negative errno    */
+};
+
+/* An io_uring instance the recorder made in the kernel's stead: its rings
+ * live in a memfd the program maps as it would the kernel's, and the
+ * recorder reads and writes them through a mapping of its own. */
+struct sup_ring {
+	int memfd;             /* -1: the slot is free                          */
+	uint64_t ino;          /* the memfd's inode: how a descriptor is known  */
+	uint32_t sq_entries, cq_entries;
+	unsigned char *sq, *cq, *sqes; /* the recorder's mappings              */
+	size_t sq_len, cq_len, sqes_len;
+};
+
+/* An io_uring_enter that waits for completions: answered (with VAL) once
+ * the ring holds MIN of them. */
+struct sup_parked {
+	uint64_t id;           /* the notification                              */
+	int tid;
+	int ring;              /* index in rings[]                              */
+	uint32_t min;
+	int64_t val;
+};
+
 /* A watched file's descriptor met before: a hint that spares the lookup
  * of its name (fds.c says when it is believed). */
 struct sup_fd_seen {
@@ -46,6 +79,10 @@ struct sup_guard {
 	int pidfd[SUP_PIDFDS]; /* the recorder's callers' pidfds (-1: none)   */
 	int pidfd_tid[SUP_PIDFDS]; /* whose                                   */
 	struct sup_fd_seen seen[SUP_FDS_SEEN];
+	struct sup_sink *sink; /* non-NULL: answers go here (uring.c)        */
+	struct sup_ring rings[SUP_RINGS];
+	struct sup_parked parked[SUP_PARKED];
+	int nparked;
 };
 
 /* One notification as the recorder serves it. */
@@ -71,6 +108,8 @@ void sup_site(int pid, uint64_t ip, char *out, size_t cap);
  * (or 1 where said) or a negative errno. */
 /* LEN bytes at ADDR of the caller into BUF */
 int sup_peek(const sup_call *c, uint64_t addr, void *buf, size_t len);
+/* LEN bytes of BUF into the caller's memory at ADDR */
+int sup_poke(const sup_call *c, uint64_t addr, const void *buf, size_t len);
 /* the NUL-terminated path at ADDR into OUT (PATH_MAX bytes) */
 int sup_peek_path(const sup_call *c, uint64_t addr, char *out);
 /* what the caller's FD names (a path, "pipe:[...]") into OUT */
@@ -111,5 +150,19 @@ void sup_as_harness(sup_creds *k);
 int sup_record_filter(struct sock_filter *prog, unsigned short *n,
                       unsigned short cap);
 void sup_record_serve(sup_guard *g, const struct seccomp_notif *req);
+/* a write as write/pwrite64/writev/pwritev2 make it (C's a[0] the
+ * descriptor, a[1] the buffer or the iovec array, a[2] its length or
+ * count), and an fsync or fdatasync of a[0]: recorded and made, or
+ * continued when not watched */
+void sup_record_write(const sup_call *c, int vector, int positioned,
+                      uint64_t off, int rwf);
+void sup_record_sync(const sup_call *c, int datasync);
+
+/* uring.c: io_uring, made by the recorder in the kernel's stead */
+void sup_uring_init(sup_guard *g);
+void sup_uring_free(sup_guard *g);
+void sup_uring_setup(sup_guard *g, const struct seccomp_notif *req);
+void sup_uring_enter(const sup_call *c);
+void sup_uring_register(const sup_call *c);
 
 #endif /* KEEL_SUPERVISOR_INTERNAL_H */

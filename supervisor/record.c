@@ -85,7 +85,7 @@ int sup_record_filter(struct sock_filter *prog, unsigned short *n,
 		__NR_sync, __NR_syncfs, __NR_renameat, __NR_renameat2,
 		__NR_unlinkat, __NR_linkat, __NR_mkdirat, __NR_symlinkat,
 		__NR_mknodat, __NR_copy_file_range, __NR_splice,
-		__NR_utimensat,
+		__NR_utimensat, __NR_io_uring_enter, __NR_io_uring_register,
 #ifdef __NR_open
 		__NR_open, __NR_creat, __NR_rename, __NR_unlink, __NR_rmdir,
 		__NR_link, __NR_mkdir, __NR_symlink, __NR_mknod,
@@ -517,11 +517,19 @@ static ssize_t write_out(const sup_call *c, int dfd, int file, const char *abs,
 /* write, pwrite64, writev, pwritev, pwritev2 on a watched file */
 static void do_write(const sup_call *c, int nr)
 {
-	char abs[PATH_MAX];
 	int vector = nr == __NR_writev || nr == __NR_pwritev ||
 	             nr == __NR_pwritev2;
 	int positioned = nr == __NR_pwrite64 || nr == __NR_pwritev ||
 	                 (nr == __NR_pwritev2 && (int64_t)c->a[3] != -1);
+
+	sup_record_write(c, vector, positioned, positioned ? c->a[3] : 0,
+	                 nr == __NR_pwritev2 ? (int)c->a[5] : 0);
+}
+
+void sup_record_write(const sup_call *c, int vector, int positioned,
+                      uint64_t off, int rwf)
+{
+	char abs[PATH_MAX];
 	int dfd, file, fl, killed, e, recorded;
 	size_t len;
 	struct stat st;
@@ -542,8 +550,7 @@ static void do_write(const sup_call *c, int nr)
 		goto out_close;
 	}
 	ssize_t n = write_out(c, dfd, file, abs, &st, fl, len, positioned,
-	                      positioned ? c->a[3] : 0,
-	                      nr == __NR_pwritev2 ? (int)c->a[5] : 0, &recorded);
+	                      off, rwf, &recorded);
 	if (!recorded)
 		goto out_close;
 	if (e == FAULTSIM_CRASH)
@@ -552,15 +559,6 @@ static void do_write(const sup_call *c, int nr)
 		sup_answer(c->g, c->req->id, n < 0 ? (int)-n : 0, n);
 out_close:
 	close(dfd);
-}
-
-static int poke(const sup_call *c, uint64_t addr, const void *buf, size_t len)
-{
-	struct iovec local = { (void *)buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_writev(c->tid, &local, 1, &remote, 1, 0) ==
-	       (ssize_t)len ? 0 : -EFAULT;
 }
 
 /* copy_file_range(in, *off_in, out, *off_out, len, flags) and
@@ -622,11 +620,11 @@ static void do_copy(const sup_call *c, int nr)
 		in_off += n;
 		out_off += n;
 		if (in_offp)
-			poke(c, in_offp, &in_off, sizeof in_off);
+			sup_poke(c, in_offp, &in_off, sizeof in_off);
 		else
 			lseek(din, (off_t)in_off, SEEK_SET);
 		if (out_offp)
-			poke(c, out_offp, &out_off, sizeof out_off);
+			sup_poke(c, out_offp, &out_off, sizeof out_off);
 	}
 	if (e == FAULTSIM_CRASH)
 		kill(c->tid, SIGKILL);
@@ -660,6 +658,12 @@ static void protocol(const sup_call *c)
 /* fsync, fdatasync of a watched file or directory */
 static void do_sync(const sup_call *c, int nr)
 {
+	sup_record_sync(c, nr == __NR_fdatasync);
+}
+
+void sup_record_sync(const sup_call *c, int datasync)
+{
+	int nr = datasync ? __NR_fdatasync : __NR_fsync;
 	char abs[PATH_MAX];
 	int fd = (int)c->a[0], dfd, killed, rc, file;
 	faultsim_op op = nr == __NR_fsync ? FAULTSIM_OP_FSYNC
@@ -1544,6 +1548,12 @@ void sup_record_serve(sup_guard *g, const struct seccomp_notif *req)
 		return;
 	case __NR_copy_file_range:
 		do_copy(&c, nr);
+		return;
+	case __NR_io_uring_enter:
+		sup_uring_enter(&c);
+		return;
+	case __NR_io_uring_register:
+		sup_uring_register(&c);
 		return;
 	case __NR_splice:
 		do_refuse_fd(&c, (int)c.a[2], "splice");

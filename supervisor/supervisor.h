@@ -34,9 +34,22 @@
  *   watched file (their stores make no system call), O_TMPFILE opens,
  *   renames across the watched directory's edge, of a directory, or
  *   RENAME_EXCHANGE; symlinks and special files made below it; splice
- *   into a watched file; fallocate modes that move data; io_uring and
- *   Linux AIO.  A direct write (O_DIRECT) is recorded as any other: its
- *   bytes wait in the device's volatile cache until a flush.
+ *   into a watched file; fallocate modes that move data; Linux AIO; and
+ *   of io_uring what uring.c does not make.  A direct write (O_DIRECT) is
+ *   recorded as any other: its bytes wait in the device's volatile cache
+ *   until a flush.
+ *
+ * IO_URING (uring.c)
+ *   The recorder makes a program's io_uring itself: io_uring_setup is
+ *   answered with a ring of the harness's (a memfd the program maps as the
+ *   kernel's), and each entry an io_uring_enter submits is made at once,
+ *   in order, as the call it stands for (a write recorded, faulted and a
+ *   crash point before it, exactly as a pwrite; a sync as an fdatasync),
+ *   its completion posted before the enter is answered.  NOP, READ(V),
+ *   WRITE(V) and whole-file FSYNC, links, and waits for completions are
+ *   made; SQPOLL and the other setup flags, other operations, registered
+ *   files and buffers are refused.  Under the guard alone (beside the
+ *   shim) io_uring_setup is still refused: the shim cannot make it.
  *
  * CALLING SEQUENCE (in the harness)
  *   sup_guard_prepare(&g, rec)          before fork (rec NULL: the guard)
@@ -102,9 +115,10 @@ uint64_t sup_guard_calls(const sup_guard *g);
 /*
  * sup_wants - whether CMD (a shell command: its first word is looked up as
  * the shell would, through PATH) runs a program the shim cannot see: a
- * statically linked ELF file, one built by Go (its own system calls), or
- * a shell or a script it runs (a builtin's output to a redirected file
- * goes through libc's internal write).
+ * statically linked ELF file, one built by Go (its own system calls), one
+ * linked with liburing (its io_uring submissions), or a shell or a script
+ * it runs (a builtin's output to a redirected file goes through libc's
+ * internal write).
  * 1 with the reason in WHY, 0 when the shim sees it (or it is a script or
  * cannot be read: the shim's exec check still refuses a static program it
  * starts).

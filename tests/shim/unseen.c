@@ -18,6 +18,18 @@
  *             syscall(2) straight through, recording nothing
  *   asm       a syscall instruction of its own, no sync
  *   uring     IORING_OP_WRITE through liburing, no sync
+ *   uring-sync     through liburing: IORING_OP_WRITEV, then
+ *             IORING_OP_FSYNC with IORING_FSYNC_DATASYNC, each submitted
+ *             and waited for, and the record read back (IORING_OP_READ)
+ *             and compared; a thread of its own waits for every
+ *             completion (io_uring_wait_cqe), as MariaDB's does: under
+ *             the supervisor it holds, under the shim it is refused
+ *   uring-link     one submission: IORING_OP_WRITE linked (IOSQE_IO_LINK)
+ *             to an IORING_OP_FSYNC, both completions waited for: holds
+ *             under the supervisor
+ *   uring-nosync   as uring-sync without the FSYNC: lost at a power cut
+ *   uring-sqpoll   uring on a ring set up with IORING_SETUP_SQPOLL (a
+ *             kernel thread takes the submissions): refused
  *   scm       the descriptor comes from a forked child over a socketpair,
  *             received with syscall(SYS_recvmsg) (no wrapper sees it);
  *             written with pwrite, no sync: the shim adopts the descriptor
@@ -90,6 +102,7 @@
 #include <unistd.h>
 #if __has_include(<liburing.h>) && defined(HAVE_LIBURING)
 #include <liburing.h>
+#include <pthread.h>
 #define UNSEEN_URING 1
 #endif
 
@@ -106,6 +119,73 @@ static void say(int fd, const char *line)
 	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
 		die("protocol");
 }
+
+#ifdef UNSEEN_URING
+/* uring-sync, uring-nosync: a thread waits for every completion and hands
+ * each result to the submitter, which waits on a condition variable (the
+ * wait is on a thread of its own, as MariaDB's io_uring_wait thread) */
+static struct io_uring wring;
+static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wcv = PTHREAD_COND_INITIALIZER;
+static int wres, wdone;
+
+static void *waiter(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		int rc = io_uring_wait_cqe(&wring, &cqe);
+		if (rc == -EINTR)
+			continue;
+		if (rc < 0) {
+			errno = -rc;
+			die("io_uring_wait_cqe");
+		}
+		pthread_mutex_lock(&wmu);
+		wres = cqe->res;
+		wdone = 1;
+		io_uring_cqe_seen(&wring, cqe);
+		pthread_cond_signal(&wcv);
+		pthread_mutex_unlock(&wmu);
+	}
+	return NULL;
+}
+
+/* the SQE prepared by PREP (on the ring's next entry) submitted, and its
+ * result as the waiting thread saw it */
+static int uring_one(void (*prep)(struct io_uring_sqe *, void *), void *arg)
+{
+	pthread_mutex_lock(&wmu);
+	wdone = 0;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&wring);
+	if (!sqe)
+		die("io_uring_get_sqe");
+	prep(sqe, arg);
+	if (io_uring_submit(&wring) != 1)
+		die("io_uring_submit");
+	while (!wdone)
+		pthread_cond_wait(&wcv, &wmu);
+	int rc = wres;
+	pthread_mutex_unlock(&wmu);
+	return rc;
+}
+
+struct uarg { int fd; struct iovec *iov; char *buf; };
+static void prep_writev(struct io_uring_sqe *sqe, void *a)
+{
+	struct uarg *u = a;
+	io_uring_prep_writev(sqe, u->fd, u->iov, 2, 0);
+}
+static void prep_fdatasync(struct io_uring_sqe *sqe, void *a)
+{
+	io_uring_prep_fsync(sqe, ((struct uarg *)a)->fd, IORING_FSYNC_DATASYNC);
+}
+static void prep_read(struct io_uring_sqe *sqe, void *a)
+{
+	struct uarg *u = a;
+	io_uring_prep_read(sqe, u->fd, u->buf, REC, 0);
+}
+#endif
 
 static int check(const char *dir)
 {
@@ -310,13 +390,25 @@ int main(int argc, char **argv)
 		return 0;
 #ifdef UNSEEN_URING
 	struct io_uring ring;
-	if (strcmp(mode, "uring") == 0 && io_uring_queue_init(4, &ring, 0) < 0) {
+	if ((strcmp(mode, "uring") == 0 || strcmp(mode, "uring-link") == 0 ||
+	     strcmp(mode, "uring-sqpoll") == 0) &&
+	    io_uring_queue_init(4, &ring, strcmp(mode, "uring-sqpoll") ? 0
+	                        : IORING_SETUP_SQPOLL) < 0) {
 		/* the guard answers ENOSYS: the run is refused already */
 		fprintf(stderr, "unseen: io_uring_queue_init failed\n");
 		return 1;
 	}
+	if (strcmp(mode, "uring-sync") == 0 || strcmp(mode, "uring-nosync") == 0) {
+		pthread_t t;
+		if (io_uring_queue_init(4, &wring, 0) < 0) {
+			fprintf(stderr, "unseen: io_uring_queue_init failed\n");
+			return 1;
+		}
+		if (pthread_create(&t, NULL, waiter, NULL) != 0)
+			die("pthread_create");
+	}
 #else
-	if (strcmp(mode, "uring") == 0) {
+	if (strncmp(mode, "uring", 5) == 0) {
 		fprintf(stderr, "unseen: built without liburing\n");
 		return 2;
 	}
@@ -430,7 +522,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(mode, "asm") || !strcmp(mode, "scm-raw")) {
 			rc = raw_pwrite(fd, rec, REC, 0);
 #ifdef UNSEEN_URING
-		} else if (!strcmp(mode, "uring")) {
+		} else if (!strcmp(mode, "uring") || !strcmp(mode, "uring-sqpoll")) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			struct io_uring_cqe *cqe;
 			io_uring_prep_write(sqe, fd, rec, REC, 0);
@@ -439,6 +531,36 @@ int main(int argc, char **argv)
 				die("io_uring_wait_cqe");
 			rc = cqe->res;
 			io_uring_cqe_seen(&ring, cqe);
+		} else if (!strcmp(mode, "uring-link")) {
+			struct io_uring_sqe *w = io_uring_get_sqe(&ring);
+			io_uring_prep_write(w, fd, rec, REC, 0);
+			w->flags |= IOSQE_IO_LINK;
+			io_uring_prep_fsync(io_uring_get_sqe(&ring), fd,
+			                    IORING_FSYNC_DATASYNC);
+			if (io_uring_submit_and_wait(&ring, 2) != 2)
+				die("io_uring_submit_and_wait");
+			rc = REC;
+			for (int k = 0; k < 2; k++) {
+				struct io_uring_cqe *cqe;
+				if (io_uring_peek_cqe(&ring, &cqe) != 0)
+					die("io_uring_peek_cqe");
+				/* the write's count, then the sync's 0 */
+				if (cqe->res != (k == 0 ? REC : 0))
+					rc = -1;
+				io_uring_cqe_seen(&ring, cqe);
+			}
+		} else if (!strcmp(mode, "uring-sync") ||
+		           !strcmp(mode, "uring-nosync")) {
+			char back[REC];
+			struct iovec v[2] = { { rec, 10 }, { rec + 10, REC - 10 } };
+			struct uarg u = { fd, v, back };
+			rc = uring_one(prep_writev, &u);
+			if (rc == REC && !strcmp(mode, "uring-sync") &&
+			    uring_one(prep_fdatasync, &u) != 0)
+				die("io_uring fdatasync");
+			if (rc == REC && (uring_one(prep_read, &u) != REC ||
+			                  memcmp(back, rec, REC) != 0))
+				die("io_uring read back");
 #endif
 		} else {
 			fprintf(stderr, "unseen: unknown mode %s\n", mode);
