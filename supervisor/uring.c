@@ -643,12 +643,15 @@ void sup_uring_enter(const sup_call *c)
 		}
 		uint32_t idx = load(r->sq, R_ARRAY + 4u * ((head + k) &
 		                                          (r->sq_entries - 1)));
-		submitted++;
-		if (idx >= r->sq_entries) { /* as the kernel: dropped */
+		if (idx >= r->sq_entries) {
+			/* as Linux 6.1: the entry is consumed and counted as
+			 * dropped, and the submission stops there */
 			store(r->sq, R_SQ_DROPPED,
 			      load(r->sq, R_SQ_DROPPED) + 1);
-			continue;
+			store(r->sq, R_HEAD, head + k + 1);
+			break;
 		}
+		submitted++;
 		struct io_uring_sqe e;
 		memcpy(&e, r->sqes + sizeof e * idx, sizeof e);
 		/* consumed: the program may reuse the entry now
@@ -676,7 +679,6 @@ void sup_uring_enter(const sup_call *c)
 		if (!((e.flags & IOSQE_CQE_SKIP_SUCCESS) && res >= 0))
 			post(r, e.user_data, res);
 	}
-	store(r->sq, R_HEAD, head + (uint32_t)submitted);
 	wake(g, ri);
 	if (err < 0) {
 		sup_answer(g, c->req->id, (int)-err, 0);

@@ -30,6 +30,13 @@
  *   uring-nosync   as uring-sync without the FSYNC: lost at a power cut
  *   uring-sqpoll   uring on a ring set up with IORING_SETUP_SQPOLL (a
  *             kernel thread takes the submissions): refused
+ *   uring-hostile  uring-link, each put after two submissions of
+ *             garbage, entered with to_submit 4294967295 and the ring's
+ *             tail a billion entries ahead: first every index out of
+ *             range (Linux 6.1 consumes one, counts it dropped, submits
+ *             nothing), then every entry a NOP whose completion is
+ *             skipped (it takes a ring's worth, no more) -- a ring made
+ *             elsewhere must do the same, bounded, and go on: it holds
  *   scm       the descriptor comes from a forked child over a socketpair,
  *             received with syscall(SYS_recvmsg) (no wrapper sees it);
  *             written with pwrite, no sync: the shim adopts the descriptor
@@ -168,6 +175,39 @@ static int uring_one(void (*prep)(struct io_uring_sqe *, void *), void *arg)
 	int rc = wres;
 	pthread_mutex_unlock(&wmu);
 	return rc;
+}
+
+/* uring-hostile: garbage submitted, then the ring put back as liburing
+ * keeps it (its own copy of the tail is where its entries end) */
+static void hostile(struct io_uring *ring)
+{
+	unsigned n = *ring->sq.kring_entries, drop = *ring->sq.kdropped;
+	unsigned head = io_uring_smp_load_acquire(ring->sq.khead);
+
+	for (unsigned k = 0; k < n; k++)
+		ring->sq.array[k] = 0xffffffffu;
+	io_uring_smp_store_release(ring->sq.ktail, head + 1000000000u);
+	int got = (int)syscall(__NR_io_uring_enter, ring->ring_fd, 0xffffffffu,
+	                       0, 0, NULL, 0);
+	if (got != 0 || *ring->sq.kdropped != drop + 1)
+		die("io_uring: a bad index not dropped");
+	head = io_uring_smp_load_acquire(ring->sq.khead);
+	for (unsigned k = 0; k < n; k++) {
+		ring->sq.array[k] = k;
+		io_uring_prep_nop(&ring->sq.sqes[k]);
+		ring->sq.sqes[k].flags = IOSQE_CQE_SKIP_SUCCESS;
+	}
+	io_uring_smp_store_release(ring->sq.ktail, head + 1000000000u);
+	got = (int)syscall(__NR_io_uring_enter, ring->ring_fd, 0xffffffffu, 0, 0,
+	                   NULL, 0);
+	if (got != (int)n)
+		die("io_uring: more than a ring's worth taken");
+	/* liburing's view: every entry it handed out was submitted */
+	head = io_uring_smp_load_acquire(ring->sq.khead);
+	io_uring_smp_store_release(ring->sq.ktail, head);
+	ring->sq.sqe_head = ring->sq.sqe_tail = head;
+	if (io_uring_cq_ready(ring) != 0)
+		die("io_uring: a skipped completion posted");
 }
 
 struct uarg { int fd; struct iovec *iov; char *buf; };
@@ -391,6 +431,7 @@ int main(int argc, char **argv)
 #ifdef UNSEEN_URING
 	struct io_uring ring;
 	if ((strcmp(mode, "uring") == 0 || strcmp(mode, "uring-link") == 0 ||
+	     strcmp(mode, "uring-hostile") == 0 ||
 	     strcmp(mode, "uring-sqpoll") == 0) &&
 	    io_uring_queue_init(4, &ring, strcmp(mode, "uring-sqpoll") ? 0
 	                        : IORING_SETUP_SQPOLL) < 0) {
@@ -531,7 +572,10 @@ int main(int argc, char **argv)
 				die("io_uring_wait_cqe");
 			rc = cqe->res;
 			io_uring_cqe_seen(&ring, cqe);
-		} else if (!strcmp(mode, "uring-link")) {
+		} else if (!strcmp(mode, "uring-link") ||
+		           !strcmp(mode, "uring-hostile")) {
+			if (!strcmp(mode, "uring-hostile"))
+				hostile(&ring);
 			struct io_uring_sqe *w = io_uring_get_sqe(&ring);
 			io_uring_prep_write(w, fd, rec, REC, 0);
 			w->flags |= IOSQE_IO_LINK;
