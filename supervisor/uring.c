@@ -318,9 +318,10 @@ static int ring_of(const sup_call *c, int fd)
 
 /* 0 when the harness may move the bytes of IOV (CNT) through DFD on the
  * caller's behalf: a regular file (or, for a WRITE, a character device);
- * a pipe or a socket could block the harness, and with it every call of
- * the program (REFUSE_IT, below).  A direct descriptor's segments must
- * be aligned as the kernel wants them (-EINVAL). */
+ * 1 for a write to a pipe or a socket, made only if it need not wait;
+ * a read of one could block the harness, and with it every call of the
+ * program (REFUSE_IT, below).  A direct descriptor's segments must be
+ * aligned as the kernel wants them (-EINVAL). */
 #define REFUSE_IT INT64_MIN
 
 static int64_t movable(int dfd, int writing, const struct iovec *iov,
@@ -330,6 +331,8 @@ static int64_t movable(int dfd, int writing, const struct iovec *iov,
 
 	if (fstat(dfd, &st) != 0)
 		return -errno;
+	if (writing && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 1; /* made only if it need not wait (RWF_NOWAIT) */
 	if (!S_ISREG(st.st_mode) && !(writing && S_ISCHR(st.st_mode)))
 		return REFUSE_IT;
 	int rc = shim_dio_check(dfd, -1, iov, (int)cnt);
@@ -446,14 +449,18 @@ static int64_t write_plain(const sup_call *c, int fd, int vector,
 		rc = dfd == -ESRCH ? -ESRCH : -EBADF;
 		goto out;
 	}
-	if ((rc = movable(dfd, 1, iov, cnt)) != 0) {
+	int64_t how = movable(dfd, 1, iov, cnt);
+	if (how != 0 && how != 1) {
+		rc = how;
 		close(dfd);
 		goto out;
 	}
 	struct iovec lv = { buf, total };
 	ssize_t n = pwritev2(dfd, &lv, 1, (int64_t)off == -1 ? -1 : (off_t)off,
-	                     rwf);
+	                     rwf | (how == 1 ? RWF_NOWAIT : 0));
 	rc = n < 0 ? -errno : n;
+	if (how == 1 && (rc == -EAGAIN || rc == -EOPNOTSUPP))
+		rc = REFUSE_IT; /* it would wait: not made here */
 	close(dfd);
 out:
 	free(buf);
@@ -471,9 +478,20 @@ static int sunk(sup_guard *g, struct sup_sink *s, int64_t *res)
 	return s->state;
 }
 
+/* The refusal of an entry the harness cannot make without blocking */
+static void refuse_kind(const sup_call *c, unsigned op)
+{
+	sup_refuse(c->g, c->req, "io_uring %s on a pipe, a socket or a "
+	           "device that is not ready: not modelled (made here it "
+	           "could block every call of the program; %s)", op_name(op),
+	           FALLBACK);
+}
+
 /* Entry E of the caller's ring, made: 1 with *RES (its completion's
- * result), 0 when the caller was killed or the run refused (nothing more
- * is made, the enter is not answered), -1 when refused (*RES -EPERM). */
+ * result), 0 when the caller was killed (at a crash point, or by a
+ * crash: nothing more is made, the enter is not answered), -1 when the
+ * run was refused.  Every answer and refusal of the calls made for it
+ * lands in a sink, none in the kernel: the enter is answered once. */
 static int make_one(const sup_call *c, const struct io_uring_sqe *e,
                     int64_t *res, int64_t *want)
 {
@@ -483,91 +501,82 @@ static int make_one(const sup_call *c, const struct io_uring_sqe *e,
 	unsigned op = e->opcode;
 	int vector = op == IORING_OP_READV || op == IORING_OP_WRITEV;
 	int rwf = (int)e->rw_flags;
+	int64_t n;
 
 	*want = -1;
+	g->sink = &s;
+	memset(w.a, 0, sizeof w.a);
+	w.a[0] = (uint64_t)(int64_t)e->fd;
+	w.a[1] = e->addr;
+	w.a[2] = e->len;
 	if (e->flags & (IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT) ||
 	    e->personality) {
 		sup_refuse(g, c->req, "io_uring %s with %s: not modelled (%s)",
 		           op_name(op), (e->flags & IOSQE_FIXED_FILE)
 		           ? "a registered file" : (e->flags & IOSQE_BUFFER_SELECT)
 		           ? "a selected buffer" : "a personality", FALLBACK);
-		return -1;
-	}
-	switch (op) {
+	} else switch (op) {
 	case IORING_OP_NOP:
-		*res = 0;
-		return 1;
+		s.state = SUP_SINK_ANSWERED, s.val = 0;
+		break;
 	case IORING_OP_READV: case IORING_OP_READ:
 		*want = vector ? -1 : (int64_t)e->len;
-		*res = do_read(c, e->fd, vector, e->addr, e->len, e->off, rwf);
+		n = do_read(c, e->fd, vector, e->addr, e->len, e->off, rwf);
+		if (n == REFUSE_IT)
+			refuse_kind(c, op);
+		else
+			s.state = SUP_SINK_ANSWERED, s.val = n;
 		break;
 	case IORING_OP_WRITEV: case IORING_OP_WRITE:
 		*want = vector ? -1 : (int64_t)e->len;
-		memset(w.a, 0, sizeof w.a);
-		w.a[0] = (uint64_t)(int64_t)e->fd;
-		w.a[1] = e->addr;
-		w.a[2] = e->len;
-		g->sink = &s;
 		sup_record_write(&w, vector, (int64_t)e->off != -1,
 		                 (int64_t)e->off != -1 ? e->off : 0, rwf);
 		break;
 	case IORING_OP_FSYNC:
-		if (e->off || e->len || e->addr || e->buf_index) {
+		if (e->off || e->len || e->addr || e->buf_index)
 			sup_refuse(g, c->req, "io_uring FSYNC of a range (offset "
 			           "%llu, %u bytes): not modelled (%s)",
 			           (unsigned long long)e->off, e->len, FALLBACK);
-			return -1;
-		}
-		if (e->fsync_flags & ~IORING_FSYNC_DATASYNC) {
-			*res = -EINVAL;
-			return 1;
-		}
-		memset(w.a, 0, sizeof w.a);
-		w.a[0] = (uint64_t)(int64_t)e->fd;
-		g->sink = &s;
-		sup_record_sync(&w, !!(e->fsync_flags & IORING_FSYNC_DATASYNC));
+		else if (e->fsync_flags & ~IORING_FSYNC_DATASYNC)
+			s.state = SUP_SINK_ANSWERED, s.val = -EINVAL;
+		else
+			sup_record_sync(&w, !!(e->fsync_flags &
+			                       IORING_FSYNC_DATASYNC));
 		break;
 	default:
 		sup_refuse(g, c->req, "io_uring %s (opcode %u): not modelled "
 		           "(the supervisor makes an io_uring's reads, writes, "
 		           "syncs and no-ops; %s)", op_name(op), op, FALLBACK);
-		return -1;
 	}
-	if (op == IORING_OP_READV || op == IORING_OP_READ)
-		s.state = SUP_SINK_ANSWERED, s.val = *res;
-	switch (sunk(g, &s, res)) {
-	case SUP_SINK_ANSWERED:
-		if (*res == REFUSE_IT)
-			goto refuse_kind;
-		return 1;
-	case SUP_SINK_CONTINUE: /* not watched: made here all the same */
+	if (s.state == SUP_SINK_CONTINUE) {
+		/* not watched: made here all the same, as the kernel would */
 		if (op == IORING_OP_FSYNC) {
 			int dfd = sup_take_fd(c, e->fd);
 			if (dfd < 0) {
-				*res = dfd == -ESRCH ? -ESRCH : -EBADF;
-				return 1;
+				n = dfd == -ESRCH ? -ESRCH : -EBADF;
+			} else {
+				int rc = (e->fsync_flags & IORING_FSYNC_DATASYNC)
+				         ? fdatasync(dfd) : fsync(dfd);
+				n = rc == 0 ? 0 : -errno;
+				close(dfd);
 			}
-			int rc = (e->fsync_flags & IORING_FSYNC_DATASYNC)
-			         ? fdatasync(dfd) : fsync(dfd);
-			*res = rc == 0 ? 0 : -errno;
-			close(dfd);
-			return 1;
+		} else {
+			n = write_plain(c, e->fd, vector, e->addr, e->len,
+			                e->off, rwf);
 		}
-		*res = write_plain(c, e->fd, vector, e->addr, e->len,
-		                   e->off, rwf);
-		if (*res == REFUSE_IT)
-			goto refuse_kind;
+		if (n == REFUSE_IT)
+			refuse_kind(c, op);
+		else
+			s.state = SUP_SINK_ANSWERED, s.val = n;
+	}
+	switch (sunk(g, &s, res)) {
+	case SUP_SINK_ANSWERED:
 		return 1;
 	case SUP_SINK_REFUSED:
 		return -1;
 	default:
 		return 0; /* killed at a crash point, or by a crash */
 	}
-refuse_kind:
-	sup_refuse(g, c->req, "io_uring %s on a pipe, a socket or a device: "
-	           "not modelled (made here it could block every call of the "
-	           "program; %s)", op_name(op), FALLBACK);
-	return -1;
 }
 
 /* ---- the rings --------------------------------------------------------------- */

@@ -158,8 +158,21 @@ if grep -q io_uring_queue_init "$UR" 2>/dev/null; then
 			expect "$how on the kernel's own ring" 0 $rc
 		fi
 	done
-	# what the supervisor does not make is refused: a kernel thread
-	# polling the ring (SQPOLL) takes submissions with no call at all
+	# a write to a pipe through the ring (the acknowledgements) is made
+	# when it need not wait, and the protocol reads it
+	run "uring-pipe" 0 "bytes written through the supervisor" \
+		--power-loss --kill-every 200ms --duration 3s --seed 12 \
+		--setup "$UR {dir} init" \
+		--workload "$UR {dir} uring-pipe" --checker "$UR {dir} --check"
+	not_zero "uring-pipe"
+	# what the supervisor does not make is refused: an operation it has
+	# no model for, by name ...
+	run "uring-open" 2 "refused: io_uring OPENAT \(opcode 18\): not modelled" \
+		--power-loss --kill-every 200ms --duration 3s --seed 7 \
+		--setup "$UR {dir} init" \
+		--workload "$UR {dir} uring-open" --checker "$UR {dir} --check"
+	# ... and a kernel thread polling the ring (SQPOLL), which takes
+	# submissions with no call at all
 	run "uring-sqpoll" 2 "refused: io_uring_setup with flags 0x2 \(SQPOLL" \
 		--power-loss --kill-every 200ms --duration 3s --seed 7 \
 		--setup "$UR {dir} init" \

@@ -30,6 +30,10 @@
  *   uring-nosync   as uring-sync without the FSYNC: lost at a power cut
  *   uring-sqpoll   uring on a ring set up with IORING_SETUP_SQPOLL (a
  *             kernel thread takes the submissions): refused
+ *   uring-pipe     uring-link, each acknowledgement written to the
+ *             protocol's pipe through the ring too (a write the supervisor
+ *             does not record, made only if it need not wait): holds
+ *   uring-open     an IORING_OP_OPENAT submitted: refused by name
  *   uring-hostile  uring-link, each put after two submissions of
  *             garbage, entered with to_submit 4294967295 and the ring's
  *             tail a billion entries ahead: first every index out of
@@ -432,6 +436,7 @@ int main(int argc, char **argv)
 	struct io_uring ring;
 	if ((strcmp(mode, "uring") == 0 || strcmp(mode, "uring-link") == 0 ||
 	     strcmp(mode, "uring-hostile") == 0 ||
+	     strcmp(mode, "uring-pipe") == 0 || strcmp(mode, "uring-open") == 0 ||
 	     strcmp(mode, "uring-sqpoll") == 0) &&
 	    io_uring_queue_init(4, &ring, strcmp(mode, "uring-sqpoll") ? 0
 	                        : IORING_SETUP_SQPOLL) < 0) {
@@ -572,7 +577,19 @@ int main(int argc, char **argv)
 				die("io_uring_wait_cqe");
 			rc = cqe->res;
 			io_uring_cqe_seen(&ring, cqe);
+		} else if (!strcmp(mode, "uring-open")) {
+			struct io_uring_cqe *cqe;
+			io_uring_prep_openat(io_uring_get_sqe(&ring), AT_FDCWD,
+			                     "/dev/null", O_RDONLY, 0);
+			if (io_uring_submit_and_wait(&ring, 1) != 1 ||
+			    io_uring_peek_cqe(&ring, &cqe) != 0)
+				die("io_uring openat");
+			rc = cqe->res >= 0 ? REC : -1;
+			if (cqe->res >= 0)
+				close(cqe->res);
+			io_uring_cqe_seen(&ring, cqe);
 		} else if (!strcmp(mode, "uring-link") ||
+		           !strcmp(mode, "uring-pipe") ||
 		           !strcmp(mode, "uring-hostile")) {
 			if (!strcmp(mode, "uring-hostile"))
 				hostile(&ring);
@@ -613,6 +630,19 @@ int main(int argc, char **argv)
 		if (rc != REC)
 			die("write");
 		snprintf(line, sizeof line, "ack %d\n", i);
+#ifdef UNSEEN_URING
+		if (!strcmp(mode, "uring-pipe")) {
+			struct io_uring_cqe *cqe;
+			io_uring_prep_write(io_uring_get_sqe(&ring), proto, line,
+			                    (unsigned)strlen(line), (uint64_t)-1);
+			if (io_uring_submit_and_wait(&ring, 1) != 1 ||
+			    io_uring_peek_cqe(&ring, &cqe) != 0 ||
+			    cqe->res != (int)strlen(line))
+				die("io_uring ack");
+			io_uring_cqe_seen(&ring, cqe);
+			continue;
+		}
+#endif
 		say(proto, line);
 	}
 	return 0;
