@@ -39,8 +39,10 @@
  *             tail a billion entries ahead: first every index out of
  *             range (Linux 6.1 consumes one, counts it dropped, submits
  *             nothing), then every entry a NOP whose completion is
- *             skipped (it takes a ring's worth, no more) -- a ring made
- *             elsewhere must do the same, bounded, and go on: it holds
+ *             skipped (it takes a ring's worth, no more); then a write
+ *             to no descriptor linked to an fsync (EBADF, then the
+ *             fsync ECANCELED) -- a ring made elsewhere must do the
+ *             same, bounded, and go on: it holds
  *   scm       the descriptor comes from a forked child over a socketpair,
  *             received with syscall(SYS_recvmsg) (no wrapper sees it);
  *             written with pwrite, no sync: the shim adopts the descriptor
@@ -212,6 +214,25 @@ static void hostile(struct io_uring *ring)
 	ring->sq.sqe_head = ring->sq.sqe_tail = head;
 	if (io_uring_cq_ready(ring) != 0)
 		die("io_uring: a skipped completion posted");
+	/* a failed entry cancels the rest of its chain: a write to no
+	 * descriptor, linked to an fsync (EBADF, then ECANCELED) */
+	struct io_uring_sqe *w = io_uring_get_sqe(ring);
+	io_uring_prep_write(w, -1, "x", 1, 0);
+	w->flags |= IOSQE_IO_LINK;
+	io_uring_prep_fsync(io_uring_get_sqe(ring), 0, 0);
+	if (io_uring_submit_and_wait(ring, 2) != 2)
+		die("io_uring: a failing chain not submitted");
+	for (int k = 0; k < 2; k++) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_peek_cqe(ring, &cqe) != 0)
+			die("io_uring: a failing chain's completion");
+		if (cqe->res != (k == 0 ? -EBADF : -ECANCELED)) {
+			errno = cqe->res < 0 ? -cqe->res : 0;
+			die(k == 0 ? "io_uring: a write to no descriptor"
+			           : "io_uring: the entry linked to a failure");
+		}
+		io_uring_cqe_seen(ring, cqe);
+	}
 }
 
 struct uarg { int fd; struct iovec *iov; char *buf; };
