@@ -18,7 +18,9 @@
  *             syscall(2) straight through, recording nothing
  *   asm       a syscall instruction of its own, no sync
  *   uring     IORING_OP_WRITE through liburing, no sync
- *   uring-sync     through liburing: IORING_OP_WRITEV, then
+ *   uring-sync     the record's first 4 bytes with write(2), the rest
+ *             through liburing: IORING_OP_WRITEV at the descriptor's
+ *             position (offset -1), then
  *             IORING_OP_FSYNC with IORING_FSYNC_DATASYNC, each submitted
  *             and waited for, and the record read back (IORING_OP_READ)
  *             and compared; a thread of its own waits for every
@@ -236,10 +238,11 @@ static void hostile(struct io_uring *ring)
 }
 
 struct uarg { int fd; struct iovec *iov; char *buf; };
+/* at the descriptor's position (offset -1, IORING_FEAT_RW_CUR_POS) */
 static void prep_writev(struct io_uring_sqe *sqe, void *a)
 {
 	struct uarg *u = a;
-	io_uring_prep_writev(sqe, u->fd, u->iov, 2, 0);
+	io_uring_prep_writev(sqe, u->fd, u->iov, 2, (uint64_t)-1);
 }
 static void prep_fdatasync(struct io_uring_sqe *sqe, void *a)
 {
@@ -633,10 +636,14 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(mode, "uring-sync") ||
 		           !strcmp(mode, "uring-nosync")) {
+			/* the first 4 bytes with write(2), the rest through
+			 * the ring at the position that left */
 			char back[REC];
-			struct iovec v[2] = { { rec, 10 }, { rec + 10, REC - 10 } };
+			struct iovec v[2] = { { rec + 4, 6 }, { rec + 10, REC - 10 } };
 			struct uarg u = { fd, v, back };
-			rc = uring_one(prep_writev, &u);
+			if (lseek(fd, 0, SEEK_SET) != 0 || write(fd, rec, 4) != 4)
+				die("write");
+			rc = uring_one(prep_writev, &u) + 4;
 			if (rc == REC && !strcmp(mode, "uring-sync") &&
 			    uring_one(prep_fdatasync, &u) != 0)
 				die("io_uring fdatasync");
