@@ -100,7 +100,8 @@ run "syscall-kills-only" 0 "" --kill-every 200ms --duration 2s --seed 6 \
 # call site; the supervisor makes it (supervisor/uring.c) and judges it ------
 UR=$B/shim-tests/unseen-uring
 URING="seccomp guard refused: io_uring_setup: .*--front-end supervisor.*, by pid [0-9]+ \(unseen-uring\) at [^ ]*liburing[^ ]*\+0x[0-9a-f]+"
-if grep -q io_uring_queue_init "$UR" 2>/dev/null; then
+# (two groups side by side, lib.sh's beside: most of each is waiting)
+uring_guard_and_holds() {
 	run "uring" 2 "$URING" --front-end shim \
 		--power-loss --kill-every 200ms --duration 3s --seed 7 \
 		--setup "$UR {dir} init" \
@@ -129,6 +130,8 @@ if grep -q io_uring_queue_init "$UR" 2>/dev/null; then
 	run "uring-link-enumerate" 0 "crash states +[1-9][0-9]* of" \
 		--enumerate --power-loss \
 		--workload "$UR {dir} uring-link 3" --checker "$UR {dir} --check"
+}
+uring_losses_and_refusals() {
 	# ... and without their syncs they lose (before: refused, judged
 	# nothing; before that: PASS on writes never seen)
 	for how in uring uring-nosync; do
@@ -177,6 +180,11 @@ if grep -q io_uring_queue_init "$UR" 2>/dev/null; then
 		--power-loss --kill-every 200ms --duration 3s --seed 7 \
 		--setup "$UR {dir} init" \
 		--workload "$UR {dir} uring-sqpoll" --checker "$UR {dir} --check"
+}
+if grep -q io_uring_queue_init "$UR" 2>/dev/null; then
+	beside uring-a uring_guard_and_holds
+	beside uring-b uring_losses_and_refusals
+	settle
 else
 	echo "shim_sound.sh: built without liburing: the io_uring cases" \
 	     "are not tested (apt-get install liburing-dev)"
@@ -228,26 +236,33 @@ run "supervisor-write-only-unsafe" 1 "cycle [0-9]+: lost: key \"data\"" \
 	--front-end supervisor --power-loss --kill-every 300ms --duration 10s \
 	--seed 19 --setup "$WO {dir} --init" --workload "$WO {dir} unsafe" \
 	--checker "$WO {dir} --check"
-# an open for writing of a file that exists (dd's O_WRONLY|O_CREAT) is a
-# crash point and meets --fail's open faults under either front end: the
-# supervisor let it pass unseen before, and injected none
-for fe in shim supervisor; do
-	run "open-fault-$fe" 0 "faults injected +[1-9][0-9]* \(workloads that stopped on one: [1-9]" \
-		--front-end $fe --fail open:EIO:p=0.3 --kill-every 300ms \
-		--duration 3s --seed 26 --setup "$WO {dir} --init" \
-		--workload "$WO {dir}" --checker "$WO {dir} --check"
-done
-# a process that left the workload's group (setsid, as PostgreSQL's
-# backends do) is killed with it: before, it outlived the kill and met the
-# checker (tests/shim/daemon.sh fails while it runs)
-DS="sh $(pwd)/tests/shim/daemon.sh"
-for fe in shim supervisor; do
-	run "setsid-$fe" 0 "bytes written through the $fe" \
-		--front-end $fe --kill-every 300ms --duration 3s --seed 27 \
-		--setup "$DS {dir} --init" --workload "$DS {dir}" \
-		--checker "$DS {dir} --check"
-	not_zero "setsid-$fe"
-done
+open_faults() {
+	# an open for writing of a file that exists (dd's O_WRONLY|O_CREAT) is a
+	# crash point and meets --fail's open faults under either front end: the
+	# supervisor let it pass unseen before, and injected none
+	for fe in shim supervisor; do
+		run "open-fault-$fe" 0 "faults injected +[1-9][0-9]* \(workloads that stopped on one: [1-9]" \
+			--front-end $fe --fail open:EIO:p=0.3 --kill-every 300ms \
+			--duration 3s --seed 26 --setup "$WO {dir} --init" \
+			--workload "$WO {dir}" --checker "$WO {dir} --check"
+	done
+}
+setsid_kills() {
+	# a process that left the workload's group (setsid, as PostgreSQL's
+	# backends do) is killed with it: before, it outlived the kill and met the
+	# checker (tests/shim/daemon.sh fails while it runs)
+	DS="sh $(pwd)/tests/shim/daemon.sh"
+	for fe in shim supervisor; do
+		run "setsid-$fe" 0 "bytes written through the $fe" \
+			--front-end $fe --kill-every 300ms --duration 3s --seed 27 \
+			--setup "$DS {dir} --init" --workload "$DS {dir}" \
+			--checker "$DS {dir} --check"
+		not_zero "setsid-$fe"
+	done
+}
+beside open-fault open_faults
+beside setsid setsid_kills
+settle
 # a copy into the watched file (copy_file_range) under injected short
 # writes: the program sees the short counts and loops, and the recipe holds
 export UNSEEN_SHORTS="$T/copy-shorts"

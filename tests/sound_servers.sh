@@ -124,7 +124,8 @@ else
 		--user mysql --power-loss --kill-every 3s --cycles 3 --seed 3 \
 		--setup "bash $M {dir} --init" --workload "bash $M {dir}" \
 		--checker "bash $M {dir} --check"
-	if grep -q "Using io_uring" "$TMPDIR"/*.mariadb.log 2>/dev/null; then
+	md=$(sed -n "s/^  workload .*mariadb.sh '\(.*\)'$/\1/p" "$T/mariadb-default.out")
+	if [ -n "$md" ] && grep -q "Using io_uring" "$md.mariadb.log" 2>/dev/null; then
 		ok "mariadb-default: InnoDB used io_uring"
 	else
 		bad "mariadb-default: InnoDB did not say 'Using io_uring' (the ring was not tested)"
