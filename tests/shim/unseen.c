@@ -89,9 +89,16 @@
  *             descriptor per call runs out of them under a low ulimit -n
  *   truncate  the same with 8 truncate(DIR/data, 32) calls (by path: the
  *             shim opens the file to truncate it through its descriptor)
- *   bytewise  safe, the record written one byte a call (32 pwrites of 1
- *             byte), then fdatasync: a front end that copies a call's
- *             buffer must copy a single byte too
+ *   bytewise  safe, the record written one byte a call, then fdatasync:
+ *             a front end that copies a call's buffer must copy a single
+ *             byte too.  A kill between two bytes of a record written in
+ *             place would leave a value nobody wrote (v159 -> v160 cut
+ *             after its '6' reads v169), so the record goes, a byte a
+ *             call, into the older of two slots after it, each with a
+ *             sequence number and a hash (64 bytes: 20 digits, a space,
+ *             the record, spaces, 8 hex digits of the FNV-1a of the 55
+ *             bytes before them, '\n'); the checker
+ *             reads the newest slot whose hash holds, else the record
  *
  * and direct-unsafe, the direct block never synced: a direct write waits
  * in the device's volatile cache like any other, and a power cut loses it.
@@ -106,6 +113,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,15 +263,70 @@ static void prep_read(struct io_uring_sqe *sqe, void *a)
 }
 #endif
 
+/* bytewise's slots (see above): SLOTS of SLOT bytes from SLOT0 */
+#define SLOT 64
+#define SLOT0 64
+#define SLOTS 2
+#define SLOT_HASH (SLOT - 9) /* the hash's 8 hex digits, of the bytes before */
+
+static uint32_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+/* Slot K of FD: its sequence number, and its record into REC (REC bytes),
+ * or 0 when it is empty or its hash does not hold */
+static unsigned long long slot_read(int fd, int k, char *rec)
+{
+	unsigned char s[SLOT + 1];
+	char hex[9];
+	unsigned long long seq;
+
+	if (pread(fd, s, SLOT, SLOT0 + (off_t)k * SLOT) != SLOT)
+		return 0;
+	s[SLOT] = '\0';
+	snprintf(hex, sizeof hex, "%08x", fnv1a(s, SLOT_HASH));
+	if (memcmp(s + SLOT_HASH, hex, 8) != 0 || s[SLOT - 1] != '\n' ||
+	    sscanf((char *)s, "%20llu", &seq) != 1)
+		return 0;
+	memcpy(rec, s + 21, REC);
+	return seq;
+}
+
+/* The newest slot that holds: its index, or -1; *SEQ its number */
+static int slot_newest(int fd, char *rec, unsigned long long *seq)
+{
+	char r[REC];
+	int best = -1;
+
+	*seq = 0;
+	for (int k = 0; k < SLOTS; k++) {
+		unsigned long long q = slot_read(fd, k, r);
+		if (q > *seq) {
+			*seq = q;
+			best = k;
+			memcpy(rec, r, REC);
+		}
+	}
+	return best;
+}
+
 static int check(const char *dir)
 {
 	char path[4096], rec[REC + 1], key[16], val[REC];
+	unsigned long long seq;
 	int fd;
 
 	snprintf(path, sizeof path, "%s/data", dir);
 	if ((fd = open(path, O_RDONLY)) < 0)
 		return errno == ENOENT ? 0 : 1;
 	ssize_t n = pread(fd, rec, REC, 0);
+	if (n == REC && slot_newest(fd, rec, &seq) < 0)
+		n = pread(fd, rec, REC, 0);
 	close(fd);
 	if (n != REC)
 		return 0; /* not made yet */
@@ -575,10 +638,22 @@ int main(int argc, char **argv)
 				die("fdatasync");
 			rc = rc == 4096 ? REC : -1;
 		} else if (!strcmp(mode, "bytewise")) {
+			/* into the slot the newest that holds is not in */
+			unsigned char sl[SLOT + 1];
+			unsigned long long seq;
+			char cur[REC];
+			int k = slot_newest(fd, cur, &seq) == 0 ? 1 : 0;
+			memset(sl, ' ', sizeof sl);
+			snprintf((char *)sl, 21, "%020llu", seq + 1);
+			sl[20] = ' ';
+			memcpy(sl + 21, rec, REC);
+			snprintf((char *)sl + SLOT_HASH, 10, "%08x\n",
+			         fnv1a(sl, SLOT_HASH));
 			rc = 0;
-			for (int b = 0; b < REC; b++)
-				if (pwrite(fd, rec + b, 1, b) == 1)
+			for (int b = 0; b < SLOT; b++)
+				if (pwrite(fd, sl + b, 1, SLOT0 + k * SLOT + b) == 1)
 					rc++;
+			rc = rc == SLOT ? REC : -1;
 			if (rc == REC && fdatasync(fd) != 0)
 				die("fdatasync");
 		} else if (!strcmp(mode, "copy")) {
