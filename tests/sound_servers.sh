@@ -6,7 +6,8 @@
 # checked as its own.  With its defaults every acknowledged put survives, its bytes
 # recorded by the supervisor; with --unsafe-no-fsync (etcd's own flag that
 # skips the WAL's fsyncs) a power cut loses acknowledged puts -- before the
-# supervisor both PASSed, 0 bytes seen.  Bounded: about three minutes; each
+# supervisor both PASSed, 0 bytes seen.  Bounded: about a minute (the servers
+# side by side); each
 # server skipped (saying so) where it is missing.
 set -u
 B=${1:-build}
