@@ -25,6 +25,10 @@ contains() { # contains NAME FILE PATTERN
 json_num() { # json_num FILE FIELD
 	sed -n "s/^ *\"$2\": \([0-9.]*\),*$/\1/p" "$1"
 }
+# no_verdict FILE -- the run's --json or output says it gave no verdict
+# (torture: nothing acknowledged, no fault met: its lives were too short
+# for a loaded machine, so a longer run is the next try, not a failure)
+no_verdict() { grep -q '"result": "no-verdict"\|^torture: NO VERDICT' "$1" 2>/dev/null; }
 reached() { # reached FILE FIELD=MIN... -- true when every FIELD is >= MIN
 	f=$1
 	shift

@@ -20,7 +20,8 @@ for d in $(long_enough_durations 5); do
 	TMPDIR=$T/tmp "$TORTURE" --kill-every 50ms --duration ${d}s --quiet \
 		--json "$T/pass.json" >"$T/pass.out" 2>&1
 	rc=$?
-	[ $rc = 0 ] && ! reached "$T/pass.json" cycles=20 acked_writes=100 || break
+	{ [ $rc = 0 ] || no_verdict "$T/pass.json"; } &&
+		! reached "$T/pass.json" cycles=20 acked_writes=100 || break
 done
 expect "${d}-second run exits 0" 0 $rc
 contains "summary says PASS" "$T/pass.out" '^torture: PASS'
