@@ -1014,25 +1014,10 @@ static void do_open(const sup_call *c, int nr)
 	int creates = (flags & O_CREAT) && !exists;
 	/* Linux truncates even on an O_RDONLY open that names O_TRUNC */
 	int truncates = exists && (flags & O_TRUNC) && S_ISREG(st.st_mode);
-	if (!creates && !truncates) {
-		/* nothing changes; a writable open is still a crash point
-		 * and meets --fail's open faults, as under the shim */
-		if (writable || (flags & O_CREAT)) {
-			rc = fault(c, FAULTSIM_OP_OPEN, 1, &killed);
-			if (killed)
-				return;
-			if (rc < 0) {
-				sup_answer(c->g, c->req->id, -rc, 0);
-				return;
-			}
-		}
-		sup_continue(c->g, c->req->id);
-		return;
-	}
-	sup_creds k;
-	if (creds_for(c, &k) < 0)
-		return;
-	if (writable || creates) {
+	/* a crash point, and --fail's open faults, at every open for
+	 * writing or creating, as under the shim: also one that changes
+	 * nothing (a file that exists, no O_TRUNC) */
+	if (writable || (flags & O_CREAT)) {
 		rc = fault(c, FAULTSIM_OP_OPEN, 1, &killed);
 		if (killed)
 			return;
@@ -1041,6 +1026,13 @@ static void do_open(const sup_call *c, int nr)
 			return;
 		}
 	}
+	if (!creates && !truncates) {
+		sup_continue(c->g, c->req->id); /* nothing changes */
+		return;
+	}
+	sup_creds k;
+	if (creds_for(c, &k) < 0)
+		return;
 	if (creates) {
 		RECORD(c, rc, "open", abs,
 		       faultsim_cache_create_begin(c->r->cache, abs, &t));
